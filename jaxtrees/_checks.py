@@ -1,0 +1,80 @@
+"""Input validation shared by the public API.
+
+Every check runs on concrete (host) values before any tracing or heavy work and raises
+``ValueError`` naming the parameter and its allowed range. Values that are JAX tracers (a user
+vmapping over a constructor) cannot be inspected and are passed through unchecked.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import jax
+import numpy as np
+
+
+def is_concrete(x) -> bool:
+    """True unless ``x`` (or a leaf of it) is a JAX tracer."""
+    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x))
+
+
+def integer(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as a Python int in ``[low, high]`` or raise ``ValueError``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be in {_interval(low, high, False, False)}, got {value}")
+    return value
+
+
+def real(name: str, value, *, low=None, high=None, low_open=False, high_open=False) -> float:
+    """Return ``value`` as a float in the given (half-)open interval or raise ``ValueError``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or _outside(value, low, high, low_open, high_open):
+        raise ValueError(f"{name} must be in {_interval(low, high, low_open, high_open)}, got {value}")
+    return value
+
+
+def probabilities(name: str, values, *, low=0.0, high=1.0, low_open=False, high_open=False):
+    """Check a 1-d array of probabilities lies in the interval; return it as float32 (unchanged if traced)."""
+    if not is_concrete(values):
+        return values
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d array, got shape {arr.shape}")
+    bad = ~np.isfinite(arr) | _outside(arr, low, high, low_open, high_open)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(
+            f"{name} must lie in {_interval(low, high, low_open, high_open)}; "
+            f"{name}[{i}] = {arr[i]!r}"
+        )
+    return np.asarray(arr, dtype=np.float32)
+
+
+def choice(name: str, value, allowed) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
+    return value
+
+
+def _outside(v, low, high, low_open, high_open):
+    out = np.zeros(np.shape(v), dtype=bool)
+    if low is not None:
+        out |= (v <= low) if low_open else (v < low)
+    if high is not None:
+        out |= (v >= high) if high_open else (v > high)
+    return out
+
+
+def _interval(low, high, low_open, high_open) -> str:
+    lo = "-inf" if low is None else _fmt(low)
+    hi = "inf" if high is None else _fmt(high)
+    return f"{'(' if low_open else '['}{lo}, {hi}{')' if high_open else ']'}"
+
+
+def _fmt(x) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)

@@ -1,0 +1,66 @@
+"""Bitsets along the sample axis.
+
+A sample of m examples is stored as ``uint32[..., W]`` with ``W = ceil(m / 32)``: bit ``b`` of word
+``w`` holds example ``32 w + b``. Bits past m are zero, and ``valid_mask(m)`` marks the real ones,
+so counting a set of examples is ``popcount(mask & bits)`` summed over words.
+
+>>> import jax.numpy as jnp
+>>> x = jnp.array([[1, 0, 1], [0, 0, 1]], dtype=bool)
+>>> packed = pack(x)            # uint32[2, 1]
+>>> unpack(packed, 3).astype(int).tolist()
+[[1, 0, 1], [0, 0, 1]]
+>>> int(count(packed[0]))
+2
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+WORD_BITS = 32
+ALL_ONES = np.uint32(0xFFFFFFFF)
+
+
+def n_words(m: int) -> int:
+    """Number of 32-bit words that hold m bits."""
+    return -(-m // WORD_BITS)
+
+
+def pack(bits):
+    """Pack a boolean array ``[..., m]`` into ``uint32[..., ceil(m/32)]`` along its last axis."""
+    bits = jnp.asarray(bits).astype(jnp.uint32)
+    m = bits.shape[-1]
+    w = n_words(m)
+    bits = jnp.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, w * WORD_BITS - m)])
+    shifts = jnp.arange(WORD_BITS, dtype=jnp.uint32)
+    words = bits.reshape(bits.shape[:-1] + (w, WORD_BITS)) << shifts
+    return jnp.sum(words, axis=-1, dtype=jnp.uint32)
+
+
+def unpack(words, m: int):
+    """Inverse of :func:`pack`: ``uint32[..., W]`` to ``bool[..., m]``."""
+    shifts = jnp.arange(WORD_BITS, dtype=jnp.uint32)
+    bits = (words[..., None] >> shifts) & jnp.uint32(1)
+    return bits.reshape(words.shape[:-1] + (-1,))[..., :m].astype(bool)
+
+
+def valid_mask(m: int):
+    """``uint32[ceil(m/32)]`` with the first m bits set."""
+    return pack(jnp.ones((m,), bool))
+
+
+def count(words, axis=-1):
+    """Number of set bits, summed over ``axis`` (int32)."""
+    return jnp.sum(lax.population_count(words).astype(jnp.int32), axis=axis)
+
+
+def reduce_or(words, axis=0):
+    """Bitwise OR over ``axis``."""
+    return lax.reduce(words, jnp.uint32(0), lax.bitwise_or, (axis,))
+
+
+def reduce_xor(words, axis=0):
+    """Bitwise XOR over ``axis``."""
+    return lax.reduce(words, jnp.uint32(0), lax.bitwise_xor, (axis,))

@@ -1,0 +1,128 @@
+"""Product distributions over {0,1}^n, given by their marginals ``p: float32[n]``, p_i = Pr[x_i = 1].
+
+A distribution family is a small pytree whose hyperparameters are fixed when it is built (and
+checked then); ``family.marginals(key, n)`` draws one distribution. Batch with :func:`marginals`
+(``batch=B``) or with ``jax.vmap`` over keys.
+
+Families (references are to ``000``: Brutzkus-Daniely-Malach 2020 and ``002``: Blanc-Lange-Qiao-Tan
+2021):
+
+- :func:`uniform`: p_i = 1/2.
+- :func:`product`: fixed marginals p.
+- :func:`alpha_c`: an (alpha, c)-distribution of 000 Sec. 1.2, |p_i - 1/2| > c and p_i in
+  (alpha, 1 - alpha); drawn with p_i - 1/2 uniform on the allowed set.
+- :func:`smoothed`: a c-smoothened delta-balanced distribution (002 Def. 9; 000's "smoothened
+  (alpha, c)-distribution" with alpha = delta): p_i = p_hat_i + Delta_i, Delta_i ~ U[-c, c] i.i.d.,
+  for fixed p_hat_i in (delta + c, 1 - delta - c).
+
+>>> import jax
+>>> fam = smoothed(c=0.1)                       # p_i ~ U[0.4, 0.6]
+>>> p = marginals(fam, jax.random.key(0), n=8, batch=4)
+>>> p.shape
+(4, 8)
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxtrees import _checks
+
+
+class Uniform(NamedTuple):
+    """The uniform distribution (build with :func:`uniform`)."""
+
+    def marginals(self, key, n: int):
+        del key
+        return jnp.full((n,), 0.5, jnp.float32)
+
+
+class Product(NamedTuple):
+    """Fixed marginals ``p: float32[n]`` (build with :func:`product`)."""
+
+    p: jax.Array
+
+    def marginals(self, key, n: int):
+        del key
+        if self.p.shape != (n,):
+            raise ValueError(f"n must equal len(p) = {self.p.shape[0]} for a product distribution, got {n}")
+        return jnp.asarray(self.p, jnp.float32)
+
+
+class AlphaC(NamedTuple):
+    """(alpha, c)-distributions (build with :func:`alpha_c`)."""
+
+    alpha: float
+    c: float
+
+    def marginals(self, key, n: int):
+        k_sign, k_mag = jax.random.split(key)
+        sign = jnp.where(jax.random.bernoulli(k_sign, 0.5, (n,)), 1.0, -1.0)
+        u = jax.random.uniform(k_mag, (n,), jnp.float32)
+        dist = self.c + u * (0.5 - self.alpha - self.c)  # |p - 1/2| in [c, 1/2 - alpha)
+        return (0.5 + sign * dist).astype(jnp.float32)
+
+
+class Smoothed(NamedTuple):
+    """c-smoothened product distributions around ``p_hat`` (build with :func:`smoothed`)."""
+
+    p_hat: jax.Array  # scalar or float32[n]
+    c: float
+
+    def marginals(self, key, n: int):
+        p_hat = jnp.broadcast_to(jnp.asarray(self.p_hat, jnp.float32), (n,))
+        delta = jax.random.uniform(key, (n,), jnp.float32, -1.0, 1.0) * self.c
+        return p_hat + delta
+
+
+Family = Uniform | Product | AlphaC | Smoothed
+
+
+def uniform() -> Uniform:
+    """The uniform distribution on {0,1}^n."""
+    return Uniform()
+
+
+def product(p) -> Product:
+    """The product distribution with marginals ``p`` (each in [0, 1])."""
+    return Product(jnp.asarray(_checks.probabilities("p", p)))
+
+
+def alpha_c(alpha: float, c: float) -> AlphaC:
+    """Random (alpha, c)-distributions: |p_i - 1/2| > c, p_i in (alpha, 1 - alpha).
+
+    Requires ``c`` in [0, 1/2) and ``alpha`` in [0, 1/2 - c).
+    """
+    c = _checks.real("c", c, low=0.0, high=0.5, high_open=True)
+    alpha = _checks.real("alpha", alpha, low=0.0, high=0.5 - c, high_open=True)
+    return AlphaC(alpha, c)
+
+
+def smoothed(c: float, p_hat=0.5, delta: float = 0.0) -> Smoothed:
+    """Random c-smoothened delta-balanced distributions: p_i = p_hat_i + U[-c, c].
+
+    ``p_hat`` (a scalar or a vector of length n) must lie in (delta + c, 1 - delta - c), so every
+    p_i lies in [delta, 1 - delta]. ``c`` = 0 gives the fixed product distribution p_hat.
+    """
+    delta = _checks.real("delta", delta, low=0.0, high=0.5, high_open=True)
+    c = _checks.real("c", c, low=0.0, high=0.5 - delta, high_open=True)
+    p_hat_arr = np.atleast_1d(np.asarray(p_hat, dtype=np.float64))
+    _checks.probabilities("p_hat", p_hat_arr, low=delta + c, high=1.0 - delta - c,
+                          low_open=c > 0 or delta > 0, high_open=c > 0 or delta > 0)
+    return Smoothed(jnp.asarray(p_hat, jnp.float32), c)
+
+
+def marginals(family: Family, key, n: int, batch: int | None = None):
+    """Draw ``float32[n]`` marginals, or ``float32[batch, n]`` from ``batch`` independent keys.
+
+    The b-th row uses ``jax.random.split(key, batch)[b]``, so a batch equals a loop of single draws.
+    """
+    n = _checks.integer("n", n, low=1)
+    if batch is None:
+        return family.marginals(key, n)
+    batch = _checks.integer("batch", batch, low=1)
+    return jax.vmap(lambda k: family.marginals(k, n))(jax.random.split(key, batch))

@@ -1,0 +1,172 @@
+"""Target functions f: {0,1}^n -> {0,1}.
+
+A target is a pytree: its arrays (support, truth table) are leaves, its sizes (k) are their
+static shapes, so a batch of targets is one target with a leading axis and ``jax.vmap`` applies.
+Every target evaluates
+
+- on plain arrays, ``f(x)`` for ``x: {0,1}[..., n]``, returning ``int32[...]``;
+- on bit-packed samples, ``f.bits(X)`` for ``X: uint32[n, W]`` (see :mod:`jaxtrees.bits`),
+  returning the packed labels ``uint32[W]``, with word-wide logic and no unpacking.
+
+Targets:
+
+- :func:`junta` / :func:`random_junta`: f(x) = T[a(x)] on a support J = (j_0, ..., j_{k-1}), with
+  the truth-table index a(x) = sum_t x_{j_t} 2^t (x_{j_0} is the least significant bit).
+- :func:`parity` / :func:`random_parity`: chi_J(x) = sum_{j in J} x_j mod 2 (000 Sec. 1.2).
+
+>>> import jax, jax.numpy as jnp
+>>> f = parity([0, 2], n=4)
+>>> f(jnp.array([[1, 0, 1, 1], [1, 1, 0, 0]])).tolist()
+[0, 1]
+>>> g = random_junta(jax.random.key(0), n=16, k=4)
+>>> g.support.shape, g.table.shape
+((4,), (16,))
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxtrees import _checks, bits
+
+
+class Junta(NamedTuple):
+    """f(x) = table[sum_t x[support[t]] 2^t]."""
+
+    support: jax.Array  # int32[k], distinct indices
+    table: jax.Array  # bool[2^k]
+
+    @property
+    def k(self) -> int:
+        return self.support.shape[-1]
+
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        index = jnp.sum(x[..., self.support].astype(jnp.int32) << jnp.arange(self.k), axis=-1)
+        return self.table[index].astype(jnp.int32)
+
+    def bits(self, X):
+        # Shannon expansion, one variable at a time: f = (~x_j & f_{x_j=0}) | (x_j & f_{x_j=1}).
+        words = X.shape[-1]
+        v = jnp.where(self.table[:, None], bits.ALL_ONES, jnp.uint32(0)) * jnp.ones((1, words), jnp.uint32)
+        for t in range(self.k):
+            x = X[self.support[t]]
+            v = v.reshape(-1, 2, words)
+            v = (v[:, 0] & ~x) | (v[:, 1] & x)
+        return v[0]
+
+
+class Parity(NamedTuple):
+    """chi_J(x) = sum_{j in support} x_j mod 2."""
+
+    support: jax.Array  # int32[k], distinct indices
+
+    @property
+    def k(self) -> int:
+        return self.support.shape[-1]
+
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        return (jnp.sum(x[..., self.support].astype(jnp.int32), axis=-1) % 2).astype(jnp.int32)
+
+    def bits(self, X):
+        return bits.reduce_xor(X[self.support], axis=0)
+
+
+Target = Junta | Parity
+
+
+def support_mask(target: Target, n: int):
+    """``bool[n]``: the coordinates in the target's support."""
+    return jnp.any(target.support[:, None] == jnp.arange(n), axis=0)
+
+
+def relevant(target: Target):
+    """``bool[k]``: which support variables f actually depends on (all of them for a parity)."""
+    if isinstance(target, Parity):
+        return jnp.ones(target.support.shape, bool)
+    return _relevant_vars(target.table, target.k)
+
+
+def junta(support, table, n: int) -> Junta:
+    """The k-junta on ``support`` (k distinct indices in [0, n)) with truth table ``table`` (2^k bits)."""
+    support = _check_support(support, n)
+    table = np.asarray(table)
+    if table.shape != (2 ** support.size,):
+        raise ValueError(f"table must have 2^k = {2 ** support.size} entries for k = {support.size}, got shape {table.shape}")
+    if not np.isin(table, (0, 1)).all():
+        raise ValueError("table must be binary (0/1 or bool)")
+    return Junta(jnp.asarray(support, jnp.int32), jnp.asarray(table, bool))
+
+
+def parity(support, n: int) -> Parity:
+    """The parity of the ``support`` coordinates (k distinct indices in [0, n))."""
+    return Parity(jnp.asarray(_check_support(support, n), jnp.int32))
+
+
+def random_junta(key, n: int, k: int, *, nondegenerate: bool = True) -> Junta:
+    """A k-junta with a uniformly random support of size k and a uniformly random truth table.
+
+    With ``nondegenerate=True`` the table is drawn uniformly among those that depend on all k
+    variables (rejection sampling inside the compiled program), so the support is identifiable.
+    """
+    n, k = _check_n_k(n, k)
+    k_support, k_table = jax.random.split(key)
+    support = _random_support(k_support, n, k)
+
+    def draw(key):
+        return jax.random.bernoulli(key, 0.5, (2**k,))
+
+    table = draw(k_table)
+    if nondegenerate:
+        def cond(state):
+            return ~jnp.all(_relevant_vars(state[1], k))
+
+        def body(state):
+            key, _ = state
+            key, sub = jax.random.split(key)
+            return key, draw(sub)
+
+        _, table = jax.lax.while_loop(cond, body, (jax.random.fold_in(k_table, 1), table))
+    return Junta(support, table)
+
+
+def random_parity(key, n: int, k: int) -> Parity:
+    """A k-parity on a uniformly random support of size k."""
+    n, k = _check_n_k(n, k)
+    return Parity(_random_support(key, n, k))
+
+
+def _random_support(key, n, k):
+    return jnp.sort(jax.random.choice(key, n, (k,), replace=False)).astype(jnp.int32)
+
+
+def _relevant_vars(table, k):
+    out = []
+    for t in range(k):
+        halves = table.reshape(2 ** (k - 1 - t), 2, 2**t)
+        out.append(jnp.any(halves[:, 0] != halves[:, 1]))
+    return jnp.stack(out) if out else jnp.zeros((0,), bool)
+
+
+def _check_n_k(n, k):
+    n = _checks.integer("n", n, low=1)
+    k = _checks.integer("k", k, low=1, high=n)
+    return n, k
+
+
+def _check_support(support, n):
+    n = _checks.integer("n", n, low=1)
+    s = np.asarray(support)
+    if s.ndim != 1 or (s.size and not np.issubdtype(s.dtype, np.integer)):
+        raise ValueError(f"support must be a 1-d array of integer indices, got {support!r}")
+    _checks.integer("k = len(support)", s.size, low=1, high=n)
+    if s.min() < 0 or s.max() >= n:
+        raise ValueError(f"support indices must be in [0, {n - 1}] for n = {n}, got {s.tolist()}")
+    if np.unique(s).size != s.size:
+        raise ValueError(f"support indices must be distinct, got {s.tolist()}")
+    return s.astype(np.int32)

@@ -1,0 +1,154 @@
+"""Decision trees as arrays in complete-heap layout, and what one can ask of them.
+
+A tree of maximum depth D has N = 2^(D+1) - 1 slots: the root is 0, the children of node i are
+2i+1 (the branch x_f = 0) and 2i+2 (x_f = 1), level l holds nodes 2^l - 1 .. 2^(l+1) - 2. A
+batch of trees is the same arrays with a leading axis; every function here acts on one tree and
+is batched with ``jax.vmap``.
+
+Fields (a node exists iff ``weight > 0``; absent nodes are all zeros with ``feature = -1``):
+
+- ``feature: int32[N]``: the feature tested at the node, -1 at leaves and absent nodes;
+- ``label: int32[N]``: the majority label of the training data at the node, 1 iff strictly more
+  than half are 1 (a tie at exactly 1/2 gives 0, as scikit-learn's argmax does); defined at
+  internal nodes too, so any truncation of the tree is a tree;
+- ``weight: float32[N]``: examples reaching the node (or, for exact trees, its probability);
+- ``mean: float32[N]``: the mean label there;
+- ``gain: float32[N]``: the purity gain of the node's split, 0 where it does not split.
+
+>>> import jax.numpy as jnp
+>>> t = stump(feature=2, labels=(0, 1), max_depth=1)
+>>> predict(t, jnp.array([[0, 0, 1], [1, 1, 0]])).tolist()
+[1, 0]
+>>> int(depth(t)), int(n_leaves(t))
+(1, 2)
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxtrees import bits
+
+
+class Tree(NamedTuple):
+    feature: jax.Array
+    label: jax.Array
+    weight: jax.Array
+    mean: jax.Array
+    gain: jax.Array
+
+    @property
+    def max_depth(self) -> int:
+        """D, fixed by the array shapes (the tree may stop earlier: see :func:`depth`)."""
+        return heap_depth(self.feature.shape[-1])
+
+
+def heap_size(max_depth: int) -> int:
+    return 2 ** (max_depth + 1) - 1
+
+
+def heap_depth(size: int) -> int:
+    depth = int(np.log2(size + 1)) - 1
+    if heap_size(depth) != size:
+        raise ValueError(f"tree arrays must have 2^(D+1) - 1 slots, got {size}")
+    return depth
+
+
+def node_levels(max_depth: int) -> np.ndarray:
+    """``int32[N]``: the level (depth) of every heap slot."""
+    return np.concatenate([np.full(2**l, l, np.int32) for l in range(max_depth + 1)])
+
+
+def stump(feature: int, labels=(0, 1), max_depth: int = 1) -> Tree:
+    """A depth-1 tree x_feature ? labels[1] : labels[0], in arrays of the given max_depth."""
+    size = heap_size(max_depth)
+    f = np.full(size, -1, np.int32)
+    f[0] = feature
+    label = np.zeros(size, np.int32)
+    label[1:3] = labels
+    weight = np.zeros(size, np.float32)
+    weight[:3] = (1.0, 0.5, 0.5)
+    mean = np.zeros(size, np.float32)
+    mean[1:3] = labels
+    mean[0] = np.mean(labels)
+    return Tree(jnp.asarray(f), jnp.asarray(label), jnp.asarray(weight), jnp.asarray(mean), jnp.zeros(size, jnp.float32))
+
+
+def exists(tree: Tree):
+    """``bool[N]``: which heap slots hold a node."""
+    return tree.weight > 0
+
+
+def is_leaf(tree: Tree):
+    return exists(tree) & (tree.feature < 0)
+
+
+def depth(tree: Tree):
+    """Length of the longest root-to-leaf path (int32)."""
+    levels = jnp.asarray(node_levels(tree.max_depth))
+    return jnp.max(jnp.where(exists(tree), levels, 0))
+
+
+def n_leaves(tree: Tree):
+    return jnp.sum(is_leaf(tree).astype(jnp.int32))
+
+
+def features_used(tree: Tree, n: int):
+    """``bool[n]``: the features tested anywhere in the tree."""
+    return jnp.any(tree.feature[:, None] == jnp.arange(n), axis=0)
+
+
+def truncate(tree: Tree, depth_limit: int) -> Tree:
+    """The tree cut at ``depth_limit``: nodes at that depth become leaves with their majority label."""
+    levels = jnp.asarray(node_levels(tree.max_depth))
+    keep = levels <= depth_limit
+    return Tree(
+        feature=jnp.where(levels < depth_limit, tree.feature, -1),
+        label=jnp.where(keep, tree.label, 0),
+        weight=jnp.where(keep, tree.weight, 0.0),
+        mean=jnp.where(keep, tree.mean, 0.0),
+        gain=jnp.where(levels < depth_limit, tree.gain, 0.0),
+    )
+
+
+def predict(tree: Tree, x):
+    """Labels ``int32[...]`` for plain inputs ``x: {0,1}[..., n]``."""
+    x = jnp.asarray(x).astype(jnp.int32)
+    node = jnp.zeros(x.shape[:-1], jnp.int32)
+    for _ in range(tree.max_depth):
+        f = tree.feature[node]
+        bit = jnp.take_along_axis(x, jnp.maximum(f, 0)[..., None], axis=-1)[..., 0]
+        node = jnp.where(f >= 0, 2 * node + 1 + bit, node)
+    return tree.label[node]
+
+
+def predict_bits(tree: Tree, X):
+    """Packed labels ``uint32[W]`` for packed inputs ``X: uint32[n, W]``.
+
+    Level by level, each node's bitset of examples is split by its feature's bitset; leaves OR
+    their label into the output. Word-parallel, no per-example indexing.
+    """
+    words = X.shape[-1]
+    masks = jnp.full((1, words), bits.ALL_ONES, jnp.uint32)
+    out = jnp.zeros((words,), jnp.uint32)
+    for level in range(tree.max_depth + 1):
+        lo, hi = 2**level - 1, 2 ** (level + 1) - 1
+        f, label = tree.feature[lo:hi], tree.label[lo:hi]
+        leaf = (f < 0)[:, None]
+        out = out | bits.reduce_or(jnp.where(leaf & (label[:, None] == 1), masks, jnp.uint32(0)), axis=0)
+        if level == tree.max_depth:
+            break
+        right = jnp.where(leaf, jnp.uint32(0), masks & X[jnp.maximum(f, 0)])
+        left = jnp.where(leaf, jnp.uint32(0), masks & ~right)
+        masks = jnp.stack([left, right], axis=1).reshape(-1, words)
+    return out
+
+
+def sample_error(tree: Tree, sample):
+    """Fraction of the sample's examples that the tree mislabels (float32)."""
+    wrong = (predict_bits(tree, sample.X) ^ sample.y) & sample.valid
+    return bits.count(wrong) / bits.count(sample.valid)
