@@ -19,7 +19,7 @@ tree level-wise, score it. Batch trials with ``jax.vmap`` and compile with ``jax
 from jaxtrees import bits, distributions, impurity, sampling, targets, tree
 from jaxtrees.distributions import alpha_c, marginals, product, smoothed, uniform
 from jaxtrees.estimator import DecisionTreeClassifier
-from jaxtrees.grow import GrowthRule, grow
+from jaxtrees.growth import GrowthRule, grow
 from jaxtrees.impurity import Impurity
 from jaxtrees.sampling import Sample, draw, from_arrays
 from jaxtrees.targets import junta, parity, random_junta, random_parity, support_mask

@@ -48,7 +48,14 @@ def unpack(words, m: int):
 
 def valid_mask(m: int):
     """``uint32[ceil(m/32)]`` with the first m bits set."""
-    return pack(jnp.ones((m,), bool))
+    return prefix_mask(n_words(m), m)
+
+
+def prefix_mask(words: int, m):
+    """``uint32[words]`` with the first m bits set; ``m`` may be traced (0 <= m <= 32 words)."""
+    r = jnp.clip(m - WORD_BITS * jnp.arange(words), 0, WORD_BITS).astype(jnp.uint32)
+    partial = (jnp.uint32(1) << jnp.minimum(r, WORD_BITS - 1)) - jnp.uint32(1)
+    return jnp.where(r >= WORD_BITS, ALL_ONES, partial)
 
 
 def count(words, axis=-1):

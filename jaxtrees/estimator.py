@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxtrees import bits, sampling
 from jaxtrees import tree as tree_lib
-from jaxtrees.grow import GrowthRule, grow
+from jaxtrees.growth import GrowthRule, grow
 
 _grow = jax.jit(grow)
 _predict = jax.jit(tree_lib.predict)

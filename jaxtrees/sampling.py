@@ -59,6 +59,16 @@ def draw(key, p, target, m: int, noise: float = 0.0) -> Sample:
     return Sample(X, y & valid, valid)
 
 
+def prefix(sample: Sample, m) -> Sample:
+    """The first m examples of ``sample`` (``m`` may be traced; shapes are unchanged).
+
+    Growing on the prefixes of one sample for a grid of m uses common random numbers: the trees
+    for different m are then coupled, and one compiled program serves the whole grid.
+    """
+    valid = sample.valid & bits.prefix_mask(sample.valid.shape[-1], m)
+    return Sample(sample.X, sample.y & valid, valid)
+
+
 def from_arrays(X, y) -> Sample:
     """Pack a plain data set: ``X: {0,1}[m, n]`` (rows are examples) and ``y: {0,1}[m]``."""
     X = np.asarray(X)

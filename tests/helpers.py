@@ -1,0 +1,177 @@
+"""Shared machinery for the test suite: data-set generators, the batched engine, tree checks.
+
+The engine is compiled once per (batch shape, rule): ``grow_batch`` is module-level so every test
+file that imports it shares jax's compilation cache. All batches have exactly ``BATCH`` data sets
+(short batches are padded by repeating the last one), so a compiled program is reused for every
+batch of the same (n, W) and rule; m varies freely within a word count W = ceil(m / 32).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxtrees as jt
+from jaxtrees import bits
+
+BATCH = 32
+
+#: One jitted, vmapped engine for the whole suite (rule static, one key shared by the batch).
+grow_batch = jax.jit(jax.vmap(jt.grow, in_axes=(0, None, None)))
+KEY = jax.random.key(0)
+
+#: Lines printed at the end of the pytest run by conftest.pytest_terminal_summary.
+REPORT: dict[str, str] = {}
+
+
+# ----------------------------------------------------------------------------- data sets
+
+
+def m_range(W: int) -> tuple[int, int]:
+    """The sample sizes m with ceil(m / 32) == W, as [low, high]."""
+    return 32 * (W - 1) + 1, 32 * W
+
+
+def sizes(rng, W: int, count: int) -> list[int]:
+    """``count`` sample sizes with word count W, always including the extremes of the range
+    (m = 1 for W = 1, and the multiple of 32) and otherwise uniform in the range."""
+    lo, hi = m_range(W)
+    ms = [lo, hi] + list(rng.integers(lo, hi + 1, size=max(count - 2, 0)))
+    return [int(m) for m in ms[:count]]
+
+
+def make_X(rng, m: int, n: int, style: str) -> np.ndarray:
+    """A binary design matrix [m, n] (int8).
+
+    styles: ``"bernoulli"`` (independent columns, random marginals in [0.1, 0.9]), ``"uniform"``
+    (p = 1/2), ``"ties"`` (bernoulli, then some columns replaced by copies or complements of
+    others, or by constants: exact gain ties and inadmissible features).
+    """
+    if style == "uniform":
+        p = np.full(n, 0.5)
+    else:
+        p = rng.uniform(0.1, 0.9, n)
+    X = (rng.random((m, n)) < p).astype(np.int8)
+    if style == "ties" and n >= 2:
+        for j in rng.choice(n, size=max(1, n // 3), replace=False):
+            kind = rng.integers(3)
+            src = int(rng.integers(n))
+            if kind == 0:
+                X[:, j] = X[:, src]
+            elif kind == 1:
+                X[:, j] = 1 - X[:, src]
+            else:
+                X[:, j] = rng.integers(2)
+    return X
+
+
+def make_y(rng, X: np.ndarray, kind: str) -> np.ndarray:
+    """Labels (int8) for X. kinds: ``"random"`` (i.i.d. Bernoulli(q), q ~ U[0.15, 0.85]),
+    ``"junta"`` (a random function of 1..3 random columns), ``"noisy"`` (a junta with each
+    label flipped with probability 0.15), ``"parity"`` (parity of 1..3 random columns)."""
+    m, n = X.shape
+    if kind == "random":
+        return (rng.random(m) < rng.uniform(0.15, 0.85)).astype(np.int8)
+    k = int(rng.integers(1, min(n, 3) + 1))
+    J = rng.choice(n, size=k, replace=False)
+    if kind == "parity":
+        return (X[:, J].sum(axis=1) % 2).astype(np.int8)
+    table = rng.integers(0, 2, size=2**k)
+    y = table[(X[:, J].astype(np.int64) << np.arange(k)).sum(axis=1)].astype(np.int8)
+    if kind == "noisy":
+        y ^= (rng.random(m) < 0.15).astype(np.int8)
+    elif kind != "junta":
+        raise ValueError(kind)
+    return y
+
+
+LABEL_KINDS = ("random", "junta", "noisy", "parity")
+X_STYLES = ("bernoulli", "uniform", "ties", "bernoulli")
+
+
+def datasets(rng, n: int, W: int, count: int, kinds=LABEL_KINDS, styles=X_STYLES):
+    """``count`` data sets (X, y) of n features and word count W, cycling label kinds/X styles."""
+    out = []
+    for i, m in enumerate(sizes(rng, W, count)):
+        X = make_X(rng, m, n, styles[(i // len(kinds)) % len(styles)])
+        out.append((X, make_y(rng, X, kinds[i % len(kinds)])))
+    return out
+
+
+# ----------------------------------------------------------------------------- engine
+
+
+def stack(samples):
+    return jax.tree.map(lambda *a: jnp.stack(a), *samples)
+
+
+def grow_many(data, rule: jt.GrowthRule) -> list[jt.Tree]:
+    """Grow one tree per data set with ``grow_batch``, in batches of exactly ``BATCH``.
+
+    All data sets must share n and W. Returns numpy trees.
+    """
+    trees = []
+    for start in range(0, len(data), BATCH):
+        chunk = data[start:start + BATCH]
+        samples = [jt.from_arrays(X, y) for X, y in chunk]
+        samples += [samples[-1]] * (BATCH - len(samples))
+        out = jax.device_get(grow_batch(stack(samples), rule, KEY))
+        trees += [jt.Tree(*(np.asarray(a[b]) for a in out)) for b in range(len(chunk))]
+    return trees
+
+
+# ----------------------------------------------------------------------------- comparisons
+
+
+def assert_matches_reference(tree: jt.Tree, ref: dict, where: str = ""):
+    """Feature, label and weight arrays exactly; gain to 1e-5; mean to 1e-6."""
+    np.testing.assert_array_equal(tree.feature, ref["feature"], err_msg=f"feature {where}")
+    np.testing.assert_array_equal(tree.label, ref["label"], err_msg=f"label {where}")
+    np.testing.assert_array_equal(tree.weight, ref["weight"], err_msg=f"weight {where}")
+    np.testing.assert_allclose(tree.gain, ref["gain"], rtol=0, atol=1e-5, err_msg=f"gain {where}")
+    np.testing.assert_allclose(tree.mean, ref["mean"], rtol=0, atol=1e-6, err_msg=f"mean {where}")
+
+
+def traverse(tree: jt.Tree, X: np.ndarray) -> np.ndarray:
+    """Leaf label of every row of X by walking the heap in plain Python (the test's own predict)."""
+    feature = np.asarray(tree.feature)
+    label = np.asarray(tree.label)
+    out = np.empty(len(X), np.int64)
+    for r, x in enumerate(np.asarray(X)):
+        node = 0
+        while 2 * node + 2 < feature.size and feature[node] >= 0:
+            node = 2 * node + 1 + int(x[feature[node]])
+        out[r] = label[node]
+    return out
+
+
+def node_rows(tree: jt.Tree, X: np.ndarray) -> dict[int, np.ndarray]:
+    """Rows of X reaching every existing node (by the test's own traversal)."""
+    feature = np.asarray(tree.feature)
+    rows = {0: np.arange(len(X))}
+    for i in range(feature.size):
+        if i in rows and feature[i] >= 0 and 2 * i + 2 < feature.size:
+            r = rows[i]
+            rows[2 * i + 1] = r[X[r, feature[i]] == 0]
+            rows[2 * i + 2] = r[X[r, feature[i]] == 1]
+    return rows
+
+
+@dataclasses.dataclass
+class Tally:
+    """Counts of data sets compared with a reference, for the report."""
+
+    compared: int = 0
+    filtered: int = 0
+    untied: int = 0
+
+    def __str__(self):
+        return (f"{self.compared} compared ({self.untied} with every margin > 1e-4), "
+                f"{self.filtered} filtered as float32-ambiguous ties")
+
+
+def n_words(m: int) -> int:
+    return bits.n_words(m)
