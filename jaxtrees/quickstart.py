@@ -28,6 +28,7 @@ import numpy as np
 from jaxtrees import _checks, distributions, growth, sampling, targets, tree
 
 TARGETS = ("junta", "parity")
+PLURAL = {"junta": "juntas", "parity": "parities"}
 FIELDS = ("target", "distribution", "c", "n", "k", "m", "trials", "successes", "success_rate",
           "wilson_low", "wilson_high", "mean_test_error")
 
@@ -140,7 +141,7 @@ def plot(path: str, out_png: str) -> str:
                             color=colour, alpha=0.2)
         r0 = rows[0]
         ax.set_xscale("log", base=2)
-        ax.set_title(f"random {r0['k']}-{target}s, n = {r0['n']}", fontsize=13)
+        ax.set_title(f"random {r0['k']}-{PLURAL[target]}, n = {r0['n']}", fontsize=13)
         ax.set_xlabel("training examples m", fontsize=12)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("P[test error = 0] (95% Wilson band)", fontsize=12)

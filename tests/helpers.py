@@ -35,12 +35,21 @@ def m_range(W: int) -> tuple[int, int]:
     return 32 * (W - 1) + 1, 32 * W
 
 
-def sizes(rng, W: int, count: int) -> list[int]:
-    """``count`` sample sizes with word count W, always including the extremes of the range
-    (m = 1 for W = 1, and the multiple of 32) and otherwise uniform in the range."""
+def size_menu(W: int) -> list[int]:
+    """Four sample sizes with word count W: the smallest (m = 1 for W = 1, one bit in the last
+    word otherwise), two that are not multiples of 32, and the multiple of 32.
+
+    Few distinct sizes matter: ``jaxtrees.from_arrays`` packs eagerly, and every new (n, m)
+    costs jax a compile of its packing ops (~0.2 s), far more than packing itself.
+    """
     lo, hi = m_range(W)
-    ms = [lo, hi] + list(rng.integers(lo, hi + 1, size=max(count - 2, 0)))
-    return [int(m) for m in ms[:count]]
+    return [lo, lo + 13, hi - 1, hi]
+
+
+def sizes(rng, W: int, count: int) -> list[int]:
+    """``count`` sample sizes cycling through ``size_menu(W)`` in a random order."""
+    menu = size_menu(W)
+    return [int(m) for m in rng.permutation(np.resize(menu, max(count, len(menu))))[:count]]
 
 
 def make_X(rng, m: int, n: int, style: str) -> np.ndarray:
@@ -105,7 +114,8 @@ def datasets(rng, n: int, W: int, count: int, kinds=LABEL_KINDS, styles=X_STYLES
 
 
 def stack(samples):
-    return jax.tree.map(lambda *a: jnp.stack(a), *samples)
+    """Stack samples along a new leading axis (in numpy: no per-shape eager compiles)."""
+    return jax.tree.map(lambda *a: jnp.asarray(np.stack([np.asarray(x) for x in a])), *samples)
 
 
 def grow_many(data, rule: jt.GrowthRule) -> list[jt.Tree]:
