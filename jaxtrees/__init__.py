@@ -16,12 +16,13 @@ tree level-wise, score it. Batch trials with ``jax.vmap`` and compile with ``jax
 (64,)
 """
 
-from jaxtrees import bits, distributions, impurity, sampling, targets, tree
+from jaxtrees import bits, distributions, impurity, population, sampling, targets, tree
 from jaxtrees.distributions import alpha_c, marginals, product, smoothed, uniform
 from jaxtrees.estimator import DecisionTreeClassifier
 from jaxtrees.growth import GrowthRule, grow
 from jaxtrees.impurity import Impurity
-from jaxtrees.sampling import Sample, draw, from_arrays
+from jaxtrees.population import error_by_depth, exact_error, grow_exact
+from jaxtrees.sampling import Sample, draw, from_arrays, prefix
 from jaxtrees.targets import junta, parity, random_junta, random_parity, support_mask
 from jaxtrees.tree import (
     Tree,

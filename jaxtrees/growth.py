@@ -52,14 +52,19 @@ class GrowthRule:
       max_depth: D >= 0; nodes at depth D are leaves.
       impurity: ``"entropy"``, ``"gini"``, ``"kearns_mansour"``, an :class:`Impurity` or a
         concave callable G (see :mod:`jaxtrees.impurity`).
-      tie_break: among features whose gain is within ``tie_tol`` of the node's best,
-        ``"lowest"`` takes the lowest index, ``"random"`` a uniformly random one (needs a key).
+      tie_break: among features whose gain g is tied with the node's best gain b, i.e.
+        g >= b - tie_tol |b|, ``"lowest"`` takes the lowest index, ``"random"`` a uniformly
+        random one (needs a key).
       min_samples_split: a node with fewer examples is not split (>= 2).
       min_samples_leaf: a split is admissible only if both children get at least this many
         examples (>= 1, so a feature constant on the node is never chosen).
-      min_gain: a node splits only if its best gain is >= ``min_gain - tie_tol``. The gain is the
-        node's own (not scikit-learn's min_impurity_decrease, which weighs it by the node's share).
-      tie_tol: gains within this of the maximum count as tied (float32 rounding is ~1e-7).
+      min_gain: a node splits only if its best gain is >= min_gain - tie_tol max(1, |min_gain|),
+        so with the default 0 any impure node with an admissible feature splits, as in ID3. The
+        gain is the node's own (scikit-learn's min_impurity_decrease weighs it by the node's share).
+      tie_tol: relative tolerance for tied gains. Gains are computed in float32 in a form that is
+        exactly 0 when a split changes nothing, so exact ties (e.g. every gain of a parity under
+        the uniform distribution) stay exact; the tolerance absorbs ulp-level differences between
+        gains that are equal in exact arithmetic.
 
     Features are never reused on a path (ID3), and a pure node is a leaf.
     """
@@ -123,15 +128,17 @@ def grow(sample: Sample, rule: GrowthRule, key=None) -> Tree:
         w1y = _interleave(jnp.where(keep, stats.w1y - w1y_r, 0), w1y_r)
         return _interleave(left, right), LevelStats(w, wy, w1, w1y)
 
-    return grow_levels(root, valid[None], children, rule, key, min_count=True)
+    return grow_levels(root, valid[None], children, rule, key, min_count=True, purity_tol=0.0)
 
 
-def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min_count: bool) -> Tree:
+def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min_count: bool,
+                purity_tol: float) -> Tree:
     """The shared growth loop.
 
     ``children(state, stats, feature, split, with_features) -> (state', stats')`` gives the
     next level (children of node j at 2j, 2j+1), with per-feature statistics only when
-    ``with_features``. ``min_count`` applies min_samples_split / min_samples_leaf to the weights.
+    ``with_features``. ``min_count`` applies min_samples_split / min_samples_leaf to the weights
+    (sample counts); a node whose mean label is within ``purity_tol`` of 0 or 1 is pure.
     """
     n = root.w1.shape[-1]
     G = rule.impurity
@@ -147,8 +154,9 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
             levels.append((jnp.full(w.shape, -1, jnp.int32), label, w, mean, jnp.zeros_like(w)))
             break
         feature, best = _choose(stats, used, rule, jax.random.fold_in(key, level), min_count)
-        split = (w > 0) & (stats.wy > 0) & (stats.wy < stats.w) & (feature >= 0)
-        split &= best >= rule.min_gain - rule.tie_tol
+        pure = (wy <= purity_tol * w) | (wy >= (1.0 - purity_tol) * w)
+        split = (w > 0) & ~pure & (feature >= 0)
+        split &= best >= rule.min_gain - rule.tie_tol * max(1.0, abs(rule.min_gain))
         if min_count:
             split &= stats.w >= rule.min_samples_split
         feature = jnp.where(split, feature, -1)
@@ -174,7 +182,7 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
         admissible &= (stats.w1 >= rule.min_samples_leaf) & ((stats.w[:, None] - stats.w1) >= rule.min_samples_leaf)
     g = jnp.where(admissible, g, -jnp.inf)
     best = jnp.max(g, axis=-1)
-    tied = admissible & (g >= best[:, None] - rule.tie_tol)
+    tied = admissible & (g >= best[:, None] - rule.tie_tol * jnp.abs(best[:, None]))
     if rule.tie_break == "random":
         priority = jax.random.uniform(key, g.shape)
         feature = jnp.argmax(jnp.where(tied, priority, -1.0), axis=-1)

@@ -84,8 +84,15 @@ def get(spec) -> Impurity:
 
 
 def gain(G: Impurity, mu, p1, mu1, mu0):
-    """Purity gain G(mu) - p1 G(mu1) - (1 - p1) G(mu0), elementwise."""
-    return G(mu) - p1 * G(mu1) - (1.0 - p1) * G(mu0)
+    """Purity gain G(mu) - p1 G(mu1) - (1 - p1) G(mu0), elementwise.
+
+    Evaluated as p1 (G(mu) - G(mu1)) + (1 - p1) (G(mu) - G(mu0)), which is exactly 0 when the
+    children's means equal the parent's (no float32 residue of order 1e-7 to tie-break on).
+    Means are clipped to [0, 1] first: exact means summed in float32 can overshoot by an ulp.
+    """
+    clip = lambda q: jnp.clip(q, 0.0, 1.0)  # noqa: E731
+    g = G(clip(mu))
+    return p1 * (g - G(clip(mu1))) + (1.0 - p1) * (g - G(clip(mu0)))
 
 
 def _check_user_impurity(fn, tol=1e-5):

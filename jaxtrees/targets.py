@@ -8,6 +8,14 @@ Every target evaluates
 - on bit-packed samples, ``f.bits(X)`` for ``X: uint32[n, W]`` (see :mod:`jaxtrees.bits`),
   returning the packed labels ``uint32[W]``, with word-wide logic and no unpacking.
 
+and every target has an exact conditional-mean oracle under a product distribution p,
+
+    f.means(p, fixed, values) -> (mu, mu1),  mu = E[f(x) | x_j = v_j for fixed j],
+                                             mu1[i] = E[f(x) | the same and x_i = 1],
+
+for one restriction (``fixed: bool[n]``, ``values: bool[n]``), which is all that exact (population)
+growth and exact scoring need (:mod:`jaxtrees.population`).
+
 Targets:
 
 - :func:`junta` / :func:`random_junta`: f(x) = T[a(x)] on a support J = (j_0, ..., j_{k-1}), with
@@ -60,6 +68,20 @@ class Junta(NamedTuple):
         return v[0]
 
 
+    def means(self, p, fixed, values):
+        # Pr[x_{j_t} = 1 | restriction], then sum over the 2^k assignments a of T[a] Pr[a].
+        q1 = jnp.where(fixed[self.support], values[self.support].astype(p.dtype), p[self.support])
+        a = _assignments(self.k)  # bool[2^k, k]
+        factors = jnp.where(a, q1, 1.0 - q1)  # [2^k, k]
+        table = self.table.astype(p.dtype)
+        mu = jnp.sum(table * jnp.prod(factors, axis=-1))
+        # mu1 for x_{j_t} = 1: factor t becomes 1[a_t = 1].
+        eye = jnp.eye(self.k, dtype=bool)[:, None, :]  # [k, 1, k]
+        pinned = jnp.where(eye, a[None].astype(p.dtype), factors[None])  # [k, 2^k, k]
+        mu1_support = jnp.sum(table * jnp.prod(pinned, axis=-1), axis=-1)  # [k]
+        return mu, _scatter_support(self.support, mu1_support, mu, p.shape[-1])
+
+
 class Parity(NamedTuple):
     """chi_J(x) = sum_{j in support} x_j mod 2."""
 
@@ -75,6 +97,14 @@ class Parity(NamedTuple):
 
     def bits(self, X):
         return bits.reduce_xor(X[self.support], axis=0)
+
+    def means(self, p, fixed, values):
+        # E[(-1)^f] = prod_j E[(-1)^{x_j}] = prod_j (1 - 2 Pr[x_j = 1])  (002 Lemma 13).
+        q1 = jnp.where(fixed[self.support], values[self.support].astype(p.dtype), p[self.support])
+        s = 1.0 - 2.0 * q1
+        mu = (1.0 - jnp.prod(s)) / 2.0
+        others = jnp.prod(jnp.where(jnp.eye(self.k, dtype=bool), 1.0, s[None, :]), axis=-1)
+        return mu, _scatter_support(self.support, (1.0 + others) / 2.0, mu, p.shape[-1])
 
 
 Target = Junta | Parity
@@ -139,6 +169,17 @@ def random_parity(key, n: int, k: int) -> Parity:
     """A k-parity on a uniformly random support of size k."""
     n, k = _check_n_k(n, k)
     return Parity(_random_support(key, n, k))
+
+
+def _assignments(k):
+    """``bool[2^k, k]``: row a holds the bits of a, least significant first."""
+    return jnp.asarray((np.arange(2**k)[:, None] >> np.arange(k)) & 1, bool)
+
+
+def _scatter_support(support, values_on_support, default, n):
+    """``[n]`` equal to ``default`` off the support and ``values_on_support`` on it (no scatter)."""
+    onehot = support[:, None] == jnp.arange(n)  # [k, n]
+    return default + jnp.sum(jnp.where(onehot, (values_on_support - default)[:, None], 0.0), axis=0)
 
 
 def _random_support(key, n, k):
