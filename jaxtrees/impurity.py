@@ -86,13 +86,16 @@ def get(spec) -> Impurity:
 def gain(G: Impurity, mu, p1, mu1, mu0):
     """Purity gain G(mu) - p1 G(mu1) - (1 - p1) G(mu0), elementwise.
 
-    Evaluated as p1 (G(mu) - G(mu1)) + (1 - p1) (G(mu) - G(mu0)), which is exactly 0 when the
-    children's means equal the parent's (no float32 residue of order 1e-7 to tie-break on).
-    Means are clipped to [0, 1] first: exact means summed in float32 can overshoot by an ulp.
+    Evaluated as p1 (G(mu) - G(mu1)) + (1 - p1) (G(mu) - G(mu0)) with a term set to exactly 0
+    when the child's mean equals the parent's, so a split that changes nothing has gain exactly
+    0 however the compiler fuses or contracts the arithmetic (ties stay ties). Means are
+    clipped to [0, 1] first: exact means summed in float32 can overshoot by an ulp.
     """
-    clip = lambda q: jnp.clip(q, 0.0, 1.0)  # noqa: E731
-    g = G(clip(mu))
-    return p1 * (g - G(clip(mu1))) + (1.0 - p1) * (g - G(clip(mu0)))
+    mu, mu1, mu0 = (jnp.clip(q, 0.0, 1.0) for q in (mu, mu1, mu0))
+    g = G(mu)
+    d1 = jnp.where(mu1 == mu, 0.0, g - G(mu1))
+    d0 = jnp.where(mu0 == mu, 0.0, g - G(mu0))
+    return p1 * d1 + (1.0 - p1) * d0
 
 
 def _check_user_impurity(fn, tol=1e-5):
