@@ -53,18 +53,21 @@ class GrowthRule:
       impurity: ``"entropy"``, ``"gini"``, ``"kearns_mansour"``, an :class:`Impurity` or a
         concave callable G (see :mod:`jaxtrees.impurity`).
       tie_break: among features whose gain g is tied with the node's best gain b, i.e.
-        g >= b - tie_tol |b|, ``"lowest"`` takes the lowest index, ``"random"`` a uniformly
-        random one (needs a key).
+        g >= b - tie_tol G(mu) (mu the node's mean label), ``"lowest"`` takes the lowest index,
+        ``"random"`` a uniformly random one (needs a key).
       min_samples_split: a node with fewer examples is not split (>= 2).
       min_samples_leaf: a split is admissible only if both children get at least this many
         examples (>= 1, so a feature constant on the node is never chosen).
       min_gain: a node splits only if its best gain is >= min_gain - tie_tol max(1, |min_gain|),
         so with the default 0 any impure node with an admissible feature splits, as in ID3. The
         gain is the node's own (scikit-learn's min_impurity_decrease weighs it by the node's share).
-      tie_tol: relative tolerance for tied gains. Gains are computed in float32 in a form that is
-        exactly 0 when a split changes nothing, so exact ties (e.g. every gain of a parity under
-        the uniform distribution) stay exact; the tolerance absorbs ulp-level differences between
-        gains that are equal in exact arithmetic.
+      tie_tol: tolerance for tied gains, relative to the node's impurity G(mu). Gains are
+        float32 differences of impurities of size G(mu), so gains equal in exact arithmetic can
+        differ by ~1e-7 G(mu); the default 1e-6 ties them. Gains are computed so that a split
+        that changes nothing has gain exactly 0 and a feature and its complement have bitwise
+        equal gains, so those ties hold even with ``tie_tol=0``. In exact (population) growth,
+        where there is no sampling noise, real gains below 1e-6 G(mu) are tied too: set
+        ``tie_tol=0`` to resolve them.
 
     Features are never reused on a path (ID3), and a pure node is a leaf.
     """
@@ -176,13 +179,14 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
     w1y = stats.w1y.astype(jnp.float32)
     w0, w0y = w - w1, wy - w1y
     safe = lambda a, b: jnp.where(b > 0, a / jnp.maximum(b, 1e-30), 0.0)  # noqa: E731
-    g = impurity_lib.gain(rule.impurity, safe(wy, w), safe(w1, w), safe(w1y, w1), safe(w0y, w0))
+    g = impurity_lib.gain(rule.impurity, safe(wy, w), safe(w1, w), safe(w1y, w1), safe(w0y, w0), safe(w0, w))
     admissible = ~used & (w1 > 0) & (w0 > 0)
     if min_count:
         admissible &= (stats.w1 >= rule.min_samples_leaf) & ((stats.w[:, None] - stats.w1) >= rule.min_samples_leaf)
     g = jnp.where(admissible, g, -jnp.inf)
     best = jnp.max(g, axis=-1)
-    tied = admissible & (g >= best[:, None] - rule.tie_tol * jnp.abs(best[:, None]))
+    scale = rule.impurity(jnp.clip(safe(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
+    tied = admissible & (g >= best[:, None] - rule.tie_tol * scale)
     if rule.tie_break == "random":
         priority = jax.random.uniform(key, g.shape)
         feature = jnp.argmax(jnp.where(tied, priority, -1.0), axis=-1)

@@ -68,8 +68,8 @@ BUILTIN = {imp.name: imp for imp in (ENTROPY, GINI, KEARNS_MANSOUR)}
 def get(spec) -> Impurity:
     """Resolve ``"entropy" | "gini" | "kearns_mansour"``, an :class:`Impurity`, or a callable G.
 
-    A user callable is checked on a grid of 1001 points: G(0) = G(1) = 0, G(q) = G(1-q) and
-    concavity (non-positive second differences), each to 1e-5; failing any raises ValueError.
+    A user callable is checked on a grid of 101 points: G(0) = G(1) = 0 and G(q) = G(1-q) to
+    1e-5, and concavity (discrete second derivative <= 0.05); failing any raises ValueError.
     """
     if isinstance(spec, Impurity):
         return spec
@@ -83,23 +83,26 @@ def get(spec) -> Impurity:
     raise ValueError(f"impurity must be one of {sorted(BUILTIN)} or a callable, got {spec!r}")
 
 
-def gain(G: Impurity, mu, p1, mu1, mu0):
-    """Purity gain G(mu) - p1 G(mu1) - (1 - p1) G(mu0), elementwise.
+def gain(G: Impurity, mu, p1, mu1, mu0, p0=None):
+    """Purity gain G(mu) - p1 G(mu1) - p0 G(mu0), elementwise (p0 = 1 - p1 by default).
 
-    Evaluated as p1 (G(mu) - G(mu1)) + (1 - p1) (G(mu) - G(mu0)) with a term set to exactly 0
-    when the child's mean equals the parent's, so a split that changes nothing has gain exactly
-    0 however the compiler fuses or contracts the arithmetic (ties stay ties). Means are
-    clipped to [0, 1] first: exact means summed in float32 can overshoot by an ulp.
+    Evaluated as p1 (G(mu) - G(mu1)) + p0 (G(mu) - G(mu0)) with a term set to exactly 0 when
+    the child's mean equals the parent's, so a split that changes nothing has gain exactly 0
+    however the compiler fuses or contracts the arithmetic, and swapping the children (a feature
+    and its complement) gives a bitwise-equal gain when p0 and p1 are passed as computed from
+    the two children's weights. Means are clipped to [0, 1] first: exact means summed in
+    float32 can overshoot by an ulp.
     """
+    p0 = 1.0 - p1 if p0 is None else p0
     mu, mu1, mu0 = (jnp.clip(q, 0.0, 1.0) for q in (mu, mu1, mu0))
     g = G(mu)
     d1 = jnp.where(mu1 == mu, 0.0, g - G(mu1))
     d0 = jnp.where(mu0 == mu, 0.0, g - G(mu0))
-    return p1 * d1 + (1.0 - p1) * d0
+    return p1 * d1 + p0 * d0
 
 
-def _check_user_impurity(fn, tol=1e-5):
-    q = np.linspace(0.0, 1.0, 1001, dtype=np.float32)
+def _check_user_impurity(fn, tol=1e-5, curvature_tol=0.05):
+    q = np.linspace(0.0, 1.0, 101, dtype=np.float32)
     try:
         g = np.asarray(fn(jnp.asarray(q)), dtype=np.float64)
     except Exception as e:  # noqa: BLE001 - report any failure as a bad parameter
@@ -110,5 +113,8 @@ def _check_user_impurity(fn, tol=1e-5):
         raise ValueError(f"impurity must satisfy G(0) = G(1) = 0, got G(0) = {g[0]:.3g}, G(1) = {g[-1]:.3g}")
     if np.max(np.abs(g - g[::-1])) > tol:
         raise ValueError("impurity must be symmetric: G(q) = G(1 - q) on [0, 1]")
-    if np.max(g[:-2] - 2 * g[1:-1] + g[2:]) > tol:
+    # Concavity: the discrete second derivative on a grid of step h = 0.01 must be <= 0, up to
+    # curvature_tol (float32 rounding of G, ~1e-7, gives second differences ~4e-7 / h^2 = 4e-3).
+    h = float(q[1] - q[0])
+    if np.max(g[:-2] - 2 * g[1:-1] + g[2:]) / h**2 > curvature_tol:
         raise ValueError("impurity must be concave on [0, 1]")

@@ -70,6 +70,7 @@ def stump(feature: int, labels=(0, 1), max_depth: int = 1) -> Tree:
     f[0] = feature
     label = np.zeros(size, np.int32)
     label[1:3] = labels
+    label[0] = int(sum(labels) == 2)  # majority, with the tie at 1/2 going to 0
     weight = np.zeros(size, np.float32)
     weight[:3] = (1.0, 0.5, 0.5)
     mean = np.zeros(size, np.float32)

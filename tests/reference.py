@@ -12,6 +12,10 @@ IMPURITIES = {
 }
 
 
+#: Gain differences up to this are float64 noise on values equal in exact arithmetic.
+EXACT = 1e-12
+
+
 def node_gains(X, y, G, used, min_samples_leaf=1):
     """Gain of every feature at a node holding rows (X, y); -inf where inadmissible (float64)."""
     m, n = X.shape
@@ -33,14 +37,22 @@ def id3(X, y, impurity, max_depth, min_samples_split=2, min_samples_leaf=1, min_
     Returns dict of arrays feature, label, weight and a list ``margins``: at every split, the gap
     between the best gain and the best gain of any other feature (inf if only one admissible).
 
-    Added for the test suite (the above is unchanged):
+    The tie rule mirrors ``jaxtrees.GrowthRule`` in exact arithmetic: a feature is tied with the
+    best gain b if its gain is >= b - tie_tol G(mu), G(mu) the node's impurity (or equal to b up
+    to float64 noise, EXACT), and a node splits only if
+    b >= min_gain - tie_tol max(1, |min_gain|).
+
+    Added for the test suite:
 
     - ``gain``: float64 array, the best gain at split nodes, 0 elsewhere (like ``Tree.gain``);
     - ``mean``: float64 array, the mean label at existing nodes, 0 elsewhere (like ``Tree.mean``);
     - ``gaps``: at every node where gains were compared (a split or a min_gain stop), the array of
-      ``best - g_i`` over admissible features i and, last, ``best - min_gain``. An entry near 0 is
-      a tie (or a min_gain boundary case) that float32 may resolve differently only if it lies
-      close to ``tie_tol``; see ``ambiguous``.
+      ``best - g_i`` over admissible features i and, last, ``best - min_gain`` (see ``ambiguous``);
+    - ``exact_ties``: at every such node, True if two features have gains equal in exact
+      arithmetic (gap <= EXACT, float64 noise) at the best gain but different node statistics
+      (count of x_i = 1, count of x_i = 1 and y = 1), e.g. a feature and its complement. Equal
+      statistics give bit-identical float32 gains; different ones need the tie tolerance to absorb
+      float32 rounding (see ``nontrivial_exact_ties``).
     """
     G = IMPURITIES[impurity]
     size = 2 ** (max_depth + 1) - 1
@@ -51,6 +63,7 @@ def id3(X, y, impurity, max_depth, min_samples_split=2, min_samples_leaf=1, min_
     mean = np.zeros(size)
     margins = []
     gaps = []
+    exact_ties = []
 
     def rec(node, rows, used, depth):
         Xn, yn = X[rows], y[rows]
@@ -65,9 +78,13 @@ def id3(X, y, impurity, max_depth, min_samples_split=2, min_samples_leaf=1, min_
             return
         best = g.max()
         gaps.append(np.append(best - g[np.isfinite(g)], best - min_gain))
-        if best < min_gain - tie_tol:
+        top = np.flatnonzero(best - g <= EXACT)
+        stats = {(int(Xn[:, i].sum()), int((Xn[:, i] * yn).sum())) for i in top}
+        exact_ties.append(len(stats) > 1)
+        if best < min_gain - tie_tol * max(1.0, abs(min_gain)):
             return
-        f = int(np.flatnonzero(g >= best - tie_tol)[0])
+        # EXACT: gains equal in exact arithmetic tie even when tie_tol is 0.
+        f = int(np.flatnonzero(g >= best - max(tie_tol * G(yn.mean()), EXACT))[0])
         others = np.delete(g, f)
         margins.append(best - others.max() if others.size and np.isfinite(others.max()) else np.inf)
         feature[node] = f
@@ -79,18 +96,25 @@ def id3(X, y, impurity, max_depth, min_samples_split=2, min_samples_leaf=1, min_
 
     rec(0, np.arange(len(y)), np.zeros(X.shape[1], bool), 0)
     return {"feature": feature, "label": label, "weight": weight, "margins": margins,
-            "gain": gain, "mean": mean, "gaps": gaps}
+            "gain": gain, "mean": mean, "gaps": gaps, "exact_ties": exact_ties}
 
 
-def ambiguous(result, low=1e-8, high=1e-5):
+def ambiguous(result, low=EXACT, high=1e-5):
     """True if some compared gain difference of an ``id3`` result lies in [low, high].
 
-    Differences below ``low`` are exact ties (equal in exact arithmetic; float64 noise is ~1e-16)
-    that both implementations resolve by the lowest index; above ``high`` they are far from the
-    tie tolerance (1e-6) compared with float32 rounding (~1e-7). In between, float32 and float64
-    may fall on different sides of ``tie_tol`` (or of ``min_gain - tie_tol``).
+    Differences below ``low`` are exact ties (equal in exact arithmetic; float64 noise is ~1e-16),
+    which the tie rule must resolve by the lowest index (see ``nontrivial_exact_ties``); above
+    ``high`` they are far from the tie tolerance (at most 1e-6) compared with float32 rounding
+    (~1e-7). In between, float32 and float64 may fall on different sides of the tie tolerance (or
+    of the min_gain threshold), so the trees may legitimately differ.
     """
     return any(np.any((np.abs(g) >= low) & (np.abs(g) <= high)) for g in result["gaps"])
+
+
+def nontrivial_exact_ties(result):
+    """True if some split of an ``id3`` result has an exact tie between features with different
+    statistics (see ``id3``'s ``exact_ties``)."""
+    return any(result["exact_ties"])
 
 
 def untied(result, margin=1e-4):
