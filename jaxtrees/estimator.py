@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxtrees import bits, sampling
 from jaxtrees import tree as tree_lib
-from jaxtrees.growth import GrowthRule, grow
+from jaxtrees.growth import MAX_DEPTH, GrowthRule, grow
 
 _grow = jax.jit(grow)
 _predict = jax.jit(tree_lib.predict)
@@ -116,10 +116,11 @@ class DecisionTreeClassifier:
 
     @staticmethod
     def _default_depth(m, n):
-        depth = n
-        level_bytes = 2 ** max(depth - 1, 0) * bits.n_words(m) * 4 * 2
-        if level_bytes > MAX_LEVEL_BYTES:
-            fit = max(d for d in range(n + 1) if 2 ** max(d - 1, 0) * bits.n_words(m) * 8 <= MAX_LEVEL_BYTES)
+        def fits(depth):  # node bitsets (and their label-masked copies) at the deepest counted level
+            return depth <= MAX_DEPTH and 2 ** max(depth - 1, 0) * bits.n_words(m) * 8 <= MAX_LEVEL_BYTES
+
+        if not fits(n):
+            deepest = max(d for d in range(n + 1) if fits(d))
             raise ValueError(f"max_depth=None resolves to n_features = {n}, too deep for {m} examples; "
-                             f"pass max_depth in [0, {fit}]")
-        return depth
+                             f"pass max_depth in [0, {deepest}]")
+        return n

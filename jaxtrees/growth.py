@@ -41,6 +41,8 @@ from jaxtrees.sampling import Sample
 from jaxtrees.tree import Tree
 
 TIE_BREAKS = ("lowest", "random")
+#: Deepest tree a rule may ask for: the heap then has 2^25 - 1 slots per tree.
+MAX_DEPTH = 24
 
 
 @jax.tree_util.register_static
@@ -82,7 +84,7 @@ class GrowthRule:
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("max_depth", _checks.integer("max_depth", self.max_depth, low=0, high=24))
+        set_("max_depth", _checks.integer("max_depth", self.max_depth, low=0, high=MAX_DEPTH))
         set_("impurity", impurity_lib.get(self.impurity))
         _checks.choice("tie_break", self.tie_break, TIE_BREAKS)
         set_("min_samples_split", _checks.integer("min_samples_split", self.min_samples_split, low=2))
@@ -105,7 +107,7 @@ def grow(sample: Sample, rule: GrowthRule, key=None) -> Tree:
 
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static).
     """
-    key = _check_key(rule, key)
+    key = check_key(rule, key)
     X, y, valid = sample
 
     def count(masks):
@@ -121,15 +123,15 @@ def grow(sample: Sample, rule: GrowthRule, key=None) -> Tree:
         left = jnp.where(split[:, None], masks & ~right, jnp.uint32(0))
         w_r = _take(stats.w1, feature, split)
         wy_r = _take(stats.w1y, feature, split)
-        w = _interleave(jnp.where(split, stats.w - w_r, 0), w_r)
-        wy = _interleave(jnp.where(split, stats.wy - wy_r, 0), wy_r)
+        w = interleave(jnp.where(split, stats.w - w_r, 0), w_r)
+        wy = interleave(jnp.where(split, stats.wy - wy_r, 0), wy_r)
         if not with_features:
             return None, LevelStats(w, wy, None, None)
         w1_r, w1y_r = count(right)
         keep = split[:, None]
-        w1 = _interleave(jnp.where(keep, stats.w1 - w1_r, 0), w1_r)
-        w1y = _interleave(jnp.where(keep, stats.w1y - w1y_r, 0), w1y_r)
-        return _interleave(left, right), LevelStats(w, wy, w1, w1y)
+        w1 = interleave(jnp.where(keep, stats.w1 - w1_r, 0), w1_r)
+        w1y = interleave(jnp.where(keep, stats.w1y - w1y_r, 0), w1y_r)
+        return interleave(left, right), LevelStats(w, wy, w1, w1y)
 
     return grow_levels(root, valid[None], children, rule, key, min_count=True, purity_tol=0.0)
 
@@ -167,7 +169,7 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
         with_features = level + 1 < rule.max_depth
         state, stats = children(state, stats, feature, split, with_features)
         chosen = (feature[:, None] == jnp.arange(n)) & split[:, None]
-        used = _interleave(used | chosen, used | chosen)
+        used = interleave(used | chosen, used | chosen)
     return Tree(*(jnp.concatenate(parts) for parts in zip(*levels)))
 
 
@@ -200,12 +202,13 @@ def _take(a, feature, split):
     return jnp.where(split, jnp.take_along_axis(a, jnp.maximum(feature, 0)[:, None], axis=-1)[:, 0], 0)
 
 
-def _interleave(left, right):
+def interleave(left, right):
     """Children of node j at 2j (left) and 2j+1 (right)."""
     return jnp.stack([left, right], axis=1).reshape((-1,) + left.shape[1:])
 
 
-def _check_key(rule: GrowthRule, key):
+def check_key(rule: GrowthRule, key):
+    """The key for random tie-breaks; a fixed dummy when the rule does not use one."""
     if key is None:
         if rule.tie_break == "random":
             raise ValueError('key is required when tie_break="random"')

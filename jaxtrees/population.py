@@ -56,7 +56,7 @@ def grow_exact(p, target, rule: growth.GrowthRule, key=None) -> Tree:
     ``p: float32[n]``; ``target`` any target with a ``means`` oracle. Same rule and outputs as
     :func:`jaxtrees.grow` (``min_samples_*`` are ignored). Batch with ``jax.vmap``.
     """
-    key = growth._check_key(rule, key)
+    key = growth.check_key(rule, key)
     p = jnp.asarray(p, jnp.float32)
     n = p.shape[-1]
     means = jax.vmap(target.means, in_axes=(None, 0, 0))
@@ -74,9 +74,9 @@ def grow_exact(p, target, rule: growth.GrowthRule, key=None) -> Tree:
         p_f = jnp.sum(jnp.where(onehot, p, 0.0), axis=-1)
         fixed = r.fixed | onehot
         child = Restrictions(
-            fixed=growth._interleave(fixed, fixed),
-            values=growth._interleave(r.values & ~onehot, r.values | onehot),
-            weight=growth._interleave(jnp.where(split, r.weight * (1.0 - p_f), 0.0),
+            fixed=growth.interleave(fixed, fixed),
+            values=growth.interleave(r.values & ~onehot, r.values | onehot),
+            weight=growth.interleave(jnp.where(split, r.weight * (1.0 - p_f), 0.0),
                                       jnp.where(split, r.weight * p_f, 0.0)),
         )
         return child, stats(child, with_features)
@@ -100,8 +100,8 @@ def node_restrictions(tree: Tree, p) -> Restrictions:
         lo, hi = 2**level - 1, 2 ** (level + 1) - 1
         onehot = tree.feature[lo:hi, None] == jnp.arange(n)
         f = fixed[-1] | onehot
-        fixed.append(growth._interleave(f, f))
-        values.append(growth._interleave(values[-1] & ~onehot, values[-1] | onehot))
+        fixed.append(growth.interleave(f, f))
+        values.append(growth.interleave(values[-1] & ~onehot, values[-1] | onehot))
     fixed, values = jnp.concatenate(fixed), jnp.concatenate(values)
     prob = jnp.prod(jnp.where(fixed, jnp.where(values, p, 1.0 - p), 1.0), axis=-1)
     return Restrictions(fixed, values, prob)

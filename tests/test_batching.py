@@ -72,7 +72,7 @@ def test_vmap_of_draw_and_grow_equals_loop():
     "weight w = popcount(valid) is a compile-time constant broadcast over the batch; the optimized "
     "HLO computes 1/w once (a scalar divide) where the single program divides wy / w, i.e. XLA "
     "turns the division into a multiplication by the reciprocal. Integer fields are exact. With "
-    "the relative tie_tol, 1-ulp gain differences could also change a tie decision."))
+    "the tie tolerance, a 1-ulp gain difference changes a tie decision only at its boundary."))
 def test_vmap_of_draw_and_grow_equals_loop_bitwise_floats():
     (_, _, _, t_b), singles = batched_and_singles()
     for b, (_, _, _, t) in enumerate(singles):
