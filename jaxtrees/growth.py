@@ -22,7 +22,7 @@ the right child's (sibling subtraction), so a depth-D tree costs 2^(D-1) node co
 >>> p = distributions.smoothed(c=0.2).marginals(key, 16)
 >>> f = targets.random_junta(key, n=16, k=3)
 >>> s = sampling.draw(key, p, f, m=2000)
->>> t = grow(s, GrowthRule(max_depth=3, impurity="gini"))
+>>> t = jax.jit(grow)(s, GrowthRule(max_depth=3, impurity="gini"))
 >>> bool(jax.numpy.all(tree.features_used(t, 16) == targets.support_mask(f, 16)))
 True
 """

@@ -21,8 +21,8 @@ and :func:`error_by_depth` gives it for the tree truncated at every depth 0..D.
 >>> key = jax.random.key(0)
 >>> p = jt.smoothed(c=0.1).marginals(key, 12)
 >>> f = jt.random_junta(key, n=12, k=3)
->>> t = grow_exact(p, f, jt.GrowthRule(max_depth=3))
->>> float(exact_error(t, p, f))
+>>> t = jax.jit(grow_exact)(p, f, jt.GrowthRule(max_depth=3))
+>>> float(jax.jit(exact_error)(t, p, f))
 0.0
 """
 
