@@ -23,7 +23,15 @@ from jaxtrees.growth import GrowthRule, grow
 from jaxtrees.impurity import Impurity
 from jaxtrees.population import error_by_depth, exact_error, grow_exact
 from jaxtrees.sampling import Sample, draw, from_arrays, prefix
-from jaxtrees.targets import junta, parity, random_junta, random_parity, support_mask
+from jaxtrees.targets import (
+    decision_tree,
+    junta,
+    parity,
+    random_junta,
+    random_parity,
+    random_tree,
+    support_mask,
+)
 from jaxtrees.tree import (
     Tree,
     depth,

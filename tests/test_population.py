@@ -41,7 +41,8 @@ def test_oracles_equal_brute_force(n):
     for trial in range(12):
         k = int(rng.integers(1, min(n, 5) + 1))
         kf = jax.random.fold_in(key, trial)
-        f = jt.random_junta(kf, n, k, nondegenerate=False) if trial % 2 else jt.random_parity(kf, n, k)
+        f = [jt.random_junta(kf, n, k, nondegenerate=False), jt.random_parity(kf, n, k),
+             jt.random_tree(kf, n, min(k, 4))][trial % 3]
         p = rng.uniform(0.05, 0.95, n)
         fixed = rng.random(n) < 0.3
         values = rng.random(n) < 0.5
@@ -203,3 +204,38 @@ def test_node_restrictions_probabilities_sum_to_one_per_level():
     # the leaves partition the space
     np.testing.assert_allclose(float(np.sum(np.asarray(r.weight)[leaf_or_last])), 1.0, atol=1e-6)
     np.testing.assert_allclose(np.asarray(r.weight)[node], np.asarray(t.weight)[node], rtol=1e-6)
+
+
+def test_decision_tree_target_agrees_with_its_tree_and_packed_bits():
+    n, d = 8, 3
+    xs = jnp.asarray(all_inputs(n))
+    for s in range(5):
+        f = jt.random_tree(jax.random.key(s), n, d)
+        feature = np.asarray(f.feature)
+        for i in range(1, feature.size):  # no variable twice on a path
+            a = i
+            while a:
+                a = (a - 1) // 2
+                assert feature[a] != feature[i]
+        # the same function, rebuilt through the validating constructor, evaluated three ways
+        g = jt.decision_tree(feature, np.asarray(f.leaf), n)
+        want = np.asarray(jt.predict(g.as_tree(), xs))
+        np.testing.assert_array_equal(np.asarray(f(xs)), want)
+        packed = jt.bits.unpack(f.bits(jt.bits.pack(xs.T.astype(bool))), 2**n)
+        np.testing.assert_array_equal(np.asarray(packed).astype(int), want)
+
+
+@pytest.mark.parametrize("feature, leaf, n, name", [
+    ([0, 0, 1], [0, 1, 0, 1], 4, "repeated"),
+    ([0, 1, 9], [0, 1, 0, 1], 4, "feature"),
+    ([0, 1], [0, 1, 0, 1], 4, "leaf"),
+    ([0, 1, 2], [0, 2, 0, 1], 4, "binary"),
+])
+def test_decision_tree_bad_input(feature, leaf, n, name):
+    with pytest.raises(ValueError, match=name):
+        jt.decision_tree(feature, leaf, n)
+
+
+def test_random_tree_bad_depth():
+    with pytest.raises(ValueError, match="d must be"):
+        jt.random_tree(jax.random.key(0), 4, 5)
