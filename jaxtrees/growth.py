@@ -146,7 +146,6 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
     (sample counts); a node whose mean label is within ``purity_tol`` of 0 or 1 is pure.
     """
     n = root.w1.shape[-1]
-    G = rule.impurity
     stats = root
     used = jnp.zeros((1, n), bool)
     levels = []
