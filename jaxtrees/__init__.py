@@ -24,10 +24,14 @@ from jaxtrees.impurity import Impurity
 from jaxtrees.population import error_by_depth, exact_error, grow_exact
 from jaxtrees.sampling import Sample, draw, from_arrays, prefix
 from jaxtrees.targets import (
+    addressing,
+    code_distance,
+    coded_addressing,
     decision_tree,
     junta,
     parity,
     random_junta,
+    random_code,
     random_parity,
     random_tree,
     support_mask,

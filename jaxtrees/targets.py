@@ -21,6 +21,10 @@ Targets:
 - :func:`junta` / :func:`random_junta`: f(x) = T[a(x)] on a support J = (j_0, ..., j_{k-1}), with
   the truth-table index a(x) = sum_t x_{j_t} 2^t (x_{j_0} is the least significant bit).
 - :func:`parity` / :func:`random_parity`: chi_J(x) = sum_{j in J} x_j mod 2 (000 Sec. 1.2).
+- :func:`addressing` (f_{c,k}, 002 Sec. 4) and :func:`coded_addressing` (f_{c,k,S}, 002 Sec. 5):
+  memory bits y_a after A addressing bits; the address bits are z_i = XOR_{j in S_i} x_j and
+  f(x, y) = y_{z(x)}, with address a = sum_i z_i 2^i. :func:`random_code` and
+  :func:`code_distance` build and check S.
 - :func:`decision_tree` / :func:`random_tree`: a complete depth-d decision tree (the targets of
   000 Conjecture 3), internal node variables in heap order, no variable repeated on a path.
 
@@ -61,14 +65,8 @@ class Junta(NamedTuple):
         return self.table[index].astype(jnp.int32)
 
     def bits(self, X):
-        # Shannon expansion, one variable at a time: f = (~x_j & f_{x_j=0}) | (x_j & f_{x_j=1}).
-        words = X.shape[-1]
-        v = jnp.where(self.table[:, None], bits.ALL_ONES, jnp.uint32(0)) * jnp.ones((1, words), jnp.uint32)
-        for t in range(self.k):
-            x = X[self.support[t]]
-            v = v.reshape(-1, 2, words)
-            v = (v[:, 0] & ~x) | (v[:, 1] & x)
-        return v[0]
+        table = jnp.where(self.table[:, None], bits.ALL_ONES, jnp.uint32(0)) * jnp.ones((1, X.shape[-1]), jnp.uint32)
+        return _select(table, X[self.support])
 
 
     def means(self, p, fixed, values):
@@ -151,7 +149,65 @@ class DecisionTree(NamedTuple):
         return mu, jnp.sum(label * jnp.prod(pinned, axis=-1), axis=-1)
 
 
-Target = Junta | Parity | DecisionTree
+class Addressing(NamedTuple):
+    """f(x) = x[A + a(x)], a(x) = sum_i z_i 2^i, z_i = XOR of x_j over j in S_i.
+
+    ``code: bool[k, A]`` has row i the indicator of S_i over the A addressing bits; the 2^k
+    memory bits are variables A .. A + 2^k - 1, so n = A + 2^k.
+    """
+
+    code: jax.Array
+
+    @property
+    def k(self) -> int:
+        return self.code.shape[0]
+
+    @property
+    def n_address(self) -> int:
+        return self.code.shape[1]
+
+    def address(self, x):
+        """``int32[...]``: a(x) for plain inputs."""
+        z = (x[..., : self.n_address].astype(jnp.int32) @ self.code.T.astype(jnp.int32)) % 2
+        return jnp.sum(z << jnp.arange(self.k), axis=-1)
+
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        return jnp.take_along_axis(x, (self.n_address + self.address(x))[..., None], axis=-1)[..., 0].astype(jnp.int32)
+
+    def bits(self, X):
+        A = self.n_address
+        z = bits.reduce_xor(jnp.where(self.code[:, :, None], X[None, :A], jnp.uint32(0)), axis=1)  # [k, W]
+        return _select(X[A:], z)
+
+    def address_distribution(self, s):
+        """Pr[z(x) = a] for every a, given s_j = E[(-1)^{x_j}] = 1 - 2 Pr[x_j = 1] (002 Lemma 16):
+
+            Pr[z = a] = 2^-k sum_{I subset [k]} (-1)^{|a & I|} prod_{j in S_I} s_j,
+
+        S_I the symmetric difference of the S_i, i in I. ``s: [..., A]`` -> ``[..., 2^k]``.
+        """
+        subsets = _assignments(self.k).astype(jnp.int32)  # [2^k, k], row I
+        in_sym_diff = (subsets @ self.code.astype(jnp.int32)) % 2 == 1  # [2^k, A]
+        chi = jnp.prod(jnp.where(in_sym_diff, s[..., None, :], 1.0), axis=-1)  # [..., 2^k]
+        signs = jnp.asarray(_walsh_signs(self.k), s.dtype)  # [2^k (a), 2^k (I)]
+        return chi @ signs.T / 2**self.k
+
+    def means(self, p, fixed, values):
+        A = self.n_address
+        q = jnp.where(fixed, values.astype(p.dtype), p)
+        s = 1.0 - 2.0 * q[:A]
+        memory = q[A:]
+        prob = self.address_distribution(s)
+        mu = jnp.sum(prob * memory)
+        # x_j := 1 for an addressing bit j: s_j becomes -1.
+        pinned = jnp.where(jnp.eye(A, dtype=bool), -1.0, s[None, :])  # [A, A]
+        mu1_address = self.address_distribution(pinned) @ memory
+        mu1_memory = mu + prob * (1.0 - memory)
+        return mu, jnp.concatenate([mu1_address, mu1_memory])
+
+
+Target = Junta | Parity | DecisionTree | Addressing
 
 
 def support_mask(target: Target, n: int):
@@ -252,6 +308,68 @@ def random_tree(key, n: int, d: int) -> DecisionTree:
         used = jnp.repeat(used | (f[:, None] == jnp.arange(n)), 2, axis=0)
     feature = jnp.concatenate(features) if features else jnp.zeros((0,), jnp.int32)
     return DecisionTree(feature, jax.random.bernoulli(k_leaf, 0.5, (2**d,)))
+
+
+def addressing(c: int, k: int) -> Addressing:
+    """f_{c,k} of 002 Sec. 4: k disjoint groups of ck addressing bits (A = c k^2), 2^k memory bits;
+    group i is bits i ck .. (i+1) ck - 1 and z_i its parity."""
+    c = _checks.integer("c", c, low=1)
+    k = _checks.integer("k", k, low=1, high=16)
+    code = np.kron(np.eye(k, dtype=bool), np.ones((1, c * k), bool))
+    return Addressing(jnp.asarray(code))
+
+
+def coded_addressing(code) -> Addressing:
+    """f_{c,k,S} of 002 Sec. 5 for the sets S_i given as the rows of ``code: {0,1}[k, A]``."""
+    code = np.asarray(code)
+    if code.ndim != 2 or code.shape[0] < 1 or code.shape[1] < 1:
+        raise ValueError(f"code must be a 2-d 0/1 array of shape (k, A), got shape {code.shape}")
+    _checks.integer("k = code.shape[0]", code.shape[0], low=1, high=16)
+    if not np.isin(code, (0, 1)).all():
+        raise ValueError("code must be binary (0/1 or bool)")
+    return Addressing(jnp.asarray(code, bool))
+
+
+def code_distance(code) -> int:
+    """min over non-empty I of |symmetric difference of S_i, i in I| (002 Sec. 5), by enumeration."""
+    code = np.asarray(code, np.int64)
+    k = code.shape[0]
+    subsets = (np.arange(1, 2**k)[:, None] >> np.arange(k)) & 1
+    return int(((subsets @ code) % 2).sum(axis=1).min())
+
+
+def random_code(seed: int, k: int, length: int, min_distance: int = 0, tries: int = 1000) -> np.ndarray:
+    """A random binary linear code: k uniformly random subsets of [length] (rows of a generator
+    matrix), redrawn until ``code_distance >= min_distance``; raises ValueError after ``tries``."""
+    k = _checks.integer("k", k, low=1, high=16)
+    length = _checks.integer("length", length, low=1)
+    min_distance = _checks.integer("min_distance", min_distance, low=0, high=length)
+    rng = np.random.default_rng(seed)
+    for _ in range(tries):
+        code = rng.random((k, length)) < 0.5
+        if code_distance(code) >= min_distance:
+            return code
+    raise ValueError(f"no random code with k = {k}, length = {length} reached min_distance = {min_distance} "
+                     f"in {tries} tries; lower min_distance or raise length")
+
+
+def _select(memory, selectors):
+    """Word-parallel multiplexer: ``memory[a]`` per example with a = sum_t selectors[t] 2^t.
+
+    Shannon expansion, one selector at a time: v = (~s & v_{s=0}) | (s & v_{s=1}).
+    ``memory: uint32[2^t, W]``, ``selectors: uint32[t, W]``.
+    """
+    v = memory
+    for t in range(selectors.shape[0]):
+        v = v.reshape(-1, 2, v.shape[-1])
+        v = (v[:, 0] & ~selectors[t]) | (v[:, 1] & selectors[t])
+    return v[0]
+
+
+def _walsh_signs(k):
+    """``[2^k, 2^k]``: (-1)^{popcount(a & I)}."""
+    a = np.arange(2**k)
+    return 1 - 2 * (np.vectorize(lambda v: bin(v).count("1"))(a[:, None] & a[None, :]) % 2)
 
 
 def _assignments(k):

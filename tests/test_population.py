@@ -239,3 +239,74 @@ def test_decision_tree_bad_input(feature, leaf, n, name):
 def test_random_tree_bad_depth():
     with pytest.raises(ValueError, match="d must be"):
         jt.random_tree(jax.random.key(0), 4, 5)
+
+
+def test_addressing_targets_equal_brute_force():
+    """f_{1,2} (n = 8) and f_{1,3,S} (n = 11): packed bits, plain calls and the oracle."""
+    for f in (jt.addressing(1, 2), jt.coded_addressing(jt.random_code(0, 3, 3))):
+        n = f.n_address + 2**f.k
+        xs = all_inputs(n)
+        fx = np.asarray(f(jnp.asarray(xs)))
+        address = np.asarray(f.address(jnp.asarray(xs)))
+        np.testing.assert_array_equal(fx, xs[np.arange(len(xs)), f.n_address + address])
+        packed = jt.bits.unpack(f.bits(jt.bits.pack(jnp.asarray(xs.T, bool))), 2**n)
+        np.testing.assert_array_equal(np.asarray(packed).astype(int), fx)
+        rng = np.random.default_rng(n)
+        for _ in range(4):
+            p = rng.uniform(0.05, 0.95, n)
+            fixed, values = rng.random(n) < 0.3, rng.random(n) < 0.5
+            mu, mu1 = f.means(jnp.asarray(p, jnp.float32), jnp.asarray(fixed), jnp.asarray(values))
+            want_mu, want_mu1 = brute_means(f, p, fixed, values)
+            np.testing.assert_allclose(float(mu), want_mu, atol=2e-6)
+            unfixed = ~fixed
+            np.testing.assert_allclose(np.asarray(mu1)[unfixed], want_mu1[unfixed], atol=2e-6)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
+def test_lemma12_and_16_address_is_almost_uniform(k):
+    """|Pr[z(x) = a] - 2^-k| <= 5^-k, also with one addressing bit fixed (002 Lemmas 12, 16)."""
+    delta = 0.4
+    rng = np.random.default_rng(k)
+    c = int(np.ceil(np.log(5) / delta))  # Lemma 12: c >= ln 5 / delta
+    d = int(np.ceil(np.log(5) / delta * k))  # Lemma 16: distance d >= (ln 5 / delta) k
+    code = jt.random_code(k, k, length=3 * d, min_distance=d)
+    assert jt.code_distance(code) >= d
+    for f in (jt.addressing(c, k), jt.coded_addressing(code)):
+        A = f.n_address
+        for _ in range(5):
+            s = jnp.asarray(1 - 2 * rng.uniform(delta, 1 - delta, A), jnp.float32)
+            prob = np.asarray(f.address_distribution(s), np.float64)
+            np.testing.assert_allclose(prob.sum(), 1.0, atol=1e-5)
+            assert np.max(np.abs(prob - 2.0**-k)) <= 5.0**-k
+            j = int(rng.integers(A))
+            for b in (0, 1):
+                prob_b = np.asarray(f.address_distribution(s.at[j].set(1 - 2 * b)), np.float64)
+                assert np.max(np.abs(prob_b - 2.0**-k)) <= 5.0**-k
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_exact_growth_on_addressing_queries_memory_bits_first(k):
+    """002 Thm 3 / Lemma 14: with c >= ln 5 / delta the tree of depth 2^k queries only memory
+    bits, so it stays far from f_{c,k} (which a depth ck^2 + 1 tree computes exactly)."""
+    f = jt.addressing(4, k)  # c = 4 >= ln 5 / 0.402
+    n = f.n_address + 2**k
+    rule = jt.GrowthRule(max_depth=2**k, impurity="gini", tie_tol=0.0)
+
+    def trial(key):
+        p = jt.smoothed(c=0.098).marginals(key, n)  # delta-balanced, delta = 0.402
+        t = jt.grow_exact(p, f, rule)
+        queried = population.reached(t) & (t.feature >= 0)
+        return jnp.any(queried & (t.feature < f.n_address)), jt.error_by_depth(t, p, f)[-1]
+
+    address_queried, error = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(k), 16))
+    assert not bool(jnp.any(address_queried))
+    assert float(jnp.min(error)) > 0.25
+
+
+def test_code_helpers_bad_input():
+    with pytest.raises(ValueError, match="min_distance"):
+        jt.random_code(0, 3, 4, min_distance=4)
+    with pytest.raises(ValueError, match="code must be binary"):
+        jt.coded_addressing([[0, 2], [1, 1]])
+    with pytest.raises(ValueError, match="c must be"):
+        jt.addressing(0, 3)
