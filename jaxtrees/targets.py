@@ -211,12 +211,14 @@ Target = Junta | Parity | DecisionTree | Addressing
 
 
 def support_mask(target: Target, n: int):
-    """``bool[n]``: the coordinates in the target's support."""
+    """``bool[n]``: the coordinates in the target's support (juntas and parities)."""
+    _check_has_support(target)
     return jnp.any(target.support[:, None] == jnp.arange(n), axis=0)
 
 
 def relevant(target: Target):
     """``bool[k]``: which support variables f actually depends on (all of them for a parity)."""
+    _check_has_support(target)
     if isinstance(target, Parity):
         return jnp.ones(target.support.shape, bool)
     return _relevant_vars(target.table, target.k)
@@ -393,6 +395,11 @@ def _relevant_vars(table, k):
         halves = table.reshape(2 ** (k - 1 - t), 2, 2**t)
         out.append(jnp.any(halves[:, 0] != halves[:, 1]))
     return jnp.stack(out) if out else jnp.zeros((0,), bool)
+
+
+def _check_has_support(target):
+    if not isinstance(target, (Junta, Parity)):
+        raise ValueError(f"target must be a Junta or Parity (a target with a support), got {type(target).__name__}")
 
 
 def _check_n_k(n, k):
