@@ -1,0 +1,460 @@
+"""Gradient descent on juntas: many small networks trained at once (000 Sec. 1.3, Open Question 1).
+
+One training is a pure function of a key, a product distribution ``p: float32[n]`` and a target
+(:mod:`jaxtrees.targets`); batch it with ``jax.vmap`` over keys, distributions, targets and
+hyperparameters, and compile once with ``jax.jit``:
+
+- models are (init, apply) pairs of pure functions (:func:`mlp`): ``init(key, n) -> params``,
+  ``apply(params, x) -> logits``, x the encoded inputs ``[..., n]``; an ensemble is ``vmap(init)``;
+- losses are functions of the margin z = s f(x), s = 2y - 1 in {-1, +1} for labels y in {0, 1}:
+  hinge max(0, 1 - z), logistic log(1 + e^{-z}), square (1 - z)^2 = (f(x) - s)^2; the network
+  predicts 1 iff f(x) > 0, for every loss;
+- the optimizer is any optax factory (``optax.sgd``, ``optax.adamw``, ``optax.chain`` inside a
+  lambda, ...) wrapped in ``optax.inject_hyperparams``: its hyperparameters are arguments of
+  :func:`train` (``learning_rate=0.1``), so they can be traced and differ per batch member;
+- steps run in ``lax.scan``; every ``eval_every`` = K steps (a scan of scans) the trace records the
+  test error, the mean training loss of the last K steps, the share of first-layer weight mass
+  on the target's support and ||w_t - w_0||_inf, all without leaving the compiled loop.
+
+Data. ``mode="online"``: a fresh batch x ~ prod_i Bernoulli(p_i) at every step (Barak et al. 2022,
+"Hidden progress in deep learning"); ``mode="fixed"``: m examples drawn once, shuffled every epoch
+(an epoch is m // batch_size steps; the remainder of each shuffle is skipped). The test error is
+exact, sum_x Pr_p[x] 1[pred(x) != f(x)] over all 2^n inputs, when n <= ``exact_max_n``, else the
+error on ``test_size`` fresh examples drawn once per training (the same set at every record).
+
+Encoding. The network sees x in {0,1}^n (``encoding="01"``) or 2x - 1 in {-1,+1}^n (``"pm1"``).
+Per-coordinate standardization (x_i - p_i) / sqrt(p_i (1 - p_i)) is deliberately not offered:
+it maps the parity chi_J to the p-biased character prod_{j in J} (x_j - p_j)/sigma_j, which is
+orthogonal to every function of fewer than k of the coordinates of J under p, exactly as the
+uniform-case parity is: it erases the low-degree correlation E_p[f(x) x_j] != 0 that smoothing
+creates (the signal ID3 exploits in 000) and makes the problem as hard as the uniform one. A
+constant shift is harmless: the first layer's bias can absorb it.
+
+>>> import jax, optax
+>>> from jaxtrees import targets
+>>> cfg = TrainConfig(mlp(16), loss="hinge", optimizer=optax.sgd, steps=40, batch_size=8,
+...                   eval_every=20)
+>>> f = targets.parity([0, 1], n=6)
+>>> p = jax.numpy.full((6,), 0.5)
+>>> run = jax.jit(jax.vmap(lambda key, lr: train(key, p, f, cfg, learning_rate=lr)))
+>>> out = run(jax.random.split(jax.random.key(0), 3), jax.numpy.array([0.01, 0.1, 0.3]))
+>>> out.trace.test_error.shape, cfg.record_steps.tolist()
+((3, 2), [20, 40])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxtrees import _checks
+from jaxtrees import targets as targets_lib
+
+ACTIVATIONS = {"relu": jax.nn.relu, "gelu": jax.nn.gelu, "tanh": jnp.tanh}
+INITS = ("auto", "he", "lecun", "glorot")
+LOSSES = ("hinge", "logistic", "square")
+ENCODINGS = ("pm1", "01")
+MODES = ("online", "fixed")
+MAX_EXACT_N = 20
+EVAL_CHUNK = 1024  # test inputs per forward pass when scoring (bounds memory under vmap)
+
+# Ranges of the common optax hyperparameters, checked when their values are concrete.
+HYPERPARAMETER_RANGES = {
+    "learning_rate": dict(low=0.0, low_open=True),
+    "weight_decay": dict(low=0.0),
+    "momentum": dict(low=0.0, high=1.0, high_open=True),
+    "b1": dict(low=0.0, high=1.0, high_open=True),
+    "b2": dict(low=0.0, high=1.0, high_open=True),
+    "eps": dict(low=0.0),
+    "decay": dict(low=0.0, high=1.0),
+}
+
+
+# ----------------------------------------------------------------------------------------- models
+
+
+class Dense(NamedTuple):
+    """One affine layer: x @ w + b, ``w: [fan_in, fan_out]``, ``b: [fan_out]``."""
+
+    w: jax.Array
+    b: jax.Array
+
+
+class Model(NamedTuple):
+    """A model as two pure functions: ``init(key, n) -> params``, ``apply(params, x) -> logits``.
+
+    ``x: float[..., n]`` (already encoded), logits ``float[...]``. The trace's weight-mass metric
+    reads the first layer as ``params[0].w: [n, width]``.
+    """
+
+    init: Callable
+    apply: Callable
+
+
+def mlp(widths=100, depth: int | None = None, activation: str = "relu", init: str = "auto") -> Model:
+    """A fully connected network n -> widths[0] -> ... -> widths[-1] -> 1.
+
+    ``widths``: a tuple of hidden widths (``()`` is a linear model), or an int repeated ``depth``
+    times (default 1). ``activation``: ``"relu"``, ``"gelu"`` or ``"tanh"``. ``init``: weights
+    N(0, g / fan_in) with g = 2 (``"he"``) or 1 (``"lecun"``), or N(0, 2 / (fan_in + fan_out))
+    (``"glorot"``); ``"auto"`` is He for ReLU and LeCun otherwise. The output layer, which feeds
+    no nonlinearity, is LeCun (Glorot under ``"glorot"``); biases start at 0.
+
+    >>> net = mlp(8, depth=2, activation="tanh")
+    >>> params = net.init(jax.random.key(0), 5)
+    >>> [layer.w.shape for layer in params], net.apply(params, jnp.ones((3, 5))).shape
+    ([(5, 8), (8, 8), (8, 1)], (3,))
+    """
+    if isinstance(widths, (int, np.integer)) and not isinstance(widths, bool):
+        depth = 1 if depth is None else _checks.integer("depth", depth, low=0)
+        widths = (widths,) * depth
+    elif depth is not None:
+        raise ValueError(f"depth is only used with an int width, got widths={widths!r}")
+    if not isinstance(widths, (tuple, list)):
+        raise ValueError(f"widths must be an int or a tuple of ints, got {widths!r}")
+    widths = tuple(_checks.integer(f"widths[{i}]", w, low=1) for i, w in enumerate(widths))
+    _checks.choice("activation", activation, ACTIVATIONS)
+    _checks.choice("init", init, INITS)
+    act = ACTIVATIONS[activation]
+    scheme = ("he" if activation == "relu" else "lecun") if init == "auto" else init
+
+    def init_fn(key, n: int):
+        sizes = (n,) + widths + (1,)
+        keys = jax.random.split(key, len(sizes) - 1)
+        layers = []
+        for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
+            s = scheme if i < len(widths) else ("glorot" if scheme == "glorot" else "lecun")
+            var = 2.0 / (fan_in + fan_out) if s == "glorot" else (2.0 if s == "he" else 1.0) / fan_in
+            w = jnp.sqrt(var).astype(jnp.float32) * jax.random.normal(k, (fan_in, fan_out), jnp.float32)
+            layers.append(Dense(w, jnp.zeros((fan_out,), jnp.float32)))
+        return tuple(layers)
+
+    def apply_fn(params, x):
+        h = jnp.asarray(x).astype(params[0].w.dtype)
+        for layer in params[:-1]:
+            h = act(h @ layer.w + layer.b)
+        return (h @ params[-1].w + params[-1].b)[..., 0]
+
+    return Model(init_fn, apply_fn)
+
+
+# ----------------------------------------------------------------------------------------- losses
+
+
+def margin_loss(name: str) -> Callable:
+    """phi(z) for the margin z = s f(x): hinge max(0, 1 - z), logistic log(1 + e^-z), square (1 - z)^2."""
+    _checks.choice("loss", name, LOSSES)
+    if name == "hinge":
+        return lambda z: jax.nn.relu(1.0 - z)
+    if name == "logistic":
+        return lambda z: jax.nn.softplus(-z)
+    return lambda z: jnp.square(1.0 - z)
+
+
+def loss_fn(name: str) -> Callable:
+    """``(logits, y) -> per-example loss``, labels ``y`` in {0, 1} mapped to s = 2y - 1 in {-1, +1}.
+
+    >>> loss_fn("hinge")(jnp.array([2.0, 0.5, 0.5]), jnp.array([1, 1, 0])).tolist()
+    [0.0, 0.5, 1.5]
+    """
+    phi = margin_loss(name)
+
+    def loss(logits, y):
+        s = 2.0 * jnp.asarray(y).astype(logits.dtype) - 1.0
+        return phi(s * logits)
+
+    return loss
+
+
+def encode(x, encoding: str = "pm1", dtype=jnp.float32):
+    """Encode ``x: {0,1}[..., n]`` as 2x - 1 in {-1,+1} (``"pm1"``) or as x itself (``"01"``)."""
+    x = jnp.asarray(x).astype(dtype)
+    return 2.0 * x - 1.0 if encoding == "pm1" else x
+
+
+# --------------------------------------------------------------------------------------- training
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """What one training does; hashable and static under ``jax.jit`` / ``jax.vmap``.
+
+    Attributes:
+      model: a :class:`Model`, e.g. ``mlp(100)``.
+      loss: ``"hinge"``, ``"logistic"`` or ``"square"`` (see :func:`margin_loss`).
+      optimizer: an optax factory whose keyword arguments (``learning_rate``, ...) are passed to
+        :func:`train` and injected with ``optax.inject_hyperparams``; or a ready
+        ``optax.GradientTransformation`` (then :func:`train` takes no hyperparameters).
+      steps: S >= 1 optimizer steps.
+      batch_size: examples per step (>= 1).
+      eval_every: K; the trace records at steps K, 2K, ..., S (K must divide S).
+      mode: ``"online"`` (fresh examples every step) or ``"fixed"`` (``m`` examples, epochs).
+      m: training-set size in fixed mode (>= batch_size); must be None online.
+      encoding: ``"pm1"`` or ``"01"`` (see the module docstring for why not standardized).
+      test_size: fresh test examples when n > exact_max_n.
+      exact_max_n: exact test error over all 2^n inputs when n <= exact_max_n (<= 20; 0 never).
+      eps: ``steps_to_eps`` is the first recorded step with test error <= eps.
+    """
+
+    model: Model
+    loss: str = "hinge"
+    optimizer: Any = optax.sgd
+    steps: int = 10_000
+    batch_size: int = 32
+    eval_every: int = 100
+    mode: str = "online"
+    m: int | None = None
+    encoding: str = "pm1"
+    test_size: int = 8192
+    exact_max_n: int = 13
+    eps: float = 0.0
+
+    def __post_init__(self):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        if not isinstance(self.model, Model):
+            raise ValueError(f"model must be a jaxtrees.gd.Model (e.g. mlp(100)), got {type(self.model).__name__}")
+        _checks.choice("loss", self.loss, LOSSES)
+        if not (isinstance(self.optimizer, optax.GradientTransformation) or callable(self.optimizer)):
+            raise ValueError(f"optimizer must be an optax factory or GradientTransformation, got {self.optimizer!r}")
+        set_("steps", _checks.integer("steps", self.steps, low=1))
+        set_("batch_size", _checks.integer("batch_size", self.batch_size, low=1))
+        set_("eval_every", _checks.integer("eval_every", self.eval_every, low=1, high=self.steps))
+        if self.steps % self.eval_every:
+            raise ValueError(f"eval_every must divide steps = {self.steps}, got {self.eval_every}")
+        _checks.choice("mode", self.mode, MODES)
+        if self.mode == "fixed":
+            if self.m is None:
+                raise ValueError("m (the training-set size) is required with mode='fixed'")
+            set_("m", _checks.integer("m", self.m, low=self.batch_size))
+        elif self.m is not None:
+            raise ValueError(f"m must be None with mode='online' (fresh examples every step), got {self.m!r}")
+        _checks.choice("encoding", self.encoding, ENCODINGS)
+        set_("test_size", _checks.integer("test_size", self.test_size, low=1))
+        set_("exact_max_n", _checks.integer("exact_max_n", self.exact_max_n, low=0, high=MAX_EXACT_N))
+        set_("eps", _checks.real("eps", self.eps, low=0.0, high=1.0))
+
+    @property
+    def record_steps(self) -> np.ndarray:
+        """The steps at which the trace records: K, 2K, ..., S."""
+        return np.arange(self.eval_every, self.steps + 1, self.eval_every)
+
+
+class Trace(NamedTuple):
+    """Metrics recorded at ``config.record_steps`` (each ``float32[S / K]``)."""
+
+    test_error: jax.Array  # exact or on the test sample
+    train_loss: jax.Array  # mean minibatch loss over the K steps before the record
+    support_share: jax.Array  # sum_{i in J} ||W1[i]||_1 / sum_i ||W1[i]||_1 (NaN without a support)
+    drift: jax.Array  # ||w_t - w_0||_inf over all parameters ("hidden progress")
+
+
+class Result(NamedTuple):
+    params: Any  # the final parameters
+    trace: Trace
+    steps_to_eps: jax.Array  # int32: first recorded step with test_error <= eps, -1 if none
+
+
+def train(key, p, target, config: TrainConfig, **hyperparams) -> Result:
+    """Train one network on the product distribution ``p: float32[n]`` labelled by ``target``.
+
+    ``hyperparams`` go to ``optax.inject_hyperparams(config.optimizer)``; they may be traced (for
+    ``jax.vmap`` over them) and are range-checked when concrete. The key is split into (init,
+    training data, test data); step t of online mode uses ``fold_in(data_key, t)``, so the
+    numbers do not depend on batching. Batch with ``jax.vmap`` (see the module docstring) or
+    :func:`train_many`.
+    """
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+    p = _checks.probabilities("p", p)
+    if jnp.ndim(p) != 1:
+        raise ValueError(f"p must be a 1-d array of marginals (vmap for a batch), got shape {jnp.shape(p)}")
+    p = jnp.asarray(p, jnp.float32)
+    n = p.shape[0]
+    opt = make_optimizer(config, **hyperparams)
+    model, phi, K, E = config.model, margin_loss(config.loss), config.eval_every, config.steps // config.eval_every
+    k_init, k_data, k_test = jax.random.split(key, 3)
+
+    params0 = model.init(k_init, n)
+    opt_state0 = opt.init(params0)
+    score = _scorer(k_test, p, target, model, config)
+    mask = targets_lib.support_mask(target, n) if hasattr(target, "support") else None
+
+    def loss_on(params, x, y):
+        logits = model.apply(params, encode(x, config.encoding, params[0].w.dtype))
+        return jnp.mean(phi((2.0 * y.astype(logits.dtype) - 1.0) * logits))
+
+    next_batch, data0 = _data(k_data, p, target, config)
+
+    def step(carry, t):
+        params, opt_state, data, loss_sum = carry
+        x, y, data = next_batch(data, t)
+        loss, grads = jax.value_and_grad(loss_on)(params, x, y)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state, data, loss_sum + loss), None
+
+    def record(carry, e):
+        params, opt_state, data = carry
+        zero = jnp.zeros((), jnp.float32)
+        (params, opt_state, data, loss_sum), _ = jax.lax.scan(
+            step, (params, opt_state, data, zero), e * K + jnp.arange(K, dtype=jnp.int32))
+        w1 = jnp.sum(jnp.abs(params[0].w), axis=-1)
+        share = jnp.sum(jnp.where(mask, w1, 0.0)) / jnp.sum(w1) if mask is not None else jnp.float32(jnp.nan)
+        drift = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in zip(jax.tree.leaves(params),
+                                                                            jax.tree.leaves(params0))]))
+        return (params, opt_state, data), Trace(score(params), loss_sum / K, share, drift)
+
+    (params, _, _), trace = jax.lax.scan(record, (params0, opt_state0, data0), jnp.arange(E, dtype=jnp.int32))
+    hit = trace.test_error <= config.eps
+    steps_to_eps = jnp.where(jnp.any(hit), (jnp.argmax(hit) + 1) * K, -1).astype(jnp.int32)
+    return Result(params, trace, steps_to_eps)
+
+
+def train_many(keys, p, target, config: TrainConfig, **hyperparams) -> Result:
+    """``jax.jit(jax.vmap(train))`` over a leading batch axis B, with checks on concrete values.
+
+    ``keys: key[B]``; ``p``: ``float32[B, n]`` or one ``float32[n]`` for all; ``target``: a batch
+    of targets (leaves with a leading B axis, e.g. ``vmap(random_parity)``) or one target;
+    each hyperparameter: an array ``[B]`` or a scalar for all. Equals a loop of :func:`train`.
+    The compiled program is cached per (config, shapes).
+    """
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+    keys = jnp.asarray(keys)
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be a 1-d array of B keys (jax.random.split(key, B)), got shape {keys.shape}")
+    B = keys.shape[0]
+    p_arr = np.asarray(p, np.float64)
+    if p_arr.ndim not in (1, 2) or (p_arr.ndim == 2 and p_arr.shape[0] != B):
+        raise ValueError(f"p must have shape (n,) or (B, n) = ({B}, n), got {p_arr.shape}")
+    _checks.probabilities("p", p_arr.reshape(-1))
+    p_axis = 0 if p_arr.ndim == 2 else None
+    t_axis = 0 if _target_batched(target) else None
+    if t_axis == 0 and jax.tree.leaves(target)[0].shape[0] != B:
+        raise ValueError(f"a batch of targets must have B = {B} members, got {jax.tree.leaves(target)[0].shape[0]}")
+    names = tuple(sorted(hyperparams))
+    hp_axes = []
+    for name in names:
+        v = np.asarray(hyperparams[name])
+        if v.ndim > 1 or (v.ndim == 1 and v.shape[0] != B):
+            raise ValueError(f"{name} must be a scalar or have shape ({B},), got {v.shape}")
+        hp_axes.append(0 if v.ndim == 1 else None)
+    _check_hyperparams(config, hyperparams)
+    fn = _batched_train(config, names, (0, p_axis, t_axis) + tuple(hp_axes))
+    return fn(keys, jnp.asarray(p, jnp.float32), target, *(jnp.asarray(hyperparams[n], jnp.float32) for n in names))
+
+
+def make_optimizer(config: TrainConfig, **hyperparams) -> optax.GradientTransformation:
+    """``optax.inject_hyperparams(config.optimizer)(**hyperparams)``, checked (see :class:`TrainConfig`)."""
+    _check_hyperparams(config, hyperparams)
+    if isinstance(config.optimizer, optax.GradientTransformation):
+        return config.optimizer
+    return optax.inject_hyperparams(config.optimizer)(**hyperparams)
+
+
+# -------------------------------------------------------------------------------------- internals
+
+
+@functools.lru_cache(maxsize=64)
+def _batched_train(config, names, in_axes):
+    def one(key, p, target, *values):
+        return train(key, p, target, config, **dict(zip(names, values)))
+
+    return jax.jit(jax.vmap(one, in_axes=in_axes))
+
+
+def _target_batched(target) -> bool:
+    leaves = jax.tree.leaves(target)
+    unbatched_ndim = 2 if isinstance(target, targets_lib.Addressing) else 1
+    return bool(leaves) and leaves[0].ndim > unbatched_ndim
+
+
+def _check_hyperparams(config, hyperparams):
+    if isinstance(config.optimizer, optax.GradientTransformation):
+        if hyperparams:
+            raise ValueError(f"optimizer is a ready GradientTransformation and takes no hyperparameters, "
+                             f"got {sorted(hyperparams)}; pass a factory such as optax.sgd instead")
+        return
+    try:
+        inspect.signature(config.optimizer).bind(**hyperparams)
+    except TypeError as err:
+        name = getattr(config.optimizer, "__name__", repr(config.optimizer))
+        raise ValueError(f"bad hyperparameters {sorted(hyperparams)} for optimizer {name}: {err}") from None
+    except ValueError:  # no signature available (a builtin): let optax report
+        pass
+    for name, value in hyperparams.items():
+        if callable(value) or not _checks.is_concrete(value):
+            continue
+        arr = np.asarray(value, np.float64)
+        rng = HYPERPARAMETER_RANGES.get(name)
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        if rng is not None:
+            bad = _checks._outside(arr, rng.get("low"), rng.get("high"), rng.get("low_open", False),
+                                   rng.get("high_open", False))
+            if np.any(bad):
+                interval = _checks._interval(rng.get("low"), rng.get("high"), rng.get("low_open", False),
+                                             rng.get("high_open", False))
+                raise ValueError(f"{name} must be in {interval}, got {arr[bad].ravel()[0]!r}")
+
+
+def _data(key, p, target, config):
+    """(next_batch(data, t) -> (x, y, data), data0) for the configured mode."""
+    n, b = p.shape[0], config.batch_size
+    if config.mode == "online":
+        def next_batch(data, t):
+            x = jax.random.uniform(jax.random.fold_in(key, t), (b, n), jnp.float32) < p
+            return x, target(x), data
+
+        return next_batch, ()
+    m = config.m
+    k_sample, k_shuffle = jax.random.split(key)
+    X = jax.random.uniform(k_sample, (m, n), jnp.float32) < p
+    Y = target(X)
+    per_epoch = m // b
+    if per_epoch == 1 and b == m:  # full-batch gradient descent: no shuffling needed
+        return (lambda data, t: (X, Y, data)), ()
+
+    def next_batch(perm, t):
+        pos = t % per_epoch
+        perm = jax.lax.cond(pos == 0, lambda: jax.random.permutation(jax.random.fold_in(k_shuffle, t // per_epoch), m),
+                            lambda: perm)
+        idx = jax.lax.dynamic_slice_in_dim(perm, pos * b, b)
+        return X[idx], Y[idx], perm
+
+    return next_batch, jnp.arange(m, dtype=jnp.int32)
+
+
+def _scorer(key, p, target, model, config):
+    """``score(params) -> float32`` test error, exact over {0,1}^n for small n."""
+    n = p.shape[0]
+    if n <= config.exact_max_n:
+        X = jnp.asarray((np.arange(2**n)[:, None] >> np.arange(n)) & 1, bool)  # [2^n, n]
+        w = jnp.prod(jnp.where(X, p, 1.0 - p), axis=-1)
+    else:
+        X = jax.random.uniform(key, (config.test_size, n), jnp.float32) < p
+        w = jnp.full((config.test_size,), 1.0 / config.test_size, jnp.float32)
+    y = target(X)
+    rows = X.shape[0]
+    chunk = min(rows, EVAL_CHUNK)
+    pad = -rows % chunk
+    X = jnp.pad(X, ((0, pad), (0, 0))).reshape(-1, chunk, n)
+    y = jnp.pad(y, (0, pad)).reshape(-1, chunk)
+    w = jnp.pad(w, (0, pad)).reshape(-1, chunk)
+
+    def score(params):
+        def body(total, batch):
+            xb, yb, wb = batch
+            wrong = (model.apply(params, encode(xb, config.encoding, params[0].w.dtype)) > 0) != (yb == 1)
+            return total + jnp.sum(jnp.where(wrong, wb, 0.0)), None
+
+        total, _ = jax.lax.scan(body, jnp.zeros((), jnp.float32), (X, y, w))
+        return total
+
+    return score
