@@ -401,7 +401,10 @@ def _check_hyperparams(config, hyperparams):
             if np.any(bad):
                 interval = _checks._interval(rng.get("low"), rng.get("high"), rng.get("low_open", False),
                                              rng.get("high_open", False))
-                raise ValueError(f"{name} must be in {interval}, got {arr[bad].ravel()[0]!r}")
+                if arr.ndim == 0:
+                    raise ValueError(f"{name} must be in {interval}, got {float(arr):g}")
+                i = int(np.argmax(bad.ravel()))
+                raise ValueError(f"{name} must be in {interval}; {name}[{i}] = {arr.ravel()[i]:g}")
 
 
 def _data(key, p, target, config):

@@ -1,0 +1,204 @@
+"""Gradient descent on juntas (jaxtrees.gd): batching, gradients, learning a parity, errors.
+
+Sizes are small and few shapes are compiled, so the file runs in well under a minute on 2 cores.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from jaxtrees import distributions, gd, targets
+
+N = 12
+SMALL = dict(steps=20, batch_size=8, eval_every=10)
+
+
+def _members(B=3, n=N, k=2):
+    keys = jax.random.split(jax.random.key(7), B)
+    p = distributions.marginals(distributions.smoothed(c=0.2), jax.random.key(1), n, batch=B)
+    f = jax.vmap(lambda kk: targets.random_parity(kk, n, k))(jax.random.split(jax.random.key(2), B))
+    lr = jnp.array([0.05, 0.1, 0.2][:B], jnp.float32)
+    return keys, p, f, lr
+
+
+@functools.lru_cache(maxsize=None)
+def _single(cfg):
+    """The jitted single training, one per config (so tests with the same shapes share a compile)."""
+    return jax.jit(lambda key, p, f, lr: gd.train(key, p, f, cfg, learning_rate=lr))
+
+
+def _assert_results_close(batched, singles):
+    # The vmapped program batches the matmuls, which may reorder float32 sums: 1e-5 relative.
+    for b, single in enumerate(singles):
+        member = jax.tree.map(lambda x: x[b], batched)
+        for got, want in zip(jax.tree.leaves(member), jax.tree.leaves(single)):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+ONLINE = gd.TrainConfig(gd.mlp(16), **SMALL)  # online, exact test error (n <= 13)
+
+
+@pytest.mark.parametrize("cfg", [
+    ONLINE,
+    gd.TrainConfig(gd.mlp(8, depth=2, activation="tanh"), loss="logistic", optimizer=optax.adamw,
+                   mode="fixed", m=24, encoding="01", exact_max_n=0, test_size=300, **SMALL),
+], ids=["online-sgd-exact", "fixed-adamw-sampled"])
+def test_batched_equals_loop_of_single_trainings(cfg):
+    keys, p, f, lr = _members()
+    batched = gd.train_many(keys, p, f, cfg, learning_rate=lr)
+    single = _single(cfg)
+    singles = [single(keys[b], p[b], jax.tree.map(lambda x: x[b], f), lr[b]) for b in range(len(keys))]
+    _assert_results_close(batched, singles)
+    assert batched.trace.test_error.shape == (3, 2)
+    # The members really differ (different keys, p, targets and learning rates).
+    assert not np.allclose(batched.params[0].w[0], batched.params[0].w[1])
+
+
+def test_batched_with_shared_target_and_scalar_hyperparameter():
+    keys, p, _, _ = _members()
+    f = targets.parity([0, 3], n=N)
+    batched = gd.train_many(keys, p, f, ONLINE, learning_rate=0.1)
+    single = _single(ONLINE)  # compiled already by the test above for these shapes
+    _assert_results_close(batched, [single(keys[b], p[b], f, jnp.float32(0.1)) for b in range(3)])
+
+
+def _fd_check(loss_name, activation):
+    """Directional derivatives of the mean loss of an MLP vs central differences, in float64."""
+    with jax.enable_x64(True):
+        model = gd.mlp((6, 5), activation=activation)
+        params = jax.tree.map(lambda a: a.astype(jnp.float64), model.init(jax.random.key(3), 4))
+        params = jax.tree.map(lambda a: a + 0.1, params)  # nonzero biases
+        x = gd.encode(jax.random.bernoulli(jax.random.key(4), 0.5, (16, 4)), "pm1", jnp.float64)
+        y = jax.random.bernoulli(jax.random.key(5), 0.5, (16,)).astype(jnp.int32)
+        loss = gd.loss_fn(loss_name)
+        objective = jax.jit(lambda prm: jnp.mean(loss(model.apply(prm, x), y)))
+        grads = jax.grad(objective)(params)
+        flat, unravel = ravel_pytree(params)
+        g = ravel_pytree(grads)[0]
+        rng = np.random.default_rng(0)
+        h = 1e-6
+        for _ in range(5):
+            v = jnp.asarray(rng.standard_normal(flat.shape))
+            fd = (objective(unravel(flat + h * v)) - objective(unravel(flat - h * v))) / (2 * h)
+            # Central differences in float64: error O(h^2) + O(1e-16 / h); 1e-6 relative.
+            np.testing.assert_allclose(float(g @ v), float(fd), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("loss_name,activation", list(itertools.product(gd.LOSSES, ["relu", "tanh"])))
+def test_gradients_match_finite_differences(loss_name, activation):
+    _fd_check(loss_name, activation)
+
+
+def test_losses_are_margin_losses_of_pm1_labels():
+    logits = jnp.array([2.0, -0.5, 0.25])
+    y = jnp.array([1, 1, 0])
+    z = np.array([2.0, -0.5, -0.25])
+    np.testing.assert_allclose(gd.loss_fn("hinge")(logits, y), np.maximum(0, 1 - z))
+    np.testing.assert_allclose(gd.loss_fn("logistic")(logits, y), np.log1p(np.exp(-z)), rtol=1e-6)
+    np.testing.assert_allclose(gd.loss_fn("square")(logits, y), (1 - z) ** 2)
+
+
+def test_two_parity_on_n10_learned_to_zero_exact_error_online():
+    n = 10
+    cfg = gd.TrainConfig(gd.mlp(100), loss="hinge", steps=1000, batch_size=32, eval_every=100)
+    f = targets.parity([2, 7], n=n)
+    out = jax.jit(lambda key: gd.train(key, jnp.full((n,), 0.5), f, cfg, learning_rate=0.1))(jax.random.key(0))
+    err = np.asarray(out.trace.test_error)
+    assert err[-1] == 0.0  # exact over all 2^10 inputs
+    assert 0 < int(out.steps_to_eps) <= cfg.steps and err[int(out.steps_to_eps) // 100 - 1] == 0.0
+    # Hidden progress: the weights moved, and the first layer's mass on the support grew
+    # (train splits its key as (init, data, test)).
+    assert float(out.trace.drift[-1]) > 0
+    w0 = cfg.model.init(jax.random.split(jax.random.key(0), 3)[0], n)[0].w
+    share0 = float(jnp.sum(jnp.abs(w0[jnp.array([2, 7])])) / jnp.sum(jnp.abs(w0)))
+    assert float(out.trace.support_share[-1]) > share0
+
+
+def test_exact_test_error_matches_weighted_enumeration():
+    n = 6
+    cfg = gd.TrainConfig(gd.mlp(4), steps=1, eval_every=1)
+    model = cfg.model
+    params = model.init(jax.random.key(9), n)
+    p = jnp.array([0.1, 0.3, 0.5, 0.6, 0.8, 0.95], jnp.float32)
+    f = targets.junta([1, 4], [0, 1, 1, 1], n=n)
+    score = gd._scorer(jax.random.key(0), p, f, model, cfg)
+    want = 0.0
+    for bits in itertools.product([0, 1], repeat=n):
+        x = np.array(bits)
+        pred = float(model.apply(params, 2.0 * x - 1.0)) > 0
+        prob = np.prod(np.where(x == 1, np.asarray(p), 1 - np.asarray(p)))
+        want += prob * (pred != bool(f(jnp.asarray(x))))
+    np.testing.assert_allclose(float(score(params)), want, rtol=1e-5, atol=1e-7)
+
+
+def test_mlp_initialization_scales():
+    params = gd.mlp(2000, activation="relu").init(jax.random.key(0), 500)
+    np.testing.assert_allclose(float(jnp.var(params[0].w)), 2 / 500, rtol=0.02)  # He
+    np.testing.assert_allclose(float(jnp.var(params[1].w)), 1 / 2000, rtol=0.1)  # LeCun output
+    params = gd.mlp(2000, activation="tanh").init(jax.random.key(0), 500)
+    np.testing.assert_allclose(float(jnp.var(params[0].w)), 1 / 500, rtol=0.02)  # LeCun
+    params = gd.mlp(2000, init="glorot").init(jax.random.key(0), 500)
+    np.testing.assert_allclose(float(jnp.var(params[0].w)), 2 / 2500, rtol=0.02)
+    assert [l.w.shape for l in gd.mlp(()).init(jax.random.key(0), 7)] == [(7, 1)]  # linear model
+
+
+@pytest.mark.parametrize("build,match", [
+    (lambda: gd.mlp(0), r"widths\[0\] must be in \[1, inf\]"),
+    (lambda: gd.mlp((10, -2)), r"widths\[1\]"),
+    (lambda: gd.mlp(10, activation="sigmoid"), "activation must be one of"),
+    (lambda: gd.mlp(10, init="xavier"), "init must be one of"),
+    (lambda: gd.mlp((10,), depth=2), "depth is only used"),
+    (lambda: gd.TrainConfig(gd.mlp(4), loss="mse"), "loss must be one of"),
+    (lambda: gd.TrainConfig(gd.mlp(4), encoding="standardized"), "encoding must be one of"),
+    (lambda: gd.TrainConfig(gd.mlp(4), mode="offline"), "mode must be one of"),
+    (lambda: gd.TrainConfig(gd.mlp(4), steps=100, eval_every=30), "eval_every must divide steps = 100"),
+    (lambda: gd.TrainConfig(gd.mlp(4), steps=0), r"steps must be in \[1, inf\]"),
+    (lambda: gd.TrainConfig(gd.mlp(4), batch_size=0), "batch_size"),
+    (lambda: gd.TrainConfig(gd.mlp(4), mode="fixed"), "m .* is required"),
+    (lambda: gd.TrainConfig(gd.mlp(4), mode="fixed", m=8, batch_size=32), r"m must be in \[32, inf\]"),
+    (lambda: gd.TrainConfig(gd.mlp(4), m=64), "m must be None with mode='online'"),
+    (lambda: gd.TrainConfig(gd.mlp(4), exact_max_n=40), "exact_max_n"),
+    (lambda: gd.TrainConfig(gd.mlp(4), eps=-0.1), "eps"),
+    (lambda: gd.TrainConfig("mlp"), "model must be"),
+])
+def test_bad_configurations(build, match):
+    with pytest.raises(ValueError, match=match):
+        build()
+
+
+@pytest.mark.parametrize("optimizer,hyper,match", [
+    (optax.sgd, dict(learning_rate=-0.1), r"learning_rate must be in \(0, inf\], got -0.1"),
+    (optax.sgd, dict(learning_rate=0.0), "learning_rate must be in"),
+    (optax.sgd, dict(learning_rate=float("nan")), "learning_rate must be finite"),
+    (optax.sgd, dict(learning_rate=0.1, momentum=1.5), "momentum must be in"),
+    (optax.sgd, dict(lr=0.1), "bad hyperparameters .*'lr'.* for optimizer sgd"),
+    (optax.adamw, dict(learning_rate=1e-3, weight_decay=-1.0), "weight_decay"),
+    (optax.sgd(0.1), dict(learning_rate=0.1), "takes no hyperparameters"),
+])
+def test_bad_hyperparameters(optimizer, hyper, match):
+    cfg = gd.TrainConfig(gd.mlp(4), optimizer=optimizer, steps=2, eval_every=1)
+    p = jnp.full((5,), 0.5)
+    f = targets.parity([0], n=5)
+    with pytest.raises(ValueError, match=match):
+        gd.train(jax.random.key(0), p, f, cfg, **hyper)
+
+
+def test_bad_batched_arguments():
+    cfg = gd.TrainConfig(gd.mlp(4), steps=2, eval_every=1)
+    keys, p, f, _ = _members(n=5)
+    with pytest.raises(ValueError, match=r"learning_rate must be in \(0, inf\]; learning_rate\[1\] = -0.2"):
+        gd.train_many(keys, p, f, cfg, learning_rate=jnp.array([0.1, -0.2, 0.3]))
+    with pytest.raises(ValueError, match=r"learning_rate must be a scalar or have shape \(3,\)"):
+        gd.train_many(keys, p, f, cfg, learning_rate=jnp.array([0.1, 0.2]))
+    with pytest.raises(ValueError, match=r"p must have shape \(n,\) or \(B, n\)"):
+        gd.train_many(keys, p[:2], f, cfg, learning_rate=0.1)
+    with pytest.raises(ValueError, match=r"p must lie in \[0, 1\]"):
+        gd.train(keys[0], jnp.full((5,), 1.5), targets.parity([0], n=5), cfg, learning_rate=0.1)
