@@ -261,14 +261,20 @@ class Result(NamedTuple):
     steps_to_eps: jax.Array  # int32: first recorded step with test_error <= eps, -1 if none
 
 
-def train(key, p, target, config: TrainConfig, **hyperparams) -> Result:
+def train(key, p, target, config: TrainConfig, *, data_key=None, **hyperparams) -> Result:
     """Train one network on the product distribution ``p: float32[n]`` labelled by ``target``.
 
     ``hyperparams`` go to ``optax.inject_hyperparams(config.optimizer)``; they may be traced (for
     ``jax.vmap`` over them) and are range-checked when concrete. The key is split into (init,
-    training data, test data); step t of online mode uses ``fold_in(data_key, t)``, so the
-    numbers do not depend on batching. Batch with ``jax.vmap`` (see the module docstring) or
+    training data, test data); step t of online mode uses ``fold_in(training-data key, t)``, so
+    the numbers do not depend on batching. Batch with ``jax.vmap`` (see the module docstring) or
     :func:`train_many`.
+
+    ``data_key``, if given, replaces the data keys: (training, test) = ``split(data_key)``.
+    Members of a vmapped batch that share ``data_key`` and ``p`` (in_axes None) see the same
+    examples (common random numbers, e.g. across seeds and learning rates); vmap then draws
+    the inputs once and runs the first layer of all members as one large matmul
+    ``[batch, n] @ [n, members * width]`` instead of many small ones (see scripts/bench_gd.py).
     """
     if not isinstance(config, TrainConfig):
         raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -280,6 +286,8 @@ def train(key, p, target, config: TrainConfig, **hyperparams) -> Result:
     opt = make_optimizer(config, **hyperparams)
     model, phi, K, E = config.model, margin_loss(config.loss), config.eval_every, config.steps // config.eval_every
     k_init, k_data, k_test = jax.random.split(key, 3)
+    if data_key is not None:
+        k_data, k_test = jax.random.split(data_key)
 
     params0 = model.init(k_init, n)
     opt_state0 = opt.init(params0)
@@ -316,13 +324,14 @@ def train(key, p, target, config: TrainConfig, **hyperparams) -> Result:
     return Result(params, trace, steps_to_eps)
 
 
-def train_many(keys, p, target, config: TrainConfig, **hyperparams) -> Result:
+def train_many(keys, p, target, config: TrainConfig, *, data_key=None, **hyperparams) -> Result:
     """``jax.jit(jax.vmap(train))`` over a leading batch axis B, with checks on concrete values.
 
     ``keys: key[B]``; ``p``: ``float32[B, n]`` or one ``float32[n]`` for all; ``target``: a batch
     of targets (leaves with a leading B axis, e.g. ``vmap(random_parity)``) or one target;
-    each hyperparameter: an array ``[B]`` or a scalar for all. Equals a loop of :func:`train`.
-    The compiled program is cached per (config, shapes).
+    each hyperparameter: an array ``[B]`` or a scalar for all; ``data_key``: None, one key shared
+    by all members (common random numbers, see :func:`train`) or ``key[B]``. Equals a loop of
+    :func:`train`. The compiled program is cached per (config, shapes).
     """
     if not isinstance(config, TrainConfig):
         raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -346,8 +355,15 @@ def train_many(keys, p, target, config: TrainConfig, **hyperparams) -> Result:
             raise ValueError(f"{name} must be a scalar or have shape ({B},), got {v.shape}")
         hp_axes.append(0 if v.ndim == 1 else None)
     _check_hyperparams(config, hyperparams)
-    fn = _batched_train(config, names, (0, p_axis, t_axis) + tuple(hp_axes))
-    return fn(keys, jnp.asarray(p, jnp.float32), target, *(jnp.asarray(hyperparams[n], jnp.float32) for n in names))
+    d_axis = None
+    if data_key is not None:
+        data_key = jnp.asarray(data_key)
+        if data_key.ndim > 1 or (data_key.ndim == 1 and data_key.shape[0] != B):
+            raise ValueError(f"data_key must be one key or B = {B} keys, got shape {data_key.shape}")
+        d_axis = 0 if data_key.ndim == 1 else None
+    fn = _batched_train(config, names, data_key is not None, (0, p_axis, t_axis, d_axis) + tuple(hp_axes))
+    return fn(keys, jnp.asarray(p, jnp.float32), target, data_key,
+              *(jnp.asarray(hyperparams[n], jnp.float32) for n in names))
 
 
 def make_optimizer(config: TrainConfig, **hyperparams) -> optax.GradientTransformation:
@@ -362,9 +378,10 @@ def make_optimizer(config: TrainConfig, **hyperparams) -> optax.GradientTransfor
 
 
 @functools.lru_cache(maxsize=64)
-def _batched_train(config, names, in_axes):
-    def one(key, p, target, *values):
-        return train(key, p, target, config, **dict(zip(names, values)))
+def _batched_train(config, names, with_data_key, in_axes):
+    def one(key, p, target, data_key, *values):
+        return train(key, p, target, config, data_key=data_key if with_data_key else None,
+                     **dict(zip(names, values)))
 
     return jax.jit(jax.vmap(one, in_axes=in_axes))
 

@@ -13,7 +13,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from jax.flatten_util import ravel_pytree
 
 from jaxtrees import distributions, gd, targets
 
@@ -62,34 +61,45 @@ def test_batched_equals_loop_of_single_trainings(cfg):
     assert not np.allclose(batched.params[0].w[0], batched.params[0].w[1])
 
 
-def test_batched_with_shared_target_and_scalar_hyperparameter():
-    keys, p, _, _ = _members()
+def test_batched_with_shared_p_target_data_and_scalar_hyperparameter():
+    # One p, one target, one data key for all members (common random numbers): vmap draws the
+    # inputs once; the result still equals the loop.
+    keys = jax.random.split(jax.random.key(7), 3)
+    p = distributions.smoothed(c=0.2).marginals(jax.random.key(1), N)
     f = targets.parity([0, 3], n=N)
-    batched = gd.train_many(keys, p, f, ONLINE, learning_rate=0.1)
-    single = _single(ONLINE)  # compiled already by the test above for these shapes
-    _assert_results_close(batched, [single(keys[b], p[b], f, jnp.float32(0.1)) for b in range(3)])
+    data_key = jax.random.key(11)
+    batched = gd.train_many(keys, p, f, ONLINE, data_key=data_key, learning_rate=0.1)
+    single = jax.jit(lambda key: gd.train(key, p, f, ONLINE, data_key=data_key, learning_rate=0.1))
+    _assert_results_close(batched, [single(keys[b]) for b in range(3)])
 
 
 def _fd_check(loss_name, activation):
     """Directional derivatives of the mean loss of an MLP vs central differences, in float64."""
+    rng = np.random.default_rng(0)
+    model = gd.mlp((6, 5), activation=activation)
+    shapes = [(4, 6), (6,), (6, 5), (5,), (5, 1), (1,)]
+    flat0 = rng.standard_normal(sum(int(np.prod(s)) for s in shapes)) * 0.7
+    x = 2.0 * rng.integers(0, 2, (16, 4)) - 1.0
+    y = rng.integers(0, 2, 16)
+    loss = gd.loss_fn(loss_name)
     with jax.enable_x64(True):
-        model = gd.mlp((6, 5), activation=activation)
-        params = jax.tree.map(lambda a: a.astype(jnp.float64), model.init(jax.random.key(3), 4))
-        params = jax.tree.map(lambda a: a + 0.1, params)  # nonzero biases
-        x = gd.encode(jax.random.bernoulli(jax.random.key(4), 0.5, (16, 4)), "pm1", jnp.float64)
-        y = jax.random.bernoulli(jax.random.key(5), 0.5, (16,)).astype(jnp.int32)
-        loss = gd.loss_fn(loss_name)
-        objective = jax.jit(lambda prm: jnp.mean(loss(model.apply(prm, x), y)))
-        grads = jax.grad(objective)(params)
-        flat, unravel = ravel_pytree(params)
-        g = ravel_pytree(grads)[0]
-        rng = np.random.default_rng(0)
+        def unravel(flat):
+            out, i = [], 0
+            for s in shapes:
+                out.append(flat[i:i + int(np.prod(s))].reshape(s))
+                i += int(np.prod(s))
+            return tuple(gd.Dense(out[j], out[j + 1]) for j in range(0, len(out), 2))
+
+        objective = jax.jit(lambda flat: jnp.mean(loss(model.apply(unravel(flat), x), y)))
+        flat = jnp.asarray(flat0, jnp.float64)
+        g = np.asarray(jax.jit(jax.grad(objective))(flat))
+        assert g.dtype == np.float64
         h = 1e-6
         for _ in range(5):
-            v = jnp.asarray(rng.standard_normal(flat.shape))
-            fd = (objective(unravel(flat + h * v)) - objective(unravel(flat - h * v))) / (2 * h)
+            v = rng.standard_normal(flat0.shape)
+            fd = (float(objective(flat + h * v)) - float(objective(flat - h * v))) / (2 * h)
             # Central differences in float64: error O(h^2) + O(1e-16 / h); 1e-6 relative.
-            np.testing.assert_allclose(float(g @ v), float(fd), rtol=1e-6, atol=1e-9)
+            np.testing.assert_allclose(g @ v, fd, rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize("loss_name,activation", list(itertools.product(gd.LOSSES, ["relu", "tanh"])))
