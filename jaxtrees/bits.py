@@ -71,3 +71,33 @@ def reduce_or(words, axis=0):
 def reduce_xor(words, axis=0):
     """Bitwise XOR over ``axis``."""
     return lax.reduce(words, jnp.uint32(0), lax.bitwise_xor, (axis,))
+
+
+def carry_out(digits, addend):
+    """Carry out of the b-bit additions ``V_t + addend``, one per bit lane t, as a word.
+
+    ``digits: uint32[b, ...]`` are b words; lane t (bit t) of ``digits[j]`` is binary digit j of
+    the b-bit integer ``V_t`` (``digits[0]`` the most significant). ``addend`` is a non-negative
+    integer array broadcasting against ``digits[0]``; only its low b bits are read. Returns
+    ``uint32[...]`` whose bit t is ``[V_t + (addend mod 2^b) >= 2^b]``.
+
+    This is a ripple-carry adder run on 32 lanes at once, least significant digit first: with
+    ``a_j`` digit j of the addend and carry ``r`` (0 below the lowest digit), the carry out of
+    digit j is the majority of (v_j, a_j, r), that is ``r = (v_j | r) if a_j else (v_j & r)``.
+    Two word operations per digit; no lane is looked at on its own.
+
+    >>> import numpy as np
+    >>> lanes = np.arange(4, dtype=np.uint32)              # lane t holds V_t = t, b = 2
+    >>> digits = np.stack([(lanes >> 1) & 1, lanes & 1])   # most significant digit first
+    >>> words = pack(digits.astype(bool))                  # uint32[2, 1]
+    >>> [int(carry_out(words, a)[0]) for a in range(4)]    # lanes t with t + a >= 4
+    [0, 8, 12, 14]
+    """
+    digits = jnp.asarray(digits, jnp.uint32)
+    b = digits.shape[0]
+    addend = jnp.asarray(addend).astype(jnp.uint32)
+    r = jnp.zeros(jnp.broadcast_shapes(digits.shape[1:], jnp.shape(addend)), jnp.uint32)
+    for j in range(b - 1, -1, -1):  # least significant digit first
+        a_j = ((addend >> jnp.uint32(b - 1 - j)) & jnp.uint32(1)).astype(bool)
+        r = jnp.where(a_j, digits[j] | r, digits[j] & r)
+    return r
