@@ -47,7 +47,7 @@ ONLINE = gd.TrainConfig(gd.mlp(16), **SMALL)  # online, exact test error (n <= 1
 
 @pytest.mark.parametrize("cfg", [
     ONLINE,
-    gd.TrainConfig(gd.mlp(8, depth=2, activation="tanh"), loss="logistic", optimizer=optax.adamw,
+    gd.TrainConfig(gd.mlp(8, activation="tanh"), loss="logistic", optimizer=optax.adamw,
                    mode="fixed", m=24, encoding="01", exact_max_n=0, test_size=300, **SMALL),
 ], ids=["online-sgd-exact", "fixed-adamw-sampled"])
 def test_batched_equals_loop_of_single_trainings(cfg):
@@ -118,7 +118,7 @@ def test_losses_are_margin_losses_of_pm1_labels():
 
 def test_two_parity_on_n10_learned_to_zero_exact_error_online():
     n = 10
-    cfg = gd.TrainConfig(gd.mlp(100), loss="hinge", steps=1000, batch_size=32, eval_every=100)
+    cfg = gd.TrainConfig(gd.mlp(100), loss="hinge", steps=400, batch_size=32, eval_every=100)
     f = targets.parity([2, 7], n=n)
     out = jax.jit(lambda key: gd.train(key, jnp.full((n,), 0.5), f, cfg, learning_rate=0.1))(jax.random.key(0))
     err = np.asarray(out.trace.test_error)
