@@ -21,14 +21,16 @@ from jaxtrees.distributions import alpha_c, marginals, product, smoothed, unifor
 from jaxtrees.estimator import DecisionTreeClassifier
 from jaxtrees.growth import GrowthRule, grow
 from jaxtrees.impurity import Impurity
-from jaxtrees.population import error_by_depth, exact_error, grow_exact
+from jaxtrees.population import Path, error_by_depth, exact_error, follow_path, grow_exact
 from jaxtrees.sampling import Sample, draw, from_arrays, prefix
 from jaxtrees.targets import (
     addressing,
+    agnostic_addressing,
     code_distance,
     coded_addressing,
     decision_tree,
     junta,
+    nearby_junta,
     parity,
     random_junta,
     random_code,

@@ -41,8 +41,11 @@ from jaxtrees.sampling import Sample
 from jaxtrees.tree import Tree
 
 TIE_BREAKS = ("lowest", "random")
-#: Deepest tree a rule may ask for: the heap then has 2^25 - 1 slots per tree.
+#: Deepest tree that :func:`grow` and :func:`~jaxtrees.population.grow_exact` store: the heap then
+#: has 2^25 - 1 slots per tree. Deeper rules are for :func:`~jaxtrees.population.follow_path`.
 MAX_DEPTH = 24
+#: Deepest rule at all (a path of this many queries).
+MAX_PATH_DEPTH = 2**20
 
 
 @jax.tree_util.register_static
@@ -51,7 +54,8 @@ class GrowthRule:
     """How a tree is grown; hashable and static under ``jax.jit`` / ``jax.vmap``.
 
     Attributes:
-      max_depth: D >= 0; nodes at depth D are leaves.
+      max_depth: D >= 0; nodes at depth D are leaves. Stored trees need D <= MAX_DEPTH (24);
+        path mode (:func:`~jaxtrees.population.follow_path`) allows up to MAX_PATH_DEPTH.
       impurity: ``"entropy"``, ``"gini"``, ``"kearns_mansour"``, an :class:`Impurity` or a
         concave callable G (see :mod:`jaxtrees.impurity`).
       tie_break: among features whose gain g is tied with the node's best gain b, i.e.
@@ -84,7 +88,7 @@ class GrowthRule:
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("max_depth", _checks.integer("max_depth", self.max_depth, low=0, high=MAX_DEPTH))
+        set_("max_depth", _checks.integer("max_depth", self.max_depth, low=0, high=MAX_PATH_DEPTH))
         set_("impurity", impurity_lib.get(self.impurity))
         _checks.choice("tie_break", self.tie_break, TIE_BREAKS)
         set_("min_samples_split", _checks.integer("min_samples_split", self.min_samples_split, low=2))
@@ -108,6 +112,7 @@ def grow(sample: Sample, rule: GrowthRule, key=None) -> Tree:
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static).
     """
     key = check_key(rule, key)
+    check_heap_depth(rule)
     X, y, valid = sample
 
     def count(masks):
@@ -157,19 +162,34 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
         if level == rule.max_depth:
             levels.append((jnp.full(w.shape, -1, jnp.int32), label, w, mean, jnp.zeros_like(w)))
             break
-        feature, best = _choose(stats, used, rule, jax.random.fold_in(key, level), min_count)
-        pure = (wy <= purity_tol * w) | (wy >= (1.0 - purity_tol) * w)
-        split = (w > 0) & ~pure & (feature >= 0)
-        split &= best >= rule.min_gain - rule.tie_tol * max(1.0, abs(rule.min_gain))
-        if min_count:
-            split &= stats.w >= rule.min_samples_split
-        feature = jnp.where(split, feature, -1)
-        levels.append((feature, label, w, mean, jnp.where(split, best, 0.0)))
+        feature, best = decide(stats, used, rule, jax.random.fold_in(key, level), min_count=min_count,
+                               purity_tol=purity_tol)
+        split = feature >= 0
+        levels.append((feature, label, w, mean, best))
         with_features = level + 1 < rule.max_depth
         state, stats = children(state, stats, feature, split, with_features)
         chosen = (feature[:, None] == jnp.arange(n)) & split[:, None]
         used = interleave(used | chosen, used | chosen)
     return Tree(*(jnp.concatenate(parts) for parts in zip(*levels)))
+
+
+def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, purity_tol: float):
+    """Split decision of every node of a level: ``(feature, gain)``, feature -1 (gain 0) for a leaf.
+
+    A node splits on its best admissible feature (:func:`_choose`) unless it is empty, pure
+    (mean label within ``purity_tol`` of 0 or 1), its best gain is below ``rule.min_gain`` or,
+    with ``min_count``, it has fewer than ``rule.min_samples_split`` examples. ``used: bool[L, n]``
+    marks the features already tested on each node's path.
+    """
+    w = stats.w.astype(jnp.float32)
+    wy = stats.wy.astype(jnp.float32)
+    feature, best = _choose(stats, used, rule, key, min_count)
+    pure = (wy <= purity_tol * w) | (wy >= (1.0 - purity_tol) * w)
+    split = (w > 0) & ~pure & (feature >= 0)
+    split &= best >= rule.min_gain - rule.tie_tol * max(1.0, abs(rule.min_gain))
+    if min_count:
+        split &= stats.w >= rule.min_samples_split
+    return jnp.where(split, feature, -1), jnp.where(split, best, 0.0)
 
 
 def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
@@ -204,6 +224,13 @@ def _take(a, feature, split):
 def interleave(left, right):
     """Children of node j at 2j (left) and 2j+1 (right)."""
     return jnp.stack([left, right], axis=1).reshape((-1,) + left.shape[1:])
+
+
+def check_heap_depth(rule: GrowthRule):
+    """Stored (heap-layout) trees need max_depth <= MAX_DEPTH."""
+    if rule.max_depth > MAX_DEPTH:
+        raise ValueError(f"max_depth must be in [0, {MAX_DEPTH}] to grow a stored tree (2^(D+1) - 1 heap "
+                         f"slots), got {rule.max_depth}; follow single paths with population.follow_path instead")
 
 
 def check_key(rule: GrowthRule, key):

@@ -83,12 +83,19 @@ def get(spec) -> Impurity:
     raise ValueError(f"impurity must be one of {sorted(BUILTIN)} or a callable, got {spec!r}")
 
 
+#: Child means this close to the parent's count as unchanged: the split's gain is exactly 0.
+UNCHANGED_TOL = 2.0**-20
+
+
 def gain(G: Impurity, mu, p1, mu1, mu0, p0=None):
     """Purity gain G(mu) - p1 G(mu1) - p0 G(mu0), elementwise (p0 = 1 - p1 by default).
 
-    Evaluated as p1 (G(mu) - G(mu1)) + p0 (G(mu) - G(mu0)) with a term set to exactly 0 when
-    the child's mean equals the parent's, so a split that changes nothing has gain exactly 0
-    however the compiler fuses or contracts the arithmetic, and swapping the children (a feature
+    Evaluated as p1 (G(mu) - G(mu1)) + p0 (G(mu) - G(mu0)), and set to exactly 0 when either
+    child's mean is within ``UNCHANGED_TOL`` = 2^-20 of the parent's (since mu = p1 mu1 + p0 mu0,
+    then both are; means recovered from float32 weights are a few ulps off, and the gain such a
+    split could have, O(2^-40), is below float32 resolution anyway). So a split that changes nothing,
+    e.g. on an irrelevant variable in exact growth, has gain exactly 0 however the compiler fuses
+    or contracts the arithmetic, and swapping the children (a feature
     and its complement) gives a bitwise-equal gain when p0 and p1 are passed as computed from
     the two children's weights. Means are clipped to [0, 1] first: exact means summed in
     float32 can overshoot by an ulp.
@@ -96,9 +103,8 @@ def gain(G: Impurity, mu, p1, mu1, mu0, p0=None):
     p0 = 1.0 - p1 if p0 is None else p0
     mu, mu1, mu0 = (jnp.clip(q, 0.0, 1.0) for q in (mu, mu1, mu0))
     g = G(mu)
-    d1 = jnp.where(mu1 == mu, 0.0, g - G(mu1))
-    d0 = jnp.where(mu0 == mu, 0.0, g - G(mu0))
-    return p1 * d1 + p0 * d0
+    unchanged = (jnp.abs(mu1 - mu) <= UNCHANGED_TOL) | (jnp.abs(mu0 - mu) <= UNCHANGED_TOL)
+    return jnp.where(unchanged, 0.0, p1 * (g - G(mu1)) + p0 * (g - G(mu0)))
 
 
 def _check_user_impurity(fn, tol=1e-5, curvature_tol=0.05):

@@ -17,6 +17,11 @@ The exact error of any tree (grown from samples or not) is
 
 and :func:`error_by_depth` gives it for the tree truncated at every depth 0..D.
 
+Path mode (:func:`follow_path`) follows the single root-to-leaf path of an input x without
+storing the tree, so depths far beyond a heap (2^k for the addressing targets) are reachable.
+For x ~ p, functions of the path are unbiased estimates of the tree's: E_x[min(mu_d, 1 - mu_d)]
+(mu_d the mean of x's node at depth d) is the error of the tree truncated at depth d.
+
 >>> import jax, jaxtrees as jt
 >>> key = jax.random.key(0)
 >>> p = jt.smoothed(c=0.1).marginals(key, 12)
@@ -57,6 +62,7 @@ def grow_exact(p, target, rule: growth.GrowthRule, key=None) -> Tree:
     :func:`jaxtrees.grow` (``min_samples_*`` are ignored). Batch with ``jax.vmap``.
     """
     key = growth.check_key(rule, key)
+    growth.check_heap_depth(rule)
     p = jnp.asarray(p, jnp.float32)
     n = p.shape[-1]
     means = jax.vmap(target.means, in_axes=(None, 0, 0))
@@ -84,6 +90,80 @@ def grow_exact(p, target, rule: growth.GrowthRule, key=None) -> Tree:
     root = Restrictions(jnp.zeros((1, n), bool), jnp.zeros((1, n), bool), jnp.ones((1,), jnp.float32))
     return growth.grow_levels(stats(root, True), root, children, rule, key, min_count=False,
                               purity_tol=PURITY_TOL)
+
+
+class Path(NamedTuple):
+    """One root-to-leaf path of the population tree (:func:`follow_path`); D = ``rule.max_depth``.
+
+    ``feature: int32[D]``: the variable queried at depth d, -1 from the leaf on;
+    ``gain: float32[D]``: its exact purity gain (0 from the leaf on);
+    ``mean: float32[D+1]``: E[f | the node at depth d], the leaf's from the leaf on.
+    """
+
+    feature: jax.Array
+    gain: jax.Array
+    mean: jax.Array
+
+    @property
+    def error(self):
+        """``float32[D+1]``: min(mu_d, 1 - mu_d), this path's error term of the tree truncated at
+        depth d (its node labelled by majority); averaged over x ~ p, the exact truncated error."""
+        return jnp.minimum(self.mean, 1.0 - self.mean)
+
+    @property
+    def depth(self):
+        """Depth of the path's leaf."""
+        return jnp.sum(self.feature >= 0, axis=-1)
+
+    def first_query(self, mask):
+        """Depth of the first query of a variable in ``mask: bool[n]``, or -1 if none is queried."""
+        hit = mask[jnp.maximum(self.feature, 0)] & (self.feature >= 0)
+        return jnp.where(jnp.any(hit, axis=-1), jnp.argmax(hit, axis=-1), -1).astype(jnp.int32)
+
+
+def follow_path(p, target, rule: growth.GrowthRule, x, key=None) -> Path:
+    """Follow input ``x: bool[n]`` down the tree :func:`grow_exact` would build for ``rule``.
+
+    At each node the rule picks the variable of largest exact gain under the current restriction
+    (same gains, tie tolerance and stop rules as :func:`grow_exact`) and the path fixes it to x's
+    value. With ``tie_break="random"`` each node breaks its ties with its own key,
+    ``fold_in(fold_in(key, v_1), ...)`` over the values v_1, v_2, ... that lead to it, so every
+    input reaching a node makes the same choice: paths of different x belong to one random tree
+    (distributed as :func:`grow_exact`'s, not equal to it). ``rule.max_depth`` may exceed 24 (up
+    to ``growth.MAX_PATH_DEPTH``): a path costs D oracle calls and O(D + n) memory. Draw
+    x ~ p (``jax.random.bernoulli(key, p)``) for unbiased estimates; batch with ``jax.vmap``.
+
+    >>> import jax, jaxtrees as jt
+    >>> f = jt.addressing(c=4, k=3)                    # n = 4 * 9 + 8 = 44
+    >>> p = jt.uniform().marginals(jax.random.key(0), f.n)
+    >>> x = jax.random.bernoulli(jax.random.key(1), p)
+    >>> path = jax.jit(follow_path)(p, f, jt.GrowthRule(max_depth=40, impurity="gini", tie_tol=0.0), x)
+    >>> int(path.first_query(jnp.arange(f.n) < f.n_address))   # all 8 memory bits come first
+    8
+    """
+    key = growth.check_key(rule, key)
+    p = jnp.asarray(p, jnp.float32)
+    n = p.shape[-1]
+    x = jnp.asarray(x, bool)
+    if x.shape != p.shape:
+        raise ValueError(f"x must have the shape of p, {p.shape}, got {x.shape}")
+
+    def step(state, _):
+        fixed, values, node_key = state
+        mu, mu1 = target.means(p, fixed, values)
+        w1 = jnp.where(fixed, 0.0, p)[None]
+        stats = growth.LevelStats(jnp.ones((1,)), mu[None], w1, w1 * mu1[None])
+        feature, gain = growth.decide(stats, fixed[None], rule, node_key, min_count=False,
+                                      purity_tol=PURITY_TOL)
+        chosen = jnp.arange(n) == feature[0]
+        if rule.tie_break == "random":
+            node_key = jax.random.fold_in(node_key, jnp.any(chosen & x))
+        return (fixed | chosen, jnp.where(chosen, x, values), node_key), (feature[0], gain[0], mu)
+
+    (fixed, values, _), (feature, gain, mean) = jax.lax.scan(
+        step, (jnp.zeros(n, bool), jnp.zeros(n, bool), key), None, length=rule.max_depth)
+    last, _ = target.means(p, fixed, values)
+    return Path(feature, gain, jnp.concatenate([mean, last[None]]))
 
 
 def node_restrictions(tree: Tree, p) -> Restrictions:

@@ -24,7 +24,8 @@ Targets:
 - :func:`addressing` (f_{c,k}, 002 Sec. 4) and :func:`coded_addressing` (f_{c,k,S}, 002 Sec. 5):
   memory bits y_a after A addressing bits; the address bits are z_i = XOR_{j in S_i} x_j and
   f(x, y) = y_{z(x)}, with address a = sum_i z_i 2^i. :func:`random_code` and
-  :func:`code_distance` build and check S.
+  :func:`code_distance` build and check S. :func:`agnostic_addressing` pins most memory bits
+  (f_pi, 002 Sec. 6), which makes f eps-close to the junta :func:`nearby_junta`.
 - :func:`decision_tree` / :func:`random_tree`: a complete depth-d decision tree (the targets of
   000 Conjecture 3), internal node variables in heap order, no variable repeated on a path.
 
@@ -150,13 +151,17 @@ class DecisionTree(NamedTuple):
 
 
 class Addressing(NamedTuple):
-    """f(x) = x[A + a(x)], a(x) = sum_i z_i 2^i, z_i = XOR of x_j over j in S_i.
+    """f(x) = y_{a(x)}: memory bit y_a = x[A + a], a(x) = sum_i z_i 2^i, z_i = XOR of x_j over j in S_i.
 
     ``code: bool[k, A]`` has row i the indicator of S_i over the A addressing bits; the 2^k
-    memory bits are variables A .. A + 2^k - 1, so n = A + 2^k.
+    memory bits are variables A .. A + 2^k - 1, so n = A + 2^k. Memory bits with ``pinned[a]``
+    are constants ``pinned_value[a]`` (the restriction pi of 002 Sec. 6; the variable y_a is
+    then irrelevant); f_{c,k} and f_{c,k,S} pin none.
     """
 
-    code: jax.Array
+    code: jax.Array  # bool[k, A]
+    pinned: jax.Array  # bool[2^k]
+    pinned_value: jax.Array  # bool[2^k]
 
     @property
     def k(self) -> int:
@@ -166,6 +171,10 @@ class Addressing(NamedTuple):
     def n_address(self) -> int:
         return self.code.shape[1]
 
+    @property
+    def n(self) -> int:
+        return self.n_address + 2**self.k
+
     def address(self, x):
         """``int32[...]``: a(x) for plain inputs."""
         z = (x[..., : self.n_address].astype(jnp.int32) @ self.code.T.astype(jnp.int32)) % 2
@@ -173,38 +182,59 @@ class Addressing(NamedTuple):
 
     def __call__(self, x):
         x = jnp.asarray(x)
-        return jnp.take_along_axis(x, (self.n_address + self.address(x))[..., None], axis=-1)[..., 0].astype(jnp.int32)
+        memory = jnp.where(self.pinned, self.pinned_value, x[..., self.n_address:].astype(bool))
+        return jnp.take_along_axis(memory, self.address(x)[..., None], axis=-1)[..., 0].astype(jnp.int32)
 
     def bits(self, X):
         A = self.n_address
         z = bits.reduce_xor(jnp.where(self.code[:, :, None], X[None, :A], jnp.uint32(0)), axis=1)  # [k, W]
-        return _select(X[A:], z)
+        constant = jnp.where(self.pinned_value, bits.ALL_ONES, jnp.uint32(0))[:, None]
+        return _select(jnp.where(self.pinned[:, None], constant, X[A:]), z)
 
     def address_distribution(self, s):
         """Pr[z(x) = a] for every a, given s_j = E[(-1)^{x_j}] = 1 - 2 Pr[x_j = 1] (002 Lemma 16):
 
-            Pr[z = a] = 2^-k sum_{I subset [k]} (-1)^{|a & I|} prod_{j in S_I} s_j,
+            Pr[z = a] = 2^-k sum_{I subset [k]} (-1)^{|a & I|} chi_I,   chi_I = prod_{j in S_I} s_j,
 
-        S_I the symmetric difference of the S_i, i in I. ``s: [..., A]`` -> ``[..., 2^k]``.
+        S_I the symmetric difference of the S_i, i in I. ``s: [A]`` -> ``[2^k]``.
         """
-        subsets = _assignments(self.k).astype(jnp.int32)  # [2^k, k], row I
-        in_sym_diff = (subsets @ self.code.astype(jnp.int32)) % 2 == 1  # [2^k, A]
-        chi = jnp.prod(jnp.where(in_sym_diff, s[..., None, :], 1.0), axis=-1)  # [..., 2^k]
-        signs = jnp.asarray(_walsh_signs(self.k), s.dtype)  # [2^k (a), 2^k (I)]
-        return chi @ signs.T / 2**self.k
+        return _walsh(jnp.prod(self._factors(s), axis=-1)) / 2**self.k
 
     def means(self, p, fixed, values):
+        """The oracle in the Fourier basis of the address (002 Lemma 16), in O(2^k A) per call.
+
+        With m_a = E[y_a | rho] and mhat_I = 2^-k sum_a (-1)^{|a & I|} m_a, mu = sum_I chi_I mhat_I
+        is multilinear in s, so pinning addressing bit j to 1 (s_j := -1) gives
+        mu1_j = mu - (1 + s_j) d mu / d s_j, with d mu / d s_j = sum_{I: j in S_I} mhat_I chi_I / s_j.
+        For s_j = 0 (p_j = 1/2) the quotient is the product over S_I without j, nonzero only
+        when j is the one zero factor of S_I. Pinning memory bit a to 1 adds Pr[z = a](1 - m_a).
+        """
         A = self.n_address
         q = jnp.where(fixed, values.astype(p.dtype), p)
+        memory = jnp.where(self.pinned, self.pinned_value.astype(p.dtype), q[A:])
         s = 1.0 - 2.0 * q[:A]
-        memory = q[A:]
-        prob = self.address_distribution(s)
-        mu = jnp.sum(prob * memory)
-        # x_j := 1 for an addressing bit j: s_j becomes -1.
-        pinned = jnp.where(jnp.eye(A, dtype=bool), -1.0, s[None, :])  # [A, A]
-        mu1_address = self.address_distribution(pinned) @ memory
-        mu1_memory = mu + prob * (1.0 - memory)
+        zero = jnp.abs(s) < _TINY
+        inside = self._in_sym_diff()  # [2^k, A]
+        chi_nonzero = jnp.prod(jnp.where(inside, jnp.where(zero, 1.0, s), 1.0), axis=-1)  # [2^k]
+        zeros = inside.astype(p.dtype) @ zero.astype(p.dtype)  # [2^k]: zero factors of chi_I
+        chi = jnp.where(zeros == 0, chi_nonzero, 0.0)
+        memory_hat = _walsh(memory) / 2**self.k
+        mu = chi @ memory_hat
+        weighted = inside.T.astype(p.dtype)  # [A, 2^k]
+        from_nonzero = (weighted @ (memory_hat * chi)) / jnp.where(zero, 1.0, s)
+        from_zero = weighted @ jnp.where(zeros == 1, memory_hat * chi_nonzero, 0.0)
+        mu1_address = mu - (1.0 + s) * jnp.where(zero, from_zero, from_nonzero)
+        prob = _walsh(chi) / 2**self.k
+        mu1_memory = jnp.where(self.pinned, mu, mu + prob * (1.0 - memory))
         return mu, jnp.concatenate([mu1_address, mu1_memory])
+
+    def _in_sym_diff(self):
+        """``bool[2^k, A]``: j in S_I (row I)."""
+        subsets = _assignments(self.k).astype(jnp.int32)
+        return (subsets @ self.code.astype(jnp.int32)) % 2 == 1
+
+    def _factors(self, s):
+        return jnp.where(self._in_sym_diff(), s, 1.0)
 
 
 Target = Junta | Parity | DecisionTree | Addressing
@@ -317,8 +347,7 @@ def addressing(c: int, k: int) -> Addressing:
     group i is bits i ck .. (i+1) ck - 1 and z_i its parity."""
     c = _checks.integer("c", c, low=1)
     k = _checks.integer("k", k, low=1, high=16)
-    code = np.kron(np.eye(k, dtype=bool), np.ones((1, c * k), bool))
-    return Addressing(jnp.asarray(code))
+    return _addressing(np.kron(np.eye(k, dtype=bool), np.ones((1, c * k), bool)))
 
 
 def coded_addressing(code) -> Addressing:
@@ -329,7 +358,39 @@ def coded_addressing(code) -> Addressing:
     _checks.integer("k = code.shape[0]", code.shape[0], low=1, high=16)
     if not np.isin(code, (0, 1)).all():
         raise ValueError("code must be binary (0/1 or bool)")
-    return Addressing(jnp.asarray(code, bool))
+    return _addressing(code)
+
+
+def agnostic_addressing(key, target: Addressing, eps: float) -> Addressing:
+    """f_pi of 002 Sec. 6: ``target`` (f_{c,k} or f_{c,k,S}) with most memory bits fixed.
+
+    The 2^k addresses are split uniformly at random into A^free, A^0 and A^1 with |A^0| = |A^1|
+    and |A^free| the largest even number <= eps 2^(k-1) (it must be >= eps 2^(k-2), as in the
+    paper); y_a is pinned to 0 on A^0 and to 1 on A^1 and stays a variable on A^free. f_pi is
+    eps-close to the address junta :func:`nearby_junta` under every product distribution that
+    satisfies Lemma 16's hypotheses. ``key`` may be traced (vmap over keys); ``eps`` is static.
+    """
+    _check_addressing(target)
+    eps = _checks.real("eps", eps, low=0.0, high=1.0)
+    size = 2**target.k
+    n_free = int(np.floor(eps * size / 2)) // 2 * 2
+    if n_free < eps * size / 4 or n_free == 0:
+        raise ValueError(f"eps = {eps} leaves no even |A^free| in [eps 2^(k-2), eps 2^(k-1)] = "
+                         f"[{eps * size / 4:g}, {eps * size / 2:g}] for k = {target.k}; raise eps or k")
+    rank = jnp.argsort(jax.random.permutation(key, size))  # a uniformly random ranking of addresses
+    pinned = rank >= n_free
+    return target._replace(pinned=pinned, pinned_value=rank >= n_free + (size - n_free) // 2)
+
+
+def nearby_junta(target: Addressing) -> Addressing:
+    """g(x) = 1[z(x) in A^1] of 002 Sec. 6: every memory bit pinned, free ones to 0.
+
+    g depends on the addressing bits only (an A-junta). g <= f_pi pointwise, so
+    Pr[f_pi != g] = E[f_pi] - E[g], exactly from the oracles.
+    """
+    _check_addressing(target)
+    return target._replace(pinned=jnp.ones_like(target.pinned),
+                           pinned_value=target.pinned & target.pinned_value)
 
 
 def code_distance(code) -> int:
@@ -368,10 +429,33 @@ def _select(memory, selectors):
     return v[0]
 
 
-def _walsh_signs(k):
-    """``[2^k, 2^k]``: (-1)^{popcount(a & I)}."""
-    a = np.arange(2**k)
-    return 1 - 2 * (np.vectorize(lambda v: bin(v).count("1"))(a[:, None] & a[None, :]) % 2)
+def _walsh(v):
+    """Walsh-Hadamard transform over the last axis (length 2^k): out[I] = sum_a (-1)^{|a & I|} v[a].
+
+    k butterfly passes, O(k 2^k).
+    """
+    size = v.shape[-1]
+    step = 1
+    while step < size:
+        pairs = v.reshape(v.shape[:-1] + (-1, 2, step))
+        even, odd = pairs[..., 0, :], pairs[..., 1, :]
+        v = jnp.stack([even + odd, even - odd], axis=-2).reshape(v.shape)
+        step *= 2
+    return v
+
+
+#: |s_j| below this counts as s_j = 0 in the addressing oracle (an error of at most this in mu).
+_TINY = 1e-20
+
+
+def _addressing(code):
+    k = code.shape[0]
+    return Addressing(jnp.asarray(code, bool), jnp.zeros((2**k,), bool), jnp.zeros((2**k,), bool))
+
+
+def _check_addressing(target):
+    if not isinstance(target, Addressing):
+        raise ValueError(f"target must be an Addressing target (addressing / coded_addressing), got {type(target).__name__}")
 
 
 def _assignments(k):

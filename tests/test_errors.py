@@ -177,10 +177,20 @@ def test_from_arrays_X_not_2d():
 # ----------------------------------------------------------------------------- growth rule
 
 
-@pytest.mark.parametrize("max_depth", [-1, 25, 2.0, True, None])
+@pytest.mark.parametrize("max_depth", [-1, 2**20 + 1, 2.0, True, None])
 def test_rule_max_depth(max_depth):
     with raises("max_depth"):
         jt.GrowthRule(max_depth=max_depth)
+
+
+def test_stored_tree_too_deep():
+    """Rules deeper than 24 levels are for path mode only; growing a stored tree says so early."""
+    rule = jt.GrowthRule(max_depth=25)
+    sample = sampling.from_arrays(X_OK, Y_OK)
+    with raises("max_depth"):
+        jt.grow(sample, rule)
+    with raises("max_depth"):
+        jt.grow_exact(np.full(X_OK.shape[1], 0.5, np.float32), jt.parity([0], X_OK.shape[1]), rule)
 
 
 @pytest.mark.parametrize("spec", ["entropie", "Gini", "", 3])

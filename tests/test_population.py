@@ -242,18 +242,26 @@ def test_random_tree_bad_depth():
 
 
 def test_addressing_targets_equal_brute_force():
-    """f_{1,2} (n = 8) and f_{1,3,S} (n = 11): packed bits, plain calls and the oracle."""
-    for f in (jt.addressing(1, 2), jt.coded_addressing(jt.random_code(0, 3, 3))):
-        n = f.n_address + 2**f.k
+    """f_{1,2} (n = 8), f_{1,3,S} (n = 11) and f_pi of the latter: packed bits, plain calls and the
+    oracle, on random p, and on p with exact 1/2 entries (s_j = 0 in the Fourier oracle)."""
+    code = jt.random_code(0, 3, 3)
+    targets = [jt.addressing(1, 2), jt.coded_addressing(code),
+               jt.agnostic_addressing(jax.random.key(3), jt.coded_addressing(code), eps=1.0)]
+    assert int(jnp.sum(~targets[-1].pinned)) == 4
+    for f in targets:
+        n = f.n
         xs = all_inputs(n)
+        memory = np.where(np.asarray(f.pinned), np.asarray(f.pinned_value), xs[:, f.n_address:])
         fx = np.asarray(f(jnp.asarray(xs)))
         address = np.asarray(f.address(jnp.asarray(xs)))
-        np.testing.assert_array_equal(fx, xs[np.arange(len(xs)), f.n_address + address])
+        np.testing.assert_array_equal(fx, memory[np.arange(len(xs)), address])
         packed = jt.bits.unpack(f.bits(jt.bits.pack(jnp.asarray(xs.T, bool))), 2**n)
         np.testing.assert_array_equal(np.asarray(packed).astype(int), fx)
         rng = np.random.default_rng(n)
-        for _ in range(4):
+        for trial in range(6):
             p = rng.uniform(0.05, 0.95, n)
+            if trial % 2:
+                p[rng.random(n) < 0.5] = 0.5
             fixed, values = rng.random(n) < 0.3, rng.random(n) < 0.5
             mu, mu1 = f.means(jnp.asarray(p, jnp.float32), jnp.asarray(fixed), jnp.asarray(values))
             want_mu, want_mu1 = brute_means(f, p, fixed, values)
