@@ -16,13 +16,15 @@ tree level-wise, score it. Batch trials with ``jax.vmap`` and compile with ``jax
 (64,)
 """
 
-from jaxtrees import bits, distributions, impurity, population, sampling, targets, tree
+from jaxtrees import bits, distributions, gd, impurity, population, runner, sampling, studies, summary, targets, tree
 from jaxtrees.distributions import alpha_c, marginals, product, smoothed, uniform
 from jaxtrees.estimator import DecisionTreeClassifier
 from jaxtrees.growth import GrowthRule, grow
 from jaxtrees.impurity import Impurity
 from jaxtrees.population import Path, error_by_depth, exact_error, follow_path, grow_exact
-from jaxtrees.sampling import Sample, draw, from_arrays, prefix
+from jaxtrees.gd import TrainConfig, mlp, train, train_many
+from jaxtrees.runner import Study
+from jaxtrees.sampling import Sample, draw, from_arrays, packed_bernoulli, prefix, quantize
 from jaxtrees.targets import (
     addressing,
     agnostic_addressing,

@@ -1,44 +1,147 @@
-"""Command line: ``jaxtrees quickstart``."""
+"""Command line: ``jaxtrees list | run | plot | report``.
+
+Exit codes: 0 success, 2 bad input (unknown study or parameter, value out of range, a results
+directory of another configuration), 1 anything unexpected.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="jaxtrees", description="Monte Carlo studies of decision-tree learning.")
+    ap = argparse.ArgumentParser(prog="jaxtrees", description="Monte Carlo studies of decision-tree learning "
+                                 "on product distributions over {0,1}^n.")
     sub = ap.add_subparsers(dest="command", required=True)
-    q = sub.add_parser("quickstart", help="ID3 success rate vs sample size, uniform vs smoothed (CPU, ~1 min)",
-                       description="ID3 success rate vs sample size for random k-juntas and k-parities, "
-                                   "uniform vs c-smoothed product distributions. Writes OUT/quickstart.csv "
-                                   "and OUT/quickstart.png and prints a table.")
-    q.add_argument("--out", default="results", help="output directory (default: results)")
-    q.add_argument("--n", type=int, default=16, help="number of features (default 16)")
-    q.add_argument("--k", type=int, default=4, help="junta / parity size (default 4)")
-    q.add_argument("--c", type=float, default=0.2, help="smoothing: p_i ~ U[1/2 - c, 1/2 + c] (default 0.2)")
-    q.add_argument("--trials", type=int, default=400, help="trials per cell (default 400)")
-    q.add_argument("--m", type=int, nargs="+", default=[32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384],
-                   help="training sample sizes")
-    q.add_argument("--seed", type=int, default=0)
+    sub.add_parser("list", help="list the built-in studies", description="List the built-in studies.")
+
+    run = sub.add_parser("run", help="run (or resume) a study, then plot and report it",
+                         description="Run a built-in study into OUT/STUDY/ (results.csv, metadata.json, "
+                                     "STUDY.png/.svg, report.md). Rerunning the same command resumes.")
+    run.add_argument("study", help="a study name from `jaxtrees list`")
+    run.add_argument("--quick", action="store_true", help="the small size (about a minute on a laptop CPU)")
+    run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a parameter: one value or a comma-separated list (a grid); also replicates=N")
+    run.add_argument("--config", help="a JSON file of parameter overrides (NAME: value or list; replicates; seed)")
+    run.add_argument("--out", default="results", help="output directory (default: results)")
+    run.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
+    run.add_argument("--chunk", type=int, default=None, help="trials per compiled call (results do not depend on it)")
+    run.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+
+    for name, text in (("plot", "figures (PNG and SVG) from a results directory"),
+                       ("report", "a markdown report with the key numbers")):
+        p = sub.add_parser(name, help=text, description=f"Make {text} (OUT/STUDY written by `jaxtrees run`).")
+        p.add_argument("results", help="the study's results directory, e.g. results/juntas")
+
     args = ap.parse_args(argv)
-
-    from jaxtrees import quickstart
-
-    t0 = time.perf_counter()
     try:
-        path = quickstart.run(args.out, n=args.n, k=args.k, c=args.c, ms=args.m, trials=args.trials, seed=args.seed)
+        return _COMMANDS[args.command](args)
     except ValueError as e:
-        print(f"jaxtrees quickstart: error: {e}", file=sys.stderr)
+        print(f"jaxtrees {args.command}: error: {e}", file=sys.stderr)
         return 2
-    png = quickstart.plot(path, os.path.join(args.out, "quickstart.png"))
-    print()
-    print(f"P[test error = 0] over {args.trials} trials per cell (n = {args.n}, k = {args.k}):")
-    print(quickstart.table(quickstart.read(path)))
-    print(f"\nwrote {path} and {png} in {time.perf_counter() - t0:.0f} s")
+
+
+def _list(args) -> int:
+    from jaxtrees.studies import STUDIES
+
+    width = max(map(len, STUDIES))
+    for name, study in STUDIES.items():
+        print(f"{name:{width}s}  {study.description}")
     return 0
+
+
+def _run(args) -> int:
+    from jaxtrees import runner, studies
+
+    study = studies.get(args.study)
+    overrides, seed = {}, 0
+    if args.config:
+        try:
+            with open(args.config) as fh:
+                overrides = json.load(fh)
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"--config {args.config}: {e}") from None
+        if not isinstance(overrides, dict):
+            raise ValueError(f"--config {args.config} must hold a JSON object of parameter overrides")
+        seed = overrides.pop("seed", seed)
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--set needs NAME=VALUE, got {item!r}")
+        overrides[name.strip()] = value
+    if args.seed is not None:
+        seed = args.seed
+    config = runner.configure(study, quick=args.quick, overrides=overrides, seed=seed)
+    t0 = time.perf_counter()
+    results = runner.run(study, config, args.out, chunk=args.chunk, progress=not args.no_progress)
+    directory = os.path.dirname(results)
+    if not os.path.exists(results):
+        print(f"run incomplete; rerun the same command to resume ({directory})", file=sys.stderr)
+        return 1
+    figures = _plot_files(study, directory)
+    report = _write_report(study, directory)
+    print(open(report).read())
+    print(f"wrote {results}, {', '.join(figures)} and {report} in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+def _plot(args) -> int:
+    study, directory = _study_of(args.results)
+    for path in _plot_files(study, directory):
+        print(path)
+    return 0
+
+
+def _report(args) -> int:
+    study, directory = _study_of(args.results)
+    print(open(_write_report(study, directory)).read())
+    return 0
+
+
+def _study_of(directory: str):
+    from jaxtrees import studies
+
+    metadata = os.path.join(directory, "metadata.json")
+    if not os.path.exists(metadata):
+        raise ValueError(f"{directory} is not a results directory (no metadata.json); "
+                         f"pass OUT/STUDY as written by `jaxtrees run`")
+    with open(metadata) as fh:
+        return studies.get(json.load(fh)["config"]["study"]), directory
+
+
+def _plot_files(study, directory):
+    from jaxtrees import runner
+
+    return study.plot(runner.read_results(directory), os.path.join(directory, study.name))
+
+
+def _write_report(study, directory):
+    from jaxtrees import runner
+
+    with open(os.path.join(directory, "metadata.json")) as fh:
+        metadata = json.load(fh)
+    rows = runner.read_results(directory)
+    config = metadata["config"]
+    env = metadata["runs"][-1]["environment"]
+    seconds = sum(r.get("seconds", 0.0) for r in metadata["runs"])
+    text = (f"# jaxtrees study `{study.name}`\n\n{study.description}.\n\n"
+            f"Seed {config['seed']}, {config['replicates']} replicates per cell, {len(rows)} rows, "
+            f"{'quick' if config['quick'] else 'full'} size; grid: "
+            + ", ".join(f"{k} = {v}" for k, v in sorted(config["grid"].items()))
+            + f". jaxtrees {env['jaxtrees']}, jax {env['jax']} on {env['local_device_count']} x "
+              f"{env['device_kind']} ({env['backend']}); {seconds:.0f} s of trials.\n\n"
+            + study.report(rows))
+    path = os.path.join(directory, "report.md")
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path
+
+
+_COMMANDS = {"list": _list, "run": _run, "plot": _plot, "report": _report}
 
 
 if __name__ == "__main__":

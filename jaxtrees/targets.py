@@ -275,6 +275,8 @@ def random_junta(key, n: int, k: int, *, nondegenerate: bool = True) -> Junta:
 
     With ``nondegenerate=True`` the table is drawn uniformly among those that depend on all k
     variables (rejection sampling inside the compiled program), so the support is identifiable.
+    A draw is degenerate with probability <= 1/2 (k = 1), so after ``MAX_REJECTIONS`` = 64 draws
+    (probability <= 2^-64, or a key whose generator repeats itself) the parity table is used.
     """
     n, k = _check_n_k(n, k)
     k_support, k_table = jax.random.split(key)
@@ -286,15 +288,21 @@ def random_junta(key, n: int, k: int, *, nondegenerate: bool = True) -> Junta:
     table = draw(k_table)
     if nondegenerate:
         def cond(state):
-            return ~jnp.all(_relevant_vars(state[1], k))
+            return ~jnp.all(_relevant_vars(state[2], k)) & (state[0] < MAX_REJECTIONS)
 
         def body(state):
-            key, _ = state
+            tries, key, _ = state
             key, sub = jax.random.split(key)
-            return key, draw(sub)
+            return tries + 1, key, draw(sub)
 
-        _, table = jax.lax.while_loop(cond, body, (jax.random.fold_in(k_table, 1), table))
+        _, _, table = jax.lax.while_loop(cond, body, (0, jax.random.fold_in(k_table, 1), table))
+        parity_table = jnp.asarray(np.bitwise_count(np.arange(2**k)) % 2 == 1)
+        table = jnp.where(jnp.all(_relevant_vars(table, k)), table, parity_table)
     return Junta(support, table)
+
+
+#: Rejection draws of :func:`random_junta` before it falls back to the parity table.
+MAX_REJECTIONS = 64
 
 
 def random_parity(key, n: int, k: int) -> Parity:

@@ -142,7 +142,7 @@ def main(argv=None):
         "matmul_1024_gflops": 2 * 1024**3 / t_mm / 1e9,
         "bmm_layer1_s": t_bmm, "bmm_layer1_gflops": B * S * 4 * b * n * h / t_bmm / 1e9,
         "rng_s": t_rng, "vmapped_equals_single": bool(same), "cpu_s": dict(CPU_SECONDS),
-        "speedup_vs_loop_cpu_time": CPU_SECONDS["loop"] / CPU_SECONDS["vmapped"],
+        "speedup_vs_loop_cpu_time": CPU_SECONDS["loop"] / max(CPU_SECONDS["vmapped"], 1e-9),
         "speedup_vs_loop": t_loop / t_vmap,
     }
     us = lambda t: t / (B * S) * 1e6  # noqa: E731  microseconds per member-step

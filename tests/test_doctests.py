@@ -1,7 +1,7 @@
 """The examples in the jaxtrees docstrings run and print what they claim.
 
-Every module of the package is found with pkgutil (so a renamed or new module is covered without
-editing this list); the core modules must have examples.
+Every module of the package and of its subpackages is found with pkgutil (so a renamed or new
+module is covered without editing this list); the core modules must have examples.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import pytest
 
 import jaxtrees
 
-MODULES = ["jaxtrees"] + sorted(f"jaxtrees.{m.name}" for m in pkgutil.iter_modules(jaxtrees.__path__))
+MODULES = ["jaxtrees"] + sorted(m.name for m in pkgutil.walk_packages(jaxtrees.__path__, "jaxtrees."))
 WITH_EXAMPLES = {"jaxtrees", "jaxtrees.bits", "jaxtrees.distributions", "jaxtrees.targets",
-                 "jaxtrees.sampling", "jaxtrees.impurity", "jaxtrees.tree", "jaxtrees.estimator"}
+                 "jaxtrees.sampling", "jaxtrees.impurity", "jaxtrees.tree", "jaxtrees.estimator",
+                 "jaxtrees.population", "jaxtrees.summary", "jaxtrees.studies", "jaxtrees.gd"}
 
 
 def test_core_modules_found():

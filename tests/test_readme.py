@@ -12,6 +12,6 @@ def test_ci_runs_the_readme_test_command():
     assert command[0] in (ROOT / "README.md").read_text()
 
 
-def test_readme_main_command_runs_the_quickstart():
+def test_readme_main_command_runs_a_quick_study():
     readme = (ROOT / "README.md").read_text()
-    assert ".venv/bin/jaxtrees quickstart --out results" in readme
+    assert ".venv/bin/jaxtrees run juntas --quick --out results" in readme

@@ -1,0 +1,262 @@
+"""The addressing counterexamples of 002, in path mode (exact gains, no samples).
+
+Each trial draws a c-smoothed distribution around 1/2 (p_i in [1/2 - s, 1/2 + s], so it is
+delta-balanced with delta = 1/2 - s) and an input x ~ p, and follows x's path in the
+infinite-sample tree (:func:`jaxtrees.population.follow_path`) with exact gains and
+``tie_tol=0``. Averages over trials are unbiased for the tree's quantities.
+
+- ``addressing`` (002 Thm 3, Lemma 14): f_{c,k} (``code="block"``: k groups of ck bits) or f_{c,k,S}
+  (``code="coded"``: a random code of length ck, the best distance of many draws). Per path: the
+  depth of the first addressing query, whether all 2^k memory bits come before it, and the
+  truncated error min(mu_d, 1 - mu_d) at depths d up to 2^k. The target itself has depth
+  ck^2 + 1 (block) or ck + 1 (coded).
+- ``agnostic`` (002 Thm 4, Sec. 6): f_pi, most memory bits of f_{c,k} pinned (|A^free| ~ eps 2^(k-1));
+  f_pi is eps-close to the address junta g. Per path: whether the free memory bits all come
+  first, the error at depths up to |A^free|, and the exact distance Pr[f_pi != g].
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from jaxtrees import _checks, distributions, growth, population, summary, targets
+from jaxtrees.impurity import BUILTIN as IMPURITIES
+from jaxtrees.runner import Study
+
+CODES = ("block", "coded")
+
+
+def depths(params) -> list[int]:
+    """Depths at which the truncated error is recorded: 0 and fractions 1/8 .. 1 of the horizon."""
+    horizon = _horizon(params)
+    return sorted({0, *(round(horizon * f) for f in (1 / 8, 1 / 4, 1 / 2, 3 / 4, 1))})
+
+
+def lemma14(params) -> dict:
+    """The constants of 002 Lemma 14 for this cell: delta, c_0 = ln 5 / delta, and for Gini
+    (an (alpha, L)-impurity with alpha = L = 8) kappa and k_0 = ln(2 kappa) / ln(5/4) + 1."""
+    delta = 0.5 - params["s"]
+    out = {"delta": delta, "c0": math.log(5) / delta, "kappa": None, "k0": None, "applies": False}
+    if params["impurity"] == "gini":
+        alpha = L = 8.0  # G(q) = 4 q (1 - q): G'' = -8
+        kappa = max(2 / (alpha * delta * (1 - delta)), L / 8)
+        out.update(kappa=kappa, k0=math.log(2 * kappa) / math.log(5 / 4) + 1)
+        if params.get("code", "block") == "block":
+            out["applies"] = params["c"] >= out["c0"] and params["k"] >= out["k0"]
+    return out
+
+
+def _target(params):
+    k, c = params["k"], params["c"]
+    if params.get("code", "block") == "block":
+        return targets.addressing(c, k)
+    return targets.coded_addressing(best_code(k, c * k))
+
+
+def best_code(k: int, length: int, tries: int = 200):
+    """The random code (seed k) with the largest distance found in ``tries`` draws per target."""
+    for d in range(length, -1, -1):
+        try:
+            return targets.random_code(k, k, length, min_distance=d, tries=tries)
+        except ValueError:
+            continue
+    raise AssertionError("min_distance = 0 always succeeds")
+
+
+def _horizon(params):
+    if "eps" in params:
+        return _n_free(params)
+    return 2 ** params["k"]
+
+
+def _n_free(params):
+    eps, size = params["eps"], 2 ** params["k"]
+    return int(math.floor(eps * size / 2)) // 2 * 2
+
+
+def _follow(key, f, params, depth):
+    kp, kx = jax.random.split(key)
+    p = distributions.Smoothed(jnp.float32(0.5), params["s"]).marginals(kp, f.n)
+    rule = growth.GrowthRule(max_depth=depth, impurity=params["impurity"], tie_tol=0.0)
+    path = population.follow_path(p, f, rule, jax.random.bernoulli(kx, p))
+    address = jnp.arange(f.n) < f.n_address
+    first = path.first_query(address)
+    free_memory = ~address & ~jnp.concatenate([jnp.zeros(f.n_address, bool), f.pinned])
+    before = jnp.arange(depth) < jnp.where(first < 0, depth, first)
+    queried = path.feature >= 0
+    memory_before = jnp.sum(free_memory[jnp.maximum(path.feature, 0)] & queried & before)
+    error = path.error[jnp.asarray(depths(params))]
+    return p, first, memory_before, error
+
+
+def _addressing_trial(key, params):
+    f = _target(params)
+    size = 2 ** params["k"]
+    _, first, memory_before, error = _follow(key, f, params, size + 1)
+    return {"first_address_depth": first, "memory_first": memory_before == size, "error": error}
+
+
+def _check_common(params):
+    _checks.integer("k", params["k"], low=1, high=12)
+    _checks.integer("c", params["c"], low=1, high=64)
+    _checks.real("s", params["s"], low=0.0, high=0.5, high_open=True)
+    _checks.choice("impurity", params["impurity"], IMPURITIES)
+
+
+def _addressing_check(params):
+    _check_common(params)
+    _checks.choice("code", params["code"], CODES)
+    A = params["c"] * params["k"] ** (2 if params["code"] == "block" else 1)
+    if A + 2 ** params["k"] > 2**16:
+        raise ValueError(f"n = c k^2 + 2^k (block) or c k + 2^k (coded) must be <= 65536, got {A + 2 ** params['k']}")
+
+
+def _agnostic_trial(key, params):
+    kf, kp = jax.random.split(key)
+    f = targets.agnostic_addressing(kf, targets.addressing(params["c"], params["k"]), params["eps"])
+    g = targets.nearby_junta(f)
+    n_free = _n_free(params)
+    p, first, free_before, error = _follow(kp, f, params, n_free + 1)
+    none = jnp.zeros(f.n, bool)
+    distance = f.means(p, none, none)[0] - g.means(p, none, none)[0]
+    return {"first_address_depth": first, "free_first": free_before == n_free, "error": error,
+            "distance_to_junta": distance}
+
+
+def _agnostic_check(params):
+    _check_common(params)
+    eps = _checks.real("eps", params["eps"], low=0.0, high=1.0, low_open=True)
+    n_free = _n_free(params)
+    if n_free == 0 or n_free < eps * 2 ** params["k"] / 4:
+        raise ValueError(f"eps = {eps} with k = {params['k']} leaves no even |A^free| in "
+                         f"[eps 2^(k-2), eps 2^(k-1)]; raise eps or k")
+
+
+def _error_plot(rows, stem, by, horizon_name, title, label):
+    panels = sorted({r["impurity"] for r in rows})
+    fig, axes = summary.figure(len(panels))
+    for ax, impurity in zip(axes, panels):
+        sel = [r for r in rows if r["impurity"] == impurity]
+        for cell in sorted({tuple(r[b] for b in by) for r in sel}, key=lambda c: tuple(float(v) if _num(v) else 0 for v in c)):
+            part = [r for r in sel if tuple(r[b] for b in by) == cell]
+            groups = sorted(summary.means(part, ["depth"], "error"), key=lambda g: int(g["depth"]))
+            xs = [int(g["depth"]) for g in groups]
+            ys = [g["mean"] for g in groups]
+            err = [1.96 * (g["sem"] if g["sem"] == g["sem"] else 0.0) for g in groups]
+            line, = ax.plot(xs, ys, "o-", ms=4, label=label(dict(zip(by, cell))))
+            ax.fill_between(xs, [y - e for y, e in zip(ys, err)], [y + e for y, e in zip(ys, err)],
+                            color=line.get_color(), alpha=0.2)
+        ax.set_xscale("symlog", base=2, linthresh=1)
+        ax.set_ylim(0, 0.52)
+        ax.set_xlabel(f"tree depth d (up to {horizon_name})")
+        ax.set_title(f"{title}, {impurity}")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("error of the tree truncated at depth d (mean, 95% CI)")
+    axes[0].legend(loc="lower left", fontsize=9)
+    return summary.save(fig, stem)
+
+
+def _num(v):
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+def _addressing_plot(rows, stem):
+    return _error_plot(rows, stem, ["code", "k", "c", "s"], "2^k", "f_{c,k}: exact path mode",
+                       lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {float(c['s']):g}")
+
+
+def _addressing_report(rows):
+    by = ["code", "k", "c", "s", "impurity"]
+    header = [*by, "Lemma 14 hypotheses", "paths", "P[all memory bits first]", "median first addressing depth",
+              "error at depth 2^k", "target depth"]
+    table = []
+    for cell in _cells(rows, by):
+        sel = [r for r in rows if tuple(r[b] for b in by) == cell]
+        params = dict(zip(by, cell))
+        params = {**params, "k": int(params["k"]), "c": int(params["c"]), "s": float(params["s"])}
+        last = max(int(r["depth"]) for r in sel)
+        per_path = [r for r in sel if int(r["depth"]) == last]
+        rate = summary.rates(per_path, ["depth"], "memory_first")[0]
+        first = sorted(int(r["first_address_depth"]) for r in per_path)
+        median = first[len(first) // 2]
+        err = summary.means(per_path, ["depth"], "error")[0]
+        lemma = lemma14(params)
+        hyp = ("n/a (not (alpha, L))" if lemma["k0"] is None else
+               f"{'yes' if lemma['applies'] else 'no'} (c0 = {lemma['c0']:.2f}, k0 = {lemma['k0']:.2f})")
+        A = params["c"] * params["k"] ** (2 if params["code"] == "block" else 1)
+        table.append([*cell, hyp, rate["trials"], f"{rate['rate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}]",
+                      "none (> 2^k)" if median < 0 else median, f"{err['mean']:.3f} +- {1.96 * err['sem']:.3f}", A + 1])
+    return ("## Addressing counterexample f_{c,k} (002 Thm 3, Lemma 14), exact path mode\n\n"
+            "Each path: a c-smoothed distribution (p_i in [1/2 - s, 1/2 + s], delta = 1/2 - s), x ~ p, "
+            "exact gains, ties within 0. 'All memory bits first': every one of the 2^k memory bits is "
+            "queried before the first addressing bit. Lemma 14 hypotheses (Gini only): c >= ln 5 / delta and "
+            "k >= k0.\n\n" + summary.markdown_table(header, table) + "\n")
+
+
+def _agnostic_plot(rows, stem):
+    return _error_plot(rows, stem, ["k", "c", "eps", "s"], "|A^free|", "f_pi: exact path mode",
+                       lambda c: f"k = {c['k']}, c = {c['c']}, eps = {float(c['eps']):g}")
+
+
+def _agnostic_report(rows):
+    by = ["k", "c", "eps", "s", "impurity"]
+    header = [*by, "|A^free|", "paths", "P[free memory bits first]", "error at depth |A^free|",
+              "Pr[f_pi != g] (mean)", "junta depth c k^2"]
+    table = []
+    for cell in _cells(rows, by):
+        sel = [r for r in rows if tuple(r[b] for b in by) == cell]
+        params = {"k": int(cell[0]), "eps": float(cell[2])}
+        last = max(int(r["depth"]) for r in sel)
+        per_path = [r for r in sel if int(r["depth"]) == last]
+        rate = summary.rates(per_path, ["depth"], "free_first")[0]
+        err = summary.means(per_path, ["depth"], "error")[0]
+        dist = summary.means(per_path, ["depth"], "distance_to_junta")[0]
+        table.append([*cell, _n_free(params), rate["trials"], f"{rate['rate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}]",
+                      f"{err['mean']:.3f} +- {1.96 * err['sem']:.3f}", f"{dist['mean']:.4f}", int(cell[1]) * int(cell[0]) ** 2])
+    return ("## Agnostic counterexample f_pi (002 Thm 4, Sec. 6), exact path mode\n\n"
+            "f_pi pins the memory bits outside A^free; it is eps-close to the junta g(x) = 1[z(x) in A^1], "
+            "which a depth c k^2 tree computes. The greedy tree queries every free memory bit before any "
+            "addressing bit, so at depth |A^free| it still errs with constant probability.\n\n"
+            + summary.markdown_table(header, table) + "\n")
+
+
+def _cells(rows, by):
+    return sorted({tuple(r[b] for b in by) for r in rows}, key=lambda c: tuple((0, float(v)) if _num(v) else (1, v) for v in c))
+
+
+ADDRESSING = Study(
+    name="addressing",
+    description="002 Thm 3 / Lemma 14: f_{c,k} in exact path mode: memory bits before addressing bits, error vs depth",
+    quick={"k": [3, 4, 5, 6], "c": [1, 2, 7], "code": "block", "s": 0.25, "impurity": ["gini", "entropy"]},
+    full={"k": [3, 4, 5, 6, 7, 8], "c": [1, 2, 4, 7], "code": ["block", "coded"], "s": [0.1, 0.25],
+          "impurity": ["gini", "entropy", "kearns_mansour"]},
+    static=("k", "c", "code", "impurity"),
+    trial=_addressing_trial,
+    replicates=(64, 256),
+    check=_addressing_check,
+    plot=_addressing_plot,
+    report=_addressing_report,
+    axis=("depth", depths),
+)
+
+AGNOSTIC = Study(
+    name="agnostic",
+    description="002 Thm 4: f_pi (eps-close to a junta) in exact path mode: free memory bits first, error vs depth",
+    quick={"k": [4, 5, 6], "c": 7, "eps": [0.5, 1.0], "s": 0.25, "impurity": "gini"},
+    full={"k": [4, 5, 6, 7, 8], "c": 7, "eps": [0.25, 0.5, 1.0], "s": [0.1, 0.25],
+          "impurity": ["gini", "entropy", "kearns_mansour"]},
+    static=("k", "c", "eps", "impurity"),
+    trial=_agnostic_trial,
+    replicates=(64, 256),
+    check=_agnostic_check,
+    plot=_agnostic_plot,
+    report=_agnostic_report,
+    axis=("depth", depths),
+)

@@ -1,0 +1,275 @@
+"""Sample-complexity studies: how many examples does a greedy tree learner need?
+
+Each trial draws a product distribution p and a target f on n bits, one sample of m_max
+examples, and grows a tree on each prefix of m = m_min, 2 m_min, ..., m_max examples (common
+random numbers: the trees for different m share examples, and one program serves the grid). Trees
+are scored exactly against f under p (:func:`jaxtrees.population.exact_error`): a trial succeeds
+at m when that error is 0 (below ``SUCCESS_TOL``, float32 rounding of exact sums).
+
+- ``parity``: 000 Thm 1: log2(n)-parities under (alpha, c)-distributions (c = 0: the uniform
+  distribution, where every gain is 0 and ID3 fails).
+- ``juntas``: 000 Thm 2: random non-degenerate k-juntas under c-smoothed distributions around
+  1/2 (c = 0: uniform); also whether the tree's features are exactly the support.
+- ``trees``: 000 Conjecture 3: random complete depth-log2(n) trees under c-smoothed distributions.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxtrees import _checks, distributions, growth, population, sampling, summary, targets, tree
+from jaxtrees.impurity import BUILTIN as IMPURITIES
+from jaxtrees.runner import Study
+
+#: Exact errors at most this count as 0.
+SUCCESS_TOL = 1e-6
+
+
+def sample_sizes(params) -> list[int]:
+    """The m-grid: powers of two from m_min to m_max."""
+    m, out = params["m_min"], []
+    while m <= params["m_max"]:
+        out.append(m)
+        m *= 2
+    return out
+
+
+def _learn(key, p, f, n, depth, params):
+    """Grow on every prefix of one sample; exact error (and features used) per m."""
+    ms = jnp.asarray(sample_sizes(params))
+    rule = growth.GrowthRule(max_depth=depth, impurity=params["impurity"])
+    sample = sampling.draw(key, p, f, params["m_max"])
+
+    def at(m):
+        t = growth.grow(sampling.prefix(sample, m), rule)
+        return population.exact_error(t, p, f), tree.features_used(t, n)
+
+    return jax.vmap(at)(ms)
+
+
+def _check_common(params, n):
+    _checks.choice("impurity", params["impurity"], IMPURITIES)
+    m_min = _checks.integer("m_min", params["m_min"], low=1)
+    m_max = _checks.integer("m_max", params["m_max"], low=m_min, high=2**24)
+    if m_max & (m_max - 1) or m_min & (m_min - 1):
+        raise ValueError(f"m_min and m_max must be powers of two, got {m_min} and {m_max}")
+    if n * m_max > 2**31:
+        raise ValueError(f"n * m_max must be <= 2^31 (sample bits per trial), got {n} * {m_max}")
+
+
+# ----------------------------------------------------------------------------- juntas
+
+
+def _juntas_trial(key, params):
+    n, k = params["n"], params["k"]
+    kp, kf, ks = jax.random.split(key, 3)
+    p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n)
+    f = targets.random_junta(kf, n, k)
+    error, used = _learn(ks, p, f, n, k, params)
+    recovered = jnp.all(used == targets.support_mask(f, n), axis=-1)
+    return {"exact_error": error, "success": error <= SUCCESS_TOL, "support_recovered": recovered}
+
+
+def _juntas_check(params):
+    n = _checks.integer("n", params["n"], low=2, high=4096)
+    _checks.integer("k", params["k"], low=1, high=min(n, 12))
+    _checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    _check_common(params, n)
+
+
+def _juntas_plot(rows, stem):
+    panels = sorted({(int(r["n"]), int(r["k"])) for r in rows})
+    fig, axes = summary.figure(len(panels))
+    for ax, (n, k) in zip(axes, panels):
+        sel = [r for r in rows if int(r["n"]) == n and int(r["k"]) == k]
+        for impurity in sorted({r["impurity"] for r in sel}):
+            for c in sorted({r["c"] for r in sel}, key=float):
+                groups = summary.rates([r for r in sel if r["c"] == c and r["impurity"] == impurity], ["m"], "success")
+                label = ("uniform (c = 0)" if float(c) == 0 else f"smoothed, c = {float(c):g}") + (
+                    f", {impurity}" if len({r["impurity"] for r in sel}) > 1 else "")
+                summary.rate_curve(ax, groups, "m", label)
+        _m_axis(ax, f"random {k}-juntas, n = {n}")
+    axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
+    axes[0].legend(loc="lower right")
+    fig.suptitle("ID3-style growth to depth k on c-smoothed product distributions")
+    return summary.save(fig, stem)
+
+
+def _juntas_report(rows):
+    return _threshold_report(rows, ["n", "k", "impurity", "c"], "random k-juntas (000 Thm 2)",
+                             extra="support_recovered")
+
+
+JUNTAS = Study(
+    name="juntas",
+    description="000 Thm 2: random k-juntas, c-smoothed vs uniform: P[exact error 0] vs m, m for 90%",
+    quick={"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
+    full={"n": [16, 32, 64], "k": [3, 4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
+          "m_min": 16, "m_max": 65536},
+    static=("n", "k", "impurity", "m_min", "m_max"),
+    trial=_juntas_trial,
+    replicates=(100, 1000),
+    check=_juntas_check,
+    plot=_juntas_plot,
+    report=_juntas_report,
+    axis=("m", sample_sizes),
+)
+
+
+# ----------------------------------------------------------------------------- parity
+
+
+def _parity_trial(key, params):
+    log2_n = params["log2_n"]
+    n = 2**log2_n
+    kp, kf, ks = jax.random.split(key, 3)
+    c = params["c"]
+    biased = distributions.AlphaC(params["alpha"], c).marginals(kp, n)
+    p = jnp.where(c > 0, biased, 0.5)  # c = 0: the uniform distribution
+    f = targets.random_parity(kf, n, log2_n)
+    error, _ = _learn(ks, p, f, n, log2_n, params)
+    return {"exact_error": error, "success": error <= SUCCESS_TOL}
+
+
+def _parity_check(params):
+    _checks.integer("log2_n", params["log2_n"], low=1, high=12)
+    c = _checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    _checks.real("alpha", params["alpha"], low=0.0, high=0.5 - c, high_open=True)
+    _check_common(params, 2 ** params["log2_n"])
+
+
+def _parity_plot(rows, stem):
+    panels = sorted({r["impurity"] for r in rows})
+    fig, axes = summary.figure(len(panels))
+    for ax, impurity in zip(axes, panels):
+        for log2_n in sorted({int(r["log2_n"]) for r in rows}):
+            for c in sorted({r["c"] for r in rows}, key=float):
+                sel = [r for r in rows if r["impurity"] == impurity and int(r["log2_n"]) == log2_n and r["c"] == c]
+                label = f"n = {2**log2_n}, " + ("uniform" if float(c) == 0 else f"(alpha, c) = ({float(sel[0]['alpha']):g}, {float(c):g})")
+                summary.rate_curve(ax, summary.rates(sel, ["m"], "success"), "m", label)
+        _m_axis(ax, f"log2(n)-parities, {impurity}")
+    axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
+    axes[0].legend(loc="lower right")
+    fig.suptitle("Parities under (alpha, c)-distributions vs uniform")
+    return summary.save(fig, stem)
+
+
+def _parity_report(rows):
+    return _threshold_report(rows, ["log2_n", "impurity", "alpha", "c"], "log2(n)-parities (000 Thm 1)")
+
+
+PARITY = Study(
+    name="parity",
+    description="000 Thm 1: log2(n)-parities, (alpha, c)-distributions vs uniform: P[exact error 0] vs m",
+    quick={"log2_n": 4, "c": [0.0, 0.1, 0.2], "alpha": 0.05, "impurity": ["entropy", "gini", "kearns_mansour"],
+           "m_min": 16, "m_max": 8192},
+    full={"log2_n": [4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "alpha": 0.05,
+          "impurity": ["entropy", "gini", "kearns_mansour"], "m_min": 16, "m_max": 262144},
+    static=("log2_n", "impurity", "m_min", "m_max"),
+    trial=_parity_trial,
+    replicates=(100, 1000),
+    check=_parity_check,
+    plot=_parity_plot,
+    report=_parity_report,
+    axis=("m", sample_sizes),
+)
+
+
+# ----------------------------------------------------------------------------- trees
+
+
+def _trees_trial(key, params):
+    log2_n = params["log2_n"]
+    n = 2**log2_n
+    kp, kf, ks = jax.random.split(key, 3)
+    p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n)
+    f = targets.random_tree(kf, n, log2_n)
+    error, _ = _learn(ks, p, f, n, log2_n + params["extra_depth"], params)
+    return {"exact_error": error, "success": error <= SUCCESS_TOL}
+
+
+def _trees_check(params):
+    log2_n = _checks.integer("log2_n", params["log2_n"], low=1, high=12)
+    _checks.integer("extra_depth", params["extra_depth"], low=0, high=growth.MAX_DEPTH - log2_n)
+    _checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    _check_common(params, 2**log2_n)
+
+
+def _trees_plot(rows, stem):
+    panels = sorted({int(r["log2_n"]) for r in rows})
+    fig, axes = summary.figure(len(panels))
+    for ax, log2_n in zip(axes, panels):
+        sel = [r for r in rows if int(r["log2_n"]) == log2_n]
+        for c in sorted({r["c"] for r in sel}, key=float):
+            for extra in sorted({int(r["extra_depth"]) for r in sel}):
+                part = [r for r in sel if r["c"] == c and int(r["extra_depth"]) == extra]
+                label = ("uniform" if float(c) == 0 else f"smoothed, c = {float(c):g}") + f", depth {log2_n}+{extra}"
+                summary.rate_curve(ax, summary.rates(part, ["m"], "success"), "m", label)
+        _m_axis(ax, f"random depth-{log2_n} trees, n = {2**log2_n}")
+    axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
+    axes[0].legend(loc="lower right")
+    fig.suptitle("Conjecture 3: depth-log n decision trees under smoothing")
+    return summary.save(fig, stem)
+
+
+def _trees_report(rows):
+    return _threshold_report(rows, ["log2_n", "extra_depth", "impurity", "c"], "random depth-log2(n) trees (000 Conj. 3)")
+
+
+TREES = Study(
+    name="trees",
+    description="000 Conjecture 3: random depth-log2(n) trees, c-smoothed vs uniform: P[exact error 0] vs m",
+    quick={"log2_n": [3, 4], "extra_depth": 1, "c": [0.0, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
+    full={"log2_n": [3, 4, 5, 6], "extra_depth": [0, 2], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
+          "m_min": 16, "m_max": 262144},
+    static=("log2_n", "extra_depth", "impurity", "m_min", "m_max"),
+    trial=_trees_trial,
+    replicates=(100, 1000),
+    check=_trees_check,
+    plot=_trees_plot,
+    report=_trees_report,
+    axis=("m", sample_sizes),
+)
+
+
+# ----------------------------------------------------------------------------- shared report
+
+
+def _m_axis(ax, title):
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("training examples m")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+
+
+def _threshold_report(rows, by, title, extra=None):
+    """Per cell: success rate at the largest m, the smallest m with >= 90% success, mean error."""
+    header = [*by, "trials", "P[success] at max m", "m for 90%", "mean exact error at max m"]
+    if extra:
+        header.append(f"P[{extra}] at max m")
+    table = []
+    cells = {tuple(r[b] for b in by) for r in rows}
+    for cell in sorted(cells, key=lambda c: tuple(_sort_key(v) for v in c)):
+        sel = [r for r in rows if tuple(r[b] for b in by) == cell]
+        groups = summary.rates(sel, ["m"], "success")
+        top = max(groups, key=lambda g: int(g["m"]))
+        m90 = summary.threshold([(int(g["m"]), g["rate"]) for g in groups])
+        at_top = [r for r in sel if int(r["m"]) == int(top["m"])]
+        err = summary.means(at_top, ["m"], "exact_error")[0]
+        line = [*cell, top["trials"], f"{top['rate']:.2f} [{top['low']:.2f}, {top['high']:.2f}]",
+                "not reached" if m90 is None else m90, f"{err['mean']:.4f}"]
+        if extra:
+            line.append(f"{summary.rates(at_top, ['m'], extra)[0]['rate']:.2f}")
+        table.append(line)
+    return f"## {title}\n\nm grid {min(int(r['m']) for r in rows)}..{max(int(r['m']) for r in rows)} " \
+           f"(powers of two; nested prefixes of one sample per trial). 90%: smallest m from which the " \
+           f"success rate stays >= 0.9.\n\n" + summary.markdown_table(header, table) + "\n"
+
+
+def _sort_key(v):
+    try:
+        return (0, float(v), "")
+    except ValueError:
+        return (1, 0.0, v)

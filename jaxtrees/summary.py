@@ -1,0 +1,107 @@
+"""From tidy result rows to rates, intervals, tables and figures (no state beyond the rows).
+
+Rows are dicts of strings, as read from a results file (:func:`jaxtrees.runner.read_results`).
+
+>>> rows = [{"c": "0.1", "m": "64", "success": "1"}, {"c": "0.1", "m": "64", "success": "0"}]
+>>> [(g["c"], g["m"], g["rate"], round(g["low"], 3)) for g in rates(rows, ["c", "m"], "success")]
+[('0.1', '64', 0.5, 0.095)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+
+
+def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (95% by default)."""
+    if trials == 0:
+        return 0.0, 1.0
+    phat = successes / trials
+    denom = 1 + z**2 / trials
+    centre = (phat + z**2 / (2 * trials)) / denom
+    half = z * math.sqrt(phat * (1 - phat) / trials + z**2 / (4 * trials**2)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rates(rows, by, metric: str) -> list[dict]:
+    """Success rate of a 0/1 ``metric`` per group of the ``by`` columns, with its Wilson band.
+
+    Returns dicts with the ``by`` values (strings), ``trials``, ``successes``, ``rate``, ``low``,
+    ``high``, in order of first appearance.
+    """
+    groups = defaultdict(list)
+    for r in rows:
+        groups[tuple(r[b] for b in by)].append(float(r[metric]))
+    out = []
+    for values, xs in groups.items():
+        k, n = int(round(sum(xs))), len(xs)
+        low, high = wilson(k, n)
+        out.append({**dict(zip(by, values)), "trials": n, "successes": k, "rate": k / n, "low": low, "high": high})
+    return out
+
+
+def means(rows, by, metric: str) -> list[dict]:
+    """Mean of ``metric`` per group with its standard error (``mean``, ``sem``, ``trials``)."""
+    groups = defaultdict(list)
+    for r in rows:
+        groups[tuple(r[b] for b in by)].append(float(r[metric]))
+    out = []
+    for values, xs in groups.items():
+        xs = np.asarray(xs)
+        sem = float(xs.std(ddof=1) / math.sqrt(xs.size)) if xs.size > 1 else float("nan")
+        out.append({**dict(zip(by, values)), "trials": int(xs.size), "mean": float(xs.mean()), "sem": sem})
+    return out
+
+
+def threshold(points, level: float = 0.9):
+    """Smallest x whose rate is >= ``level`` and stays so for every larger x; None if none.
+
+    ``points``: (x, rate) pairs.
+    """
+    best = None
+    for x, rate in sorted(points, reverse=True):
+        if rate < level:
+            break
+        best = x
+    return best
+
+
+def markdown_table(header, rows) -> str:
+    """A GitHub-markdown table."""
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def figure(n_panels: int, width: float = 5.2, height: float = 4.2):
+    """A row of panels sized for a projector (Agg backend, no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fontsize": 10})
+    fig, axes = plt.subplots(1, n_panels, figsize=(width * n_panels, height), squeeze=False, constrained_layout=True)
+    return fig, list(axes[0])
+
+
+def save(fig, stem: str) -> list[str]:
+    """Write ``stem.png`` and ``stem.svg``; return the paths."""
+    import matplotlib.pyplot as plt
+
+    paths = [f"{stem}.png", f"{stem}.svg"]
+    fig.savefig(paths[0], dpi=130)
+    fig.savefig(paths[1])
+    plt.close(fig)
+    return paths
+
+
+def rate_curve(ax, groups, x: str, label: str, colour=None):
+    """Plot a success-rate curve with its Wilson band from :func:`rates` output (one series)."""
+    groups = sorted(groups, key=lambda g: float(g[x]))
+    xs = [float(g[x]) for g in groups]
+    line, = ax.plot(xs, [g["rate"] for g in groups], "o-", color=colour, label=label, ms=4)
+    ax.fill_between(xs, [g["low"] for g in groups], [g["high"] for g in groups], color=line.get_color(), alpha=0.2)

@@ -1,0 +1,176 @@
+"""The study runner and the command line: reproducibility, resumption, errors, every built-in study."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jaxtrees import cli, runner, studies
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_JUNTAS = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16", "--set", "m_max=64",
+               "--set", "replicates=6", "--no-progress"]
+TINY = {
+    "juntas": TINY_JUNTAS,
+    "parity": ["--set", "log2_n=3", "--set", "c=0,0.2", "--set", "impurity=gini", "--set", "m_min=32",
+               "--set", "m_max=64", "--set", "replicates=4", "--no-progress"],
+    "trees": ["--set", "log2_n=3", "--set", "c=0.2", "--set", "m_min=32", "--set", "m_max=64",
+              "--set", "replicates=4", "--no-progress"],
+    "addressing": ["--set", "k=2,3", "--set", "c=1", "--set", "impurity=gini", "--set", "replicates=4", "--no-progress"],
+    "agnostic": ["--set", "k=4", "--set", "c=1", "--set", "eps=1", "--set", "replicates=4", "--no-progress"],
+}
+
+
+def _rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _cli(*args, env=None, **kwargs):
+    return subprocess.run([sys.executable, "-m", "jaxtrees.cli", *args], env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The tiny juntas study, run once in this process with the default chunk size."""
+    out = tmp_path_factory.mktemp("reference")
+    assert cli.main(["run", "juntas", "--quick", "--out", str(out), *TINY_JUNTAS]) == 0
+    return _rows(out / "juntas" / "results.csv")
+
+
+def test_rows_are_complete_and_tidy(reference):
+    assert len(reference) == 2 * 6 * 3  # cells (c) x replicates x m-grid (16, 32, 64)
+    keys = [(r["cell"], r["replicate"], r["m"]) for r in reference]
+    assert len(set(keys)) == len(keys)
+    assert {r["m"] for r in reference} == {"16", "32", "64"}
+    for r in reference:
+        assert r["study"] == "juntas" and r["seed"] == "0"
+        assert float(r["exact_error"]) >= 0 and r["success"] in ("0", "1")
+
+
+def test_chunk_size_does_not_change_results(tmp_path, reference):
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--chunk", "5", *TINY_JUNTAS]) == 0
+    assert _rows(tmp_path / "juntas" / "results.csv") == reference
+
+
+def test_eight_devices_give_identical_rows(tmp_path, reference):
+    """The batch axis sharded over 8 virtual CPU devices: the same rows as on 1 device."""
+    proc = _cli("run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS,
+                env={"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"})
+    assert proc.returncode == 0, proc.stderr
+    metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
+    assert metadata["runs"][-1]["environment"]["local_device_count"] == 8
+    assert metadata["runs"][-1]["chunk"] % 8 == 0
+    assert _rows(tmp_path / "juntas" / "results.csv") == reference
+
+
+def test_partial_run_then_resume(tmp_path, reference):
+    study = studies.get("juntas")
+    overrides = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6}
+    config = runner.configure(study, quick=True, overrides=overrides)
+    results = runner.run(study, config, str(tmp_path), chunk=4, progress=False, max_trials=5)
+    assert not os.path.exists(results)  # 5 of 12 trials done: no results.csv yet
+    assert len(runner.read_parts(os.path.dirname(results))) == 5 * 3
+    runner.run(study, config, str(tmp_path), chunk=4, progress=False)
+    assert _rows(results) == reference
+
+
+def test_killed_run_resumes_with_every_row_once(tmp_path):
+    """SIGKILL a run (32 trials per chunk, the smallest) once chunks are on disk; the same command finishes it
+    with every row exactly once, equal to an uninterrupted run."""
+    tiny = [*TINY_JUNTAS, "--set", "replicates=320"]  # 640 trials: 20 chunks of 32
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "whole"), *tiny]) == 0
+    whole = _rows(tmp_path / "whole" / "juntas" / "results.csv")
+    args = ["run", "juntas", "--quick", "--out", str(tmp_path / "killed"), "--chunk", "1", *tiny]
+    proc = subprocess.Popen([sys.executable, "-m", "jaxtrees.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    parts = tmp_path / "killed" / "juntas" / "parts"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if parts.exists() and len(list(parts.glob("*.csv"))) >= 2:
+            break
+        time.sleep(0.01)
+    killed = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert killed, "the run finished before it could be killed"
+    written = len(list(parts.glob("*.csv")))
+    assert 2 <= written < 20
+    assert not (tmp_path / "killed" / "juntas" / "results.csv").exists()
+    assert cli.main(args) == 0
+    assert _rows(tmp_path / "killed" / "juntas" / "results.csv") == whole
+    metadata = json.loads((tmp_path / "killed" / "juntas" / "metadata.json").read_text())
+    assert len(metadata["runs"]) == 2 and metadata["runs"][-1]["trials"] == 640 - 32 * written
+
+
+def test_seed_changes_rows_and_rows_depend_only_on_their_cell(tmp_path, reference):
+    """Another seed gives other rows; dropping a cell from the grid leaves the other's rows as they were."""
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "a"), *TINY_JUNTAS, "--seed", "1"]) == 0
+    other = _rows(tmp_path / "a" / "juntas" / "results.csv")
+    assert [r["exact_error"] for r in other] != [r["exact_error"] for r in reference]
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "b"), *TINY_JUNTAS, "--set", "c=0.2"]) == 0
+    only = _rows(tmp_path / "b" / "juntas" / "results.csv")
+    same = [r for r in reference if r["c"] == "0.2"]
+    drop = ("cell",)
+    assert [{k: v for k, v in r.items() if k not in drop} for r in only] == \
+           [{k: v for k, v in r.items() if k not in drop} for r in same]
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_every_study_runs_plots_and_reports(tmp_path, capsys, name):
+    assert cli.main(["run", name, "--quick", "--out", str(tmp_path), *TINY[name]]) == 0
+    directory = tmp_path / name
+    assert (directory / f"{name}.png").stat().st_size > 10_000
+    assert (directory / f"{name}.svg").exists()
+    report = (directory / "report.md").read_text()
+    assert report.startswith(f"# jaxtrees study `{name}`") and "|---|" in report
+    capsys.readouterr()
+    assert cli.main(["report", str(directory)]) == 0
+    assert capsys.readouterr().out.strip() == report.strip()
+    assert cli.main(["plot", str(directory)]) == 0
+
+
+def test_list_names_every_study(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in studies.STUDIES:
+        assert name in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "nope"], "unknown study 'nope'"),
+    (["run", "juntas", "--set", "depth=3"], "unknown parameter 'depth'"),
+    (["run", "juntas", "--set", "k=0"], "k must be in [1, 12]"),
+    (["run", "juntas", "--set", "k=x"], "k must be int"),
+    (["run", "juntas", "--set", "c=0.6"], "c must be in [0, 0.5)"),
+    (["run", "juntas", "--set", "m_max=1000"], "powers of two"),
+    (["run", "juntas", "--set", "replicates=0"], "replicates must be"),
+    (["run", "juntas", "--set", "k"], "NAME=VALUE"),
+    (["run", "agnostic", "--set", "k=3", "--set", "eps=0.25"], "eps = 0.25"),
+    (["run", "addressing", "--set", "code=gray"], "code must be one of"),
+    (["report", "/nonexistent"], "not a results directory"),
+])
+def test_bad_input_exits_2_with_a_clear_message(tmp_path, capsys, args, message):
+    assert cli.main([*args, "--out", str(tmp_path)] if args[0] == "run" else args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_other_config_in_same_directory_is_refused(tmp_path, capsys):
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS]) == 0
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS, "--seed", "5"]) == 2
+    assert "another configuration" in capsys.readouterr().err
+
+
+def test_config_file(tmp_path):
+    config = tmp_path / "grid.json"
+    config.write_text(json.dumps({"n": 8, "k": 2, "c": [0.2], "impurity": "entropy", "m_min": 16, "m_max": 32, "replicates": 2, "seed": 3}))
+    assert cli.main(["run", "juntas", "--config", str(config), "--out", str(tmp_path), "--no-progress"]) == 0
+    rows = _rows(tmp_path / "juntas" / "results.csv")
+    assert len(rows) == 2 * 2 and {r["seed"] for r in rows} == {"3"}

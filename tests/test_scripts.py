@@ -1,0 +1,30 @@
+"""The benchmark scripts run at tiny sizes and end with their ratio line."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _main(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main
+
+
+@pytest.mark.parametrize("name, args, last", [
+    ("bench_grow", ["--B", "16", "--m", "100", "--n", "8", "--k", "2", "--depth", "3", "--sklearn-trials", "4",
+                    "--reps", "1"], "speedup_vs_sklearn"),
+    ("bench_gd", ["--B", "4", "--n", "8", "--width", "8", "--steps", "20", "--reps", "1"], "speedup_vs_loop"),
+    ("bench_sampling", ["--B", "8", "--m", "64", "--n", "8", "--k", "2", "--precisions", "8", "--reps", "1"], None),
+])
+def test_bench_script_runs(capsys, name, args, last):
+    _main(name)(args)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out
+    if last:
+        key, value = out[-1].split(": ")
+        assert key == last and float(value) > 0
