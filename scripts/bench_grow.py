@@ -6,6 +6,8 @@ a random 6-junta each, m = 1024 examples, n = 64 features, max depth 6, entropy.
 Times, separately and after compilation (best of --reps):
   sampling  draw marginals, target and packed sample for all B trials (jit + vmap);
   growth    jaxtrees.grow on all B samples (jit + vmap);
+  exact     jaxtrees.grow_exact (population growth, exact gains, no sample) on the same B
+            distributions and targets;
   sklearn   DecisionTreeClassifier(criterion="entropy", max_depth=D).fit on --sklearn-trials of
             the same data sets (unpacked to float32 arrays beforehand, check_input=False, so the
             loop pays for fitting only), scaled to B.
@@ -65,9 +67,13 @@ def main(argv=None):
     family = jt.smoothed(c=args.c)
     rule = jt.GrowthRule(max_depth=D, impurity=args.impurity)
 
+    def problem(key):
+        kp, kf, _ = jax.random.split(key, 3)
+        return family.marginals(kp, n), jt.random_junta(kf, n, k)
+
     def make(key):
-        kp, kf, ks = jax.random.split(key, 3)
-        return jt.draw(ks, family.marginals(kp, n), jt.random_junta(kf, n, k), m)
+        p, f = problem(key)
+        return jt.draw(jax.random.split(key, 3)[2], p, f, m)
 
     keys = jax.random.split(jax.random.key(0), B)
     sample_fn = jax.jit(jax.vmap(make))
@@ -76,6 +82,9 @@ def main(argv=None):
     samples = jax.block_until_ready(sample_fn(keys))
     t_grow = best_time(lambda: grow_fn(samples, rule), args.reps)
     trees = grow_fn(samples, rule)
+    ps, fs = jax.block_until_ready(jax.jit(jax.vmap(problem))(keys))
+    exact_fn = jax.jit(jax.vmap(jt.grow_exact, in_axes=(0, 0, None)))
+    t_exact = best_time(lambda: exact_fn(ps, fs, rule), args.reps)
 
     # Roofline for the counting: words the growth ANDs and popcounts (sibling subtraction:
     # 2^(D-1) node counts of 2 n W words per tree), as one fused kernel of the same shape
@@ -113,7 +122,7 @@ def main(argv=None):
         "device": str(jax.devices()[0]), "backend": jax.default_backend(), "jax": jax.__version__,
         "cpu": platform.processor() or platform.machine(),
         "sampling_s": t_sample, "growth_s": t_grow,
-        "growth_trees_per_s": B / t_grow,
+        "growth_trees_per_s": B / t_grow, "exact_growth_s": t_exact,
         "count_words": words, "growth_words_per_s": words / t_grow,
         "and_popcount_words_per_s": words / t_roof,
         "sklearn_s_scaled": t_sk, "sklearn_with_input_checks_s_scaled": t_sk_checked,
@@ -123,6 +132,7 @@ def main(argv=None):
     print(f"workload: B={B} m={m} n={n} k={k} depth={D} {crit}, smoothed c={args.c}; device {result['device']}")
     print(f"sampling      {t_sample * 1e3:9.1f} ms   ({B * n * m / t_sample / 1e9:.2f} G bits/s)")
     print(f"growth        {t_grow * 1e3:9.1f} ms   ({B / t_grow:,.0f} trees/s)")
+    print(f"exact growth  {t_exact * 1e3:9.1f} ms   ({B / t_exact:,.0f} population trees/s, no sample)")
     print(f"counting      {words / 1e9:.2f} G words: growth {words / t_grow / 1e9:.2f} G words/s overall, "
           f"fused and+popcount alone {words / t_roof / 1e9:.2f} G words/s ({t_roof * 1e3:.1f} ms)")
     print(f"sklearn loop  {t_sk * 1e3:9.1f} ms   (scaled from {T} fits, check_input=False; "
