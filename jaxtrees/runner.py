@@ -356,18 +356,22 @@ def _as_list(value, split=False) -> list:
 
 
 def _parse(name: str, value, example):
-    """``value`` (possibly a string) as the type of ``example``."""
-    if not isinstance(value, str):
+    """``value`` (a string, or a number from a JSON config) as the type of ``example``, so that
+    equal cells get equal keys however they were given (``c=0`` and ``"c": 0`` are both 0.0)."""
+    kind = type(example)
+    if isinstance(value, str):
+        try:
+            if kind is bool:
+                return {"true": True, "false": False, "1": True, "0": False}[value.lower()]
+            if kind in (int, float):
+                return kind(value)
+        except (ValueError, KeyError):
+            raise ValueError(f"{name} must be {kind.__name__}, got {value!r}") from None
         return value
-    try:
-        if isinstance(example, bool):
-            return {"true": True, "false": False, "1": True, "0": False}[value.lower()]
-        if isinstance(example, int):
-            return int(value)
-        if isinstance(example, float):
-            return float(value)
-    except (ValueError, KeyError):
-        raise ValueError(f"{name} must be {type(example).__name__}, got {value!r}") from None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is not str and kind is not type(value):
+        raise ValueError(f"{name} must be {kind.__name__}, got {value!r}")
     return value
 
 

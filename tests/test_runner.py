@@ -174,3 +174,14 @@ def test_config_file(tmp_path):
     assert cli.main(["run", "juntas", "--config", str(config), "--out", str(tmp_path), "--no-progress"]) == 0
     rows = _rows(tmp_path / "juntas" / "results.csv")
     assert len(rows) == 2 * 2 and {r["seed"] for r in rows} == {"3"}
+
+
+def test_values_are_coerced_to_the_parameter_type():
+    """"c": 0 from a JSON file and c=0 from --set are the same cell (the same keys)."""
+    study = studies.get("juntas")
+    from_json = runner.configure(study, quick=True, overrides={"c": [0, 0.2], "k": 3})
+    from_cli = runner.configure(study, quick=True, overrides={"c": "0,0.2", "k": "3"})
+    assert from_json == from_cli and from_json.grid["c"] == [0.0, 0.2]
+    assert [runner.cell_hash(c) for c in from_json.cells()] == [runner.cell_hash(c) for c in from_cli.cells()]
+    with pytest.raises(ValueError, match="k must be int"):
+        runner.configure(study, quick=True, overrides={"k": 2.5})
