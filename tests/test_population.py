@@ -153,10 +153,10 @@ def test_exact_error_equals_enumeration():
     keys = jax.random.split(jax.random.key(4), B)
     p = jax.vmap(lambda k: jax.random.uniform(k, (n,), minval=0.1, maxval=0.9))(keys)
     rule = jt.GrowthRule(max_depth=4)
+    grow = jax.jit(jax.vmap(lambda k, pp, f: jt.grow(jt.draw(k, pp, f, 60), rule)))
     for make in (lambda k: jt.random_junta(k, n, 3), lambda k: jt.random_parity(k, n, 3)):
         fs = jax.vmap(make)(keys)
-        samples = jax.vmap(jt.draw, in_axes=(0, 0, 0, None))(keys, p, fs, 60)
-        trees = jax.vmap(jt.grow, in_axes=(0, None))(samples, rule)
+        trees = grow(keys, p, fs)
         exact, by_depth, by_enum = jax.vmap(_errors_vs_enumeration, in_axes=(0, 0, 0, None))(trees, p, fs, xs)
         np.testing.assert_allclose(np.asarray(by_depth), np.asarray(by_enum), atol=2e-6)
         np.testing.assert_allclose(np.asarray(exact), np.asarray(by_enum[:, -1]), atol=2e-6)
