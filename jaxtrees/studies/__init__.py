@@ -2,13 +2,15 @@
 for a laptop CPU and a full size for a GPU.
 
 >>> sorted(STUDIES)
-['addressing', 'agnostic', 'juntas', 'parity', 'trees']
+['addressing', 'agnostic', 'gd-parity-uniform', 'gd-smoothed', 'gd-vs-id3', 'juntas', 'parity', 'trees']
 """
 
 from jaxtrees.studies.counterexamples import ADDRESSING, AGNOSTIC
+from jaxtrees.studies.descent import GD_PARITY_UNIFORM, GD_SMOOTHED, GD_VS_ID3
 from jaxtrees.studies.learning import JUNTAS, PARITY, TREES
 
-STUDIES = {s.name: s for s in (PARITY, JUNTAS, TREES, ADDRESSING, AGNOSTIC)}
+STUDIES = {s.name: s for s in (PARITY, JUNTAS, TREES, ADDRESSING, AGNOSTIC, GD_PARITY_UNIFORM, GD_SMOOTHED,
+                                   GD_VS_ID3)}
 
 
 def get(name: str):
