@@ -185,9 +185,10 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, pro
             continue
         static = dict(zip(sorted(study.static), key_values))
         batched = _compile(study, static, config.seed, devices)
-        for start in range(0, len(pending), per_call):
-            trials = pending[start:start + per_call]
-            outputs = batched(*_inputs(study, cells, trials, per_call, devices))
+        size = min(per_call, -(-len(pending) // unit) * unit)  # a small group pads to GROUP x devices only
+        for start in range(0, len(pending), size):
+            trials = pending[start:start + size]
+            outputs = batched(*_inputs(study, cells, trials, size, devices))
             outputs = {name: np.asarray(value)[: len(trials)] for name, value in outputs.items()}
             rows = _rows(study, config, cells, trials, outputs)
             fields = fields or list(rows[0])

@@ -36,7 +36,10 @@ def sample_sizes(params) -> list[int]:
 
 
 def _learn(key, p, f, n, depth, params):
-    """Grow on every prefix of one sample; exact error (and features used) per m."""
+    """Grow on every prefix of one sample; exact error (and features used) per m.
+
+    The m-grid is a ``lax.map`` (one tree at a time per trial), so memory holds one tree's node
+    bitsets per trial, not one per m."""
     ms = jnp.asarray(sample_sizes(params))
     rule = growth.GrowthRule(max_depth=depth, impurity=params["impurity"])
     sample = sampling.draw(key, p, f, params["m_max"])
@@ -45,7 +48,7 @@ def _learn(key, p, f, n, depth, params):
         t = growth.grow(sampling.prefix(sample, m), rule)
         return population.exact_error(t, p, f), tree.features_used(t, n)
 
-    return jax.vmap(at)(ms)
+    return jax.lax.map(at, ms)
 
 
 def _check_common(params, n):
