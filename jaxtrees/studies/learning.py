@@ -112,7 +112,7 @@ JUNTAS = Study(
           "m_min": 16, "m_max": 65536},
     static=("n", "k", "impurity", "m_min", "m_max"),
     trial=_juntas_trial,
-    replicates=(100, 1000),
+    replicates=(200, 1000),
     check=_juntas_check,
     plot=_juntas_plot,
     report=_juntas_report,
