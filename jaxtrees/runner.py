@@ -50,6 +50,9 @@ from jaxtrees import _checks
 
 #: Trials vmapped together on one device (chunks are padded to multiples of GROUP x devices).
 GROUP = 32
+#: Default chunks hold at most 8 groups per device, fewer if the study's ``bytes_per_trial``
+#: says they would need more than this much memory per device (an explicit chunk overrides).
+MEMORY_BUDGET = 2 * 2**30
 #: Row fields every results file starts with.
 ID_FIELDS = ("study", "seed", "cell", "replicate")
 
@@ -72,6 +75,8 @@ class Study:
       replicates: trials per cell, ``(quick, full)``.
       check: ``check(params)`` raises ValueError for a bad cell, before any heavy work.
       plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``.
+      bytes_per_trial: optional ``bytes_per_trial(params)``, the device memory one trial of a
+        cell needs at its peak; the default chunk then keeps a device under ``MEMORY_BUDGET``.
     """
 
     name: str
@@ -85,6 +90,7 @@ class Study:
     plot: Callable
     report: Callable
     axis: tuple | None = None
+    bytes_per_trial: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,7 +181,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, pro
         todo = todo[:max_trials]
     unit = GROUP * len(devices)
     per_call = -(-(chunk or 8 * unit) // unit) * unit
-    this_run["chunk"] = per_call
+    this_run["chunk"] = {}
     bar = _Progress(study.name, len(todo), enabled=progress)
     fields = None
     for key_values, members in groups.items():
@@ -186,6 +192,10 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, pro
         static = dict(zip(sorted(study.static), key_values))
         batched = _compile(study, static, config.seed, devices)
         size = min(per_call, -(-len(pending) // unit) * unit)  # a small group pads to GROUP x devices only
+        if chunk is None and study.bytes_per_trial is not None:
+            need = max(study.bytes_per_trial(cells[i]) for i in members)
+            size = min(size, max(1, MEMORY_BUDGET // (need * GROUP)) * unit)
+        this_run["chunk"][json.dumps(static, sort_keys=True)] = size
         for start in range(0, len(pending), size):
             trials = pending[start:start + size]
             outputs = batched(*_inputs(study, cells, trials, size, devices))

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxtrees import _checks, distributions, gd, summary, targets
+from jaxtrees import _checks, distributions, gd, sampling, summary, targets
 from jaxtrees.impurity import BUILTIN as IMPURITIES
 from jaxtrees.runner import Study
 from jaxtrees.studies import learning
@@ -293,7 +293,8 @@ GD_SMOOTHED = Study(
 def _vs_trial(key, params):
     n, k = params["n"], params["k"]
     kp, kf, ks = jax.random.split(key, 3)  # as the juntas study: p from kp, f from kf, the sample from ks
-    p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n)
+    p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n),
+                          learning.PRECISION_BITS)  # the p both learners see, sampled exactly
     f = targets.random_junta(kf, n, k)
     tree_error, _ = learning._learn(ks, p, f, n, k, params)
     ms = jnp.asarray(learning.sample_sizes(params), jnp.int32)

@@ -1,6 +1,7 @@
 """Sample-complexity studies: how many examples does a greedy tree learner need?
 
-Each trial draws a product distribution p and a target f on n bits, one sample of m_max
+Each trial draws a product distribution p (its marginals rounded to multiples of 2^-16 and
+sampled exactly, :func:`jaxtrees.sampling.quantize`) and a target f on n bits, one sample of m_max
 examples, and grows a tree on each prefix of m = m_min, 2 m_min, ..., m_max examples (common
 random numbers: the trees for different m share examples, and one program serves the grid). Trees
 are scored exactly against f under p (:func:`jaxtrees.population.exact_error`): a trial succeeds
@@ -24,6 +25,8 @@ from jaxtrees.runner import Study
 
 #: Exact errors at most this count as 0.
 SUCCESS_TOL = 1e-6
+#: Marginals are rounded to multiples of 2^-16 (by at most 2^-17) and sampled exactly.
+PRECISION_BITS = 16
 
 
 def sample_sizes(params) -> list[int]:
@@ -38,17 +41,26 @@ def sample_sizes(params) -> list[int]:
 def _learn(key, p, f, n, depth, params):
     """Grow on every prefix of one sample; exact error (and features used) per m.
 
-    The m-grid is a ``lax.map`` (one tree at a time per trial), so memory holds one tree's node
-    bitsets per trial, not one per m."""
+    ``p`` must be on the grid of multiples of 2^-PRECISION_BITS (:func:`sampling.quantize`): the
+    sample is drawn exactly from it with the dyadic sampler (PRECISION_BITS random words per 32
+    examples instead of 32) and trees are scored exactly against it. The m-grid is a
+    ``lax.map`` (one tree at a time per trial), so memory holds one tree's node bitsets per trial,
+    not one per m."""
     ms = jnp.asarray(sample_sizes(params))
     rule = growth.GrowthRule(max_depth=depth, impurity=params["impurity"])
-    sample = sampling.draw(key, p, f, params["m_max"])
+    sample = sampling.draw(key, p, f, params["m_max"], precision_bits=PRECISION_BITS)
 
     def at(m):
         t = growth.grow(sampling.prefix(sample, m), rule)
         return population.exact_error(t, p, f), tree.features_used(t, n)
 
     return jax.lax.map(at, ms)
+
+
+def _bytes(n):
+    """Peak memory of one trial: the dyadic sampler's PRECISION_BITS random words per 32 examples
+    and feature, twice for headroom (node bitsets and counts are smaller)."""
+    return lambda params: 2 * 4 * PRECISION_BITS * n(params) * params["m_max"] // 32
 
 
 def _check_common(params, n):
@@ -67,7 +79,7 @@ def _check_common(params, n):
 def _juntas_trial(key, params):
     n, k = params["n"], params["k"]
     kp, kf, ks = jax.random.split(key, 3)
-    p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n)
+    p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n), PRECISION_BITS)
     f = targets.random_junta(kf, n, k)
     error, used = _learn(ks, p, f, n, k, params)
     recovered = jnp.all(used == targets.support_mask(f, n), axis=-1)
@@ -117,6 +129,7 @@ JUNTAS = Study(
     plot=_juntas_plot,
     report=_juntas_report,
     axis=("m", sample_sizes),
+    bytes_per_trial=_bytes(lambda params: params["n"]),
 )
 
 
@@ -129,7 +142,7 @@ def _parity_trial(key, params):
     kp, kf, ks = jax.random.split(key, 3)
     c = params["c"]
     biased = distributions.AlphaC(params["alpha"], c).marginals(kp, n)
-    p = jnp.where(c > 0, biased, 0.5)  # c = 0: the uniform distribution
+    p = sampling.quantize(jnp.where(c > 0, biased, 0.5), PRECISION_BITS)  # c = 0: the uniform distribution
     f = targets.random_parity(kf, n, log2_n)
     error, _ = _learn(ks, p, f, n, log2_n, params)
     return {"exact_error": error, "success": error <= SUCCESS_TOL}
@@ -176,6 +189,7 @@ PARITY = Study(
     plot=_parity_plot,
     report=_parity_report,
     axis=("m", sample_sizes),
+    bytes_per_trial=_bytes(lambda params: 2 ** params["log2_n"]),
 )
 
 
@@ -186,7 +200,7 @@ def _trees_trial(key, params):
     log2_n = params["log2_n"]
     n = 2**log2_n
     kp, kf, ks = jax.random.split(key, 3)
-    p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n)
+    p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n), PRECISION_BITS)
     f = targets.random_tree(kf, n, log2_n)
     error, _ = _learn(ks, p, f, n, log2_n + params["extra_depth"], params)
     return {"exact_error": error, "success": error <= SUCCESS_TOL}
@@ -233,6 +247,7 @@ TREES = Study(
     plot=_trees_plot,
     report=_trees_report,
     axis=("m", sample_sizes),
+    bytes_per_trial=_bytes(lambda params: 2 ** params["log2_n"]),
 )
 
 
