@@ -1,6 +1,6 @@
 """Benchmark: Bernoulli sampling, float compare vs exact dyadic bits, and the raw PRNG rates, in one run.
 
-Reference workload (defaults, as scripts/bench_grow.py): B = 4096 trials, each drawing c-smoothed
+Reference workload (defaults, as scripts/bench.py): B = 4096 trials, each drawing c-smoothed
 marginals (p_i ~ U[0.4, 0.6]), a random 6-junta and a packed sample of m = 1024 examples on
 n = 64 features (``jt.draw``, jit + vmap over B keys).
 

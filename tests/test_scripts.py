@@ -16,8 +16,8 @@ def _main(name):
 
 
 @pytest.mark.parametrize("name, args, last", [
-    ("bench_grow", ["--B", "16", "--m", "100", "--n", "8", "--k", "2", "--depth", "3", "--sklearn-trials", "4",
-                    "--reps", "1"], "speedup_vs_sklearn"),
+    ("bench", ["--B", "8", "--m", "64", "--n", "4", "--k", "2", "--depth", "2", "--sklearn-trials", "2",
+               "--test-m", "128", "--reps", "1", "--skip", "scaling,memory"], "end_to_end_speedup_vs_numpy_sklearn"),
     ("bench_gd", ["--B", "4", "--n", "8", "--width", "8", "--steps", "20", "--reps", "1"], "speedup_vs_loop"),
     ("bench_sampling", ["--B", "8", "--m", "64", "--n", "8", "--k", "2", "--precisions", "8", "--reps", "1"], None),
 ])
@@ -28,3 +28,6 @@ def test_bench_script_runs(capsys, name, args, last):
     if last:
         key, value = out[-1].split(": ")
         assert key == last and float(value) > 0
+    if name == "bench":
+        key, value = out[-2].split(": ")
+        assert key == "growth_speedup_vs_sklearn" and float(value) > 0

@@ -1,0 +1,341 @@
+"""Benchmark suite: growth, end-to-end trials, population growth, scaling, memory and roofline, in one run.
+
+Reference workload (defaults): B = 4096 trials, each with c-smoothed marginals (c = 0.1, p_i ~
+U[0.4, 0.6]), a random 6-junta, m = 1024 examples on n = 64 features, max depth 6, entropy.
+All timings are after compilation, best of --reps; the same data sets feed every engine.
+
+Sections:
+  growth       growth only, on the same B packed samples:
+                 jaxtrees   ``jt.grow`` (jit + vmap, bit-packed AND + popcount counts);
+                 onehot     a straightforward jitted JAX formulation written below: X as float
+                            [m, n], node membership one-hot [m, L], counts by matmul, vmapped
+                            (``lax.map`` in batches of --onehot-batch trees to bound memory);
+                 sklearn    DecisionTreeClassifier(criterion="entropy", max_depth=D).fit with
+                            check_input=False on --sklearn-trials of the data sets (unpacked to
+                            float32 beforehand, not timed), scaled to B.
+  end to end   distribution + sample + grow + score, per trial, scaled to B trials:
+                 jaxtrees   one jitted vmapped trial, exact score ``jt.exact_error`` (default
+                            sampler; and ``precision_bits=16`` with p ``quantize``d, scored exactly
+                            against the quantized p);
+                 numpy+sk   numpy (np.random.default_rng): p, a random 6-junta, rng.random((m, n))
+                            < p, the scikit-learn fit, and its error *estimated* on a fresh numpy
+                            test sample of --test-m = 8192 examples (ours is exact, sklearn's is
+                            sampled), over --sklearn-trials trials, scaled to B.
+  population   ``jt.grow_exact`` (exact gains, no sample) on the same B distributions and targets.
+  scaling      jaxtrees growth time at a base (B, m, n, depth) and with each doubled in turn;
+               exponent = log2(t_doubled / t_base).
+  memory       device memory stats if the backend has them (``memory_stats()``), else host peak
+               RSS; and --big-B = 65536 end-to-end trials run in chunks of --chunk = 4096 in a
+               fresh subprocess (its time and peak).
+  roofline     the words the counting ANDs and popcounts, B 2^(D-1) 2 n W (sibling subtraction),
+               and the rate of one fused and+popcount+sum kernel of that size in the same run.
+
+Prints a table; ``--json PATH`` writes the numbers. The last two lines are
+``growth_speedup_vs_sklearn: <ratio>`` and ``end_to_end_speedup_vs_numpy_sklearn: <ratio>``.
+
+    python scripts/bench.py            # reference workload (a few minutes on 2 CPU cores)
+    python scripts/bench.py --quick    # B = 512, smaller memory run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxtrees as jt
+
+
+def best_time(fn, reps):
+    jax.block_until_ready(fn())  # compile and warm up
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def memory():
+    """Peak memory: (source, bytes). Device stats when the backend offers them, else host peak RSS."""
+    try:
+        stats = jax.devices()[0].memory_stats()
+    except Exception:  # noqa: BLE001 - backends without the API
+        stats = None
+    if stats and "peak_bytes_in_use" in stats:
+        return "device peak_bytes_in_use", int(stats["peak_bytes_in_use"])
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is KiB on Linux, bytes on macOS
+    return "host peak RSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+# --- the straightforward formulation: float one-hot membership and matmul counts -------------
+
+def onehot_grow(X, y, depth):
+    """Level-wise entropy growth on X: float32[m, n], y: float32[m]. Returns feature: int32[2^D - 1]
+    (heap order, -1 = leaf). Node membership is one-hot [m, L]; all counts are matmuls."""
+    m, n = X.shape
+    node = jnp.zeros(m, jnp.int32)  # index within the level
+    alive = jnp.ones(m, X.dtype)  # 0 once the example's node became a leaf
+    Xy = X * y[:, None]
+    features = []
+
+    def H(a, w):  # entropy of a Bernoulli(a / w), times w
+        return -(jax.scipy.special.xlogy(a, a / jnp.maximum(w, 1)) +
+                 jax.scipy.special.xlogy(w - a, (w - a) / jnp.maximum(w, 1)))
+
+    for level in range(depth):
+        L = 2 ** level
+        M = (node[:, None] == jnp.arange(L)[None, :]).astype(X.dtype) * alive[:, None]  # [m, L]
+        w, wy = M.sum(0), M.T @ y  # [L]
+        w1, w1y = M.T @ X, M.T @ Xy  # [L, n]
+        w0, w0y = w[:, None] - w1, wy[:, None] - w1y
+        gain = H(wy, w)[:, None] - H(w1y, w1) - H(w0y, w0)
+        gain = jnp.where((w1 > 0) & (w0 > 0), gain, -jnp.inf)
+        f = jnp.argmax(gain, axis=1)
+        split = (jnp.max(gain, axis=1) > 1e-6) & (wy > 0) & (wy < w)
+        features.append(jnp.where(split, f, -1))
+        go = jnp.take_along_axis(X, f[node][:, None], axis=1)[:, 0]
+        alive = alive * split[node]
+        node = 2 * node + go.astype(jnp.int32)
+    return jnp.concatenate(features)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--B", type=int, default=4096)
+    ap.add_argument("--m", type=int, default=1024)
+    ap.add_argument("--n", type=int, default=64)
+    ap.add_argument("--k", type=int, default=6)
+    ap.add_argument("--depth", type=int, default=6)
+    ap.add_argument("--c", type=float, default=0.1)
+    ap.add_argument("--precision-bits", type=int, default=16)
+    ap.add_argument("--sklearn-trials", type=int, default=128)
+    ap.add_argument("--test-m", type=int, default=8192, help="numpy test sample scoring sklearn's trees")
+    ap.add_argument("--onehot-batch", type=int, default=256)
+    ap.add_argument("--scale-B", type=int, default=None, help="scaling base B (default: B)")
+    ap.add_argument("--big-B", type=int, default=65536)
+    ap.add_argument("--chunk", type=int, default=4096)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true",
+                    help="B = 512, 32 scikit-learn trials, big-B = 8192 in chunks of 1024, 2 reps")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--skip", default="", help="comma-separated sections to leave out: scaling, memory (smoke tests)")
+    ap.add_argument("--chunked-only", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.B, args.sklearn_trials, args.reps, args.big_B, args.chunk = 512, 32, 2, 8192, 1024
+
+    B, m, n, k, D = args.B, args.m, args.n, args.k, args.depth
+    family = jt.smoothed(c=args.c)
+    rule = jt.GrowthRule(max_depth=D, impurity="entropy")
+
+    def problem(key, n=n):
+        kp, kf, _ = jax.random.split(key, 3)
+        return family.marginals(kp, n), jt.random_junta(kf, n, k)
+
+    def make(key, n=n, m=m):
+        p, f = problem(key, n)
+        return jt.draw(jax.random.split(key, 3)[2], p, f, m)
+
+    def trial(key, precision_bits=None):
+        p, f = problem(key)
+        if precision_bits is not None:
+            p = jt.quantize(p, precision_bits)
+        s = jt.draw(jax.random.split(key, 3)[2], p, f, m, precision_bits=precision_bits)
+        return jt.exact_error(jt.grow(s, rule), p, f)
+
+    trials_fn = jax.jit(jax.vmap(trial))
+
+    if args.chunked_only:  # memory section, run in a fresh process for a clean peak
+        base = memory()[1]
+        chunks = jax.random.split(jax.random.key(7), args.big_B).reshape(-1, args.chunk)
+        jax.block_until_ready(trials_fn(chunks[0]))  # compile
+        t0 = time.perf_counter()
+        errs = [np.asarray(trials_fn(c)) for c in chunks]
+        t = time.perf_counter() - t0
+        src, peak = memory()
+        print(json.dumps({"time_s": t, "source": src, "peak_bytes": peak, "after_import_bytes": base,
+                          "mean_error": float(np.mean(np.concatenate(errs)))}))
+        return
+
+    from sklearn.tree import DecisionTreeClassifier
+
+    res = {"workload": {"B": B, "m": m, "n": n, "k": k, "max_depth": D, "impurity": "entropy", "c": args.c,
+                        "distribution": f"smoothed(c={args.c}) around 1/2", "target": f"random {k}-junta"},
+           "device": str(jax.devices()[0]), "device_kind": jax.devices()[0].device_kind,
+           "backend": jax.default_backend(), "jax": jax.__version__, "n_devices": jax.device_count(),
+           "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+           "loadavg_at_start": os.getloadavg()}
+    keys = jax.random.split(jax.random.key(0), B)
+
+    # --- growth only ------------------------------------------------------------------------
+    grow_fn = jax.jit(jax.vmap(jt.grow, in_axes=(0, None)))
+    sample_base = jax.jit(jax.vmap(make))
+    samples = jax.block_until_ready(sample_base(keys))
+    t_grow = best_time(lambda: grow_fn(samples, rule), args.reps)
+    trees = grow_fn(samples, rule)
+
+    def onehot_one(s):
+        return onehot_grow(jt.bits.unpack(s.X, m).T.astype(jnp.float32),
+                           jt.bits.unpack(s.y, m).astype(jnp.float32), D)
+
+    onehot_fn = jax.jit(lambda s: jax.lax.map(onehot_one, s, batch_size=min(args.onehot_batch, B)))
+    t_onehot = best_time(lambda: onehot_fn(samples), args.reps)
+    oh_features = onehot_fn(samples)
+    oh_root_agree = float(jnp.mean(oh_features[:, 0] == trees.feature[:, 0]))
+
+    T = min(args.sklearn_trials, B)
+    unpack = jax.jit(jax.vmap(lambda s: (jt.bits.unpack(s.X, m).T, jt.bits.unpack(s.y, m))))
+    Xs, ys = unpack(jax.tree.map(lambda x: x[:T], samples))
+    Xs = [np.asfortranarray(x, dtype=np.float32) for x in np.asarray(Xs)]
+    ys = np.asarray(ys).astype(np.float64)
+    t0 = time.perf_counter()
+    fitted = [DecisionTreeClassifier(criterion="entropy", max_depth=D).fit(Xs[i], ys[i], check_input=False)
+              for i in range(T)]
+    t_sk = (time.perf_counter() - t0) / T * B
+    preds = jax.jit(jax.vmap(jt.predict))(jax.tree.map(lambda x: x[:T], trees), jnp.asarray(np.stack(Xs), jnp.int32))
+    sk_agree = float(np.mean([np.array_equal(np.asarray(preds[i]), fitted[i].predict(Xs[i]).astype(int))
+                              for i in range(T)]))
+    del Xs, ys, fitted, preds
+    res["growth"] = {"jaxtrees_s": t_grow, "onehot_matmul_s": t_onehot, "sklearn_s_scaled": t_sk,
+                     "sklearn_trials": T, "jaxtrees_trees_per_s": B / t_grow,
+                     "sklearn_same_training_predictions": sk_agree, "onehot_same_root_feature": oh_root_agree}
+
+    # --- end to end ---------------------------------------------------------------------------
+    t_e2e = best_time(lambda: trials_fn(keys), args.reps)
+    err_jt = float(jnp.mean(trials_fn(keys)))
+    pb = args.precision_bits
+    trials_q = jax.jit(jax.vmap(lambda kk: trial(kk, pb)))
+    t_e2e_q = best_time(lambda: trials_q(keys), args.reps)
+    err_q = float(jnp.mean(trials_q(keys)))
+
+    def numpy_trial(seed):
+        rng = np.random.default_rng(seed)
+        p = 0.5 + rng.uniform(-args.c, args.c, n)
+        support = rng.choice(n, k, replace=False)
+        table = rng.random(2 ** k) < 0.5
+        weights = 1 << np.arange(k)
+        X = rng.random((m, n)) < p
+        y = table[X[:, support].astype(np.int64) @ weights]
+        tree = DecisionTreeClassifier(criterion="entropy", max_depth=D).fit(
+            np.asfortranarray(X, dtype=np.float32), y.astype(np.float64), check_input=False)
+        Xt = rng.random((args.test_m, n)) < p
+        yt = table[Xt[:, support].astype(np.int64) @ weights]
+        return float(np.mean(tree.predict(Xt.astype(np.float32)) != yt))
+
+    numpy_trial(0)  # warm up
+    t0 = time.perf_counter()
+    err_sk = float(np.mean([numpy_trial(i) for i in range(T)]))
+    t_e2e_sk = (time.perf_counter() - t0) / T * B
+    res["end_to_end"] = {"jaxtrees_s": t_e2e, f"jaxtrees_precision_bits_{pb}_s": t_e2e_q,
+                         "numpy_sklearn_s_scaled": t_e2e_sk, "numpy_sklearn_trials": T,
+                         "numpy_test_m": args.test_m, "jaxtrees_mean_exact_error": err_jt,
+                         f"jaxtrees_precision_bits_{pb}_mean_exact_error": err_q,
+                         "numpy_sklearn_mean_sampled_error": err_sk,
+                         "trials_per_s_jaxtrees": B / t_e2e}
+
+    # --- population growth --------------------------------------------------------------------
+    ps, fs = jax.block_until_ready(jax.jit(jax.vmap(problem))(keys))
+    exact_fn = jax.jit(jax.vmap(jt.grow_exact, in_axes=(0, 0, None)))
+    t_pop = best_time(lambda: exact_fn(ps, fs, rule), args.reps)
+    res["population"] = {"grow_exact_s": t_pop, "trees_per_s": B / t_pop}
+
+    # --- roofline -----------------------------------------------------------------------------
+    W = jt.bits.n_words(m)
+    words = B * 2 ** max(D - 1, 0) * 2 * n * W
+    a = jax.random.bits(jax.random.key(1), (words // (n * W), 1, W), jnp.uint32)
+    b = jax.random.bits(jax.random.key(2), (1, n, W), jnp.uint32)
+    roof = jax.jit(lambda a, b: jt.bits.count(a & b, axis=-1))
+    t_roof = best_time(lambda: roof(a, b), args.reps)
+    del a, b
+    res["roofline"] = {"count_words": words, "and_popcount_s": t_roof, "and_popcount_words_per_s": words / t_roof,
+                       "growth_words_per_s": words / t_grow, "growth_over_roofline_time": t_grow / t_roof}
+    mem_src, mem_peak = memory()
+
+    # --- scaling ------------------------------------------------------------------------------
+    sB = args.scale_B or B
+    base = {"B": sB, "m": m, "n": n, "depth": D}
+
+    def growth_time(B_, m_, n_, D_):
+        r = jt.GrowthRule(max_depth=D_, impurity="entropy")
+        if (B_, m_, n_) == (B, m, n):
+            s = samples  # the reference data, already drawn
+        elif (m_, n_) == (m, n) and B_ % B == 0:  # e.g. B_ = 2B: draws of the compiled reference sampler
+            kk = jax.random.split(jax.random.key(3), B_).reshape(-1, B, *keys.shape[1:])
+            s = jax.tree.map(lambda *xs: jnp.concatenate(xs), *[sample_base(q) for q in kk])
+        else:
+            kk = jax.random.split(jax.random.key(3), B_)
+            s = jax.jit(jax.vmap(lambda q: make(q, n_, m_)))(kk)
+        return best_time(lambda: grow_fn(jax.block_until_ready(s), r), args.reps)
+
+    skip = {x.strip() for x in args.skip.split(",") if x.strip()}
+    t_base = t_grow if sB == B or "scaling" in skip else growth_time(sB, m, n, D)
+    scaling = {"base": base, "base_s": t_base}
+    for name in () if "scaling" in skip else ("B", "m", "n", "depth"):
+        cfg = dict(base)
+        cfg[name] = 2 * cfg[name] if name != "depth" else cfg[name] + 1
+        t = growth_time(cfg["B"], cfg["m"], cfg["n"], cfg["depth"])
+        scaling[name] = {"value": cfg[name], "s": t, "exponent": math.log2(t / t_base)}
+    res["scaling"] = scaling
+
+    # --- memory -------------------------------------------------------------------------------
+    cmd = [sys.executable, os.path.abspath(__file__), "--chunked-only", "--B", str(B), "--m", str(m), "--n", str(n),
+           "--k", str(k), "--depth", str(D), "--c", str(args.c), "--big-B", str(args.big_B), "--chunk", str(args.chunk)]
+    if "memory" in skip:
+        chunked = {"time_s": float("nan"), "source": mem_src, "peak_bytes": 0, "after_import_bytes": 0}
+    else:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+        chunked = json.loads(out)
+    res["memory"] = {"source": mem_src, "peak_bytes_this_process": mem_peak,
+                     "chunked": {"B": args.big_B, "chunk": args.chunk, **chunked}}
+
+    # --- table --------------------------------------------------------------------------------
+    MB = 2 ** 20
+    rows = [
+        ("growth", "jaxtrees grow (jit+vmap)", t_grow, ""),
+        ("growth", "one-hot matmul JAX (jit)", t_onehot, f"same root feature {oh_root_agree:.0%}"),
+        ("growth", "sklearn loop", t_sk, f"{T} fits scaled; same train predictions {sk_agree:.0%}"),
+        ("end to end", "jaxtrees default sampler", t_e2e, f"exact error {err_jt:.4f}"),
+        ("end to end", f"jaxtrees precision_bits={pb}", t_e2e_q, f"exact error {err_q:.4f}"),
+        ("end to end", "numpy + sklearn loop", t_e2e_sk,
+         f"{T} trials scaled; sampled error ({args.test_m} test) {err_sk:.4f}"),
+        ("population", "jaxtrees grow_exact", t_pop, "no sampling"),
+        ("roofline", "fused and+popcount", t_roof, f"{words / 1e9:.2f} G words, {words / t_roof / 1e9:.2f} G words/s"),
+    ]
+    print(f"workload: B={B} m={m} n={n} k={k} depth={D} entropy, smoothed c={args.c}, random {k}-juntas")
+    print(f"device: {res['device']} ({res['backend']}, {res['device_kind']}), jax {jax.__version__}, "
+          f"{os.cpu_count()} cpus, load {res['loadavg_at_start'][0]:.2f} at start")
+    print(f"{'section':<11} {'engine':<30} {'time ms':>10} {'per s':>10}  note")
+    for sec, eng, t, note in rows:
+        print(f"{sec:<11} {eng:<30} {t * 1e3:10.1f} {B / t:10.0f}  {note}")
+    print(f"growth: {words / t_grow / 1e9:.2f} G words/s vs and+popcount {words / t_roof / 1e9:.2f} G words/s "
+          f"-> {t_grow / t_roof:.1f}x from the roofline; one-hot matmul {t_onehot / t_grow:.1f}x slower than jaxtrees")
+    print(f"scaling (base B={sB} m={m} n={n} depth={D}, {t_base * 1e3:.1f} ms): " + ", ".join(
+        f"{name}{' x2' if name != 'depth' else '+1'} -> {scaling[name]['exponent']:.2f}"
+        for name in ("B", "m", "n", "depth") if name in scaling) + "  (exponent log2(t2/t1))")
+    print(f"memory: {mem_src} {mem_peak / MB:.0f} MiB (this process, reference run); "
+          f"B={args.big_B} end to end in chunks of {args.chunk}: {chunked['time_s']:.1f} s "
+          f"({args.big_B / chunked['time_s']:,.0f} trials/s), peak {chunked['peak_bytes'] / MB:.0f} MiB "
+          f"({chunked['after_import_bytes'] / MB:.0f} MiB after import)")
+    res["growth_speedup_vs_sklearn"] = t_sk / t_grow
+    res["end_to_end_speedup_vs_numpy_sklearn"] = t_e2e_sk / t_e2e
+    res["loadavg_at_end"] = os.getloadavg()
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(res, fh, indent=2)
+    print(f"growth_speedup_vs_sklearn: {res['growth_speedup_vs_sklearn']:.1f}")
+    print(f"end_to_end_speedup_vs_numpy_sklearn: {res['end_to_end_speedup_vs_numpy_sklearn']:.1f}")
+
+
+if __name__ == "__main__":
+    main()
