@@ -74,8 +74,13 @@ def memory():
         stats = None
     if stats and "peak_bytes_in_use" in stats:
         return "device peak_bytes_in_use", int(stats["peak_bytes_in_use"])
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is KiB on Linux, bytes on macOS
-    return "host peak RSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    try:  # VmHWM is this process image's own peak (ru_maxrss keeps the parent's peak across fork+exec)
+        with open("/proc/self/status") as fh:
+            kib = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+        return "host peak RSS (VmHWM)", kib * 1024
+    except (OSError, StopIteration, ValueError):
+        scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is KiB on Linux, bytes on macOS
+        return "host peak RSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 
 
 # --- the straightforward formulation: float one-hot membership and matmul counts -------------
