@@ -101,7 +101,10 @@ def packed_bernoulli(key, p, m: int, *, precision_bits: int | None = None):
     b = _precision(precision_bits)
     W = bits.n_words(m)
     P = _grid_numerator(p, b)[..., None]  # uint32[..., 1], broadcast over the words
-    digits = jax.random.bits(key, (b,) + p.shape + (W,), jnp.uint32)
+    # Digit axis last: drawn as [..., W, b], the words of one output word are adjacent. Drawn as
+    # [b, ..., W], a draw + grow program ran 1.75x slower (XLA lays the intermediate bits out
+    # for the adder, not for the growth's row reads); exactness does not depend on the order.
+    digits = jnp.moveaxis(jax.random.bits(key, p.shape + (W, b), jnp.uint32), -1, 0)
     ones = jnp.where(P >> jnp.uint32(b) != 0, bits.ALL_ONES, jnp.uint32(0))  # p rounds to 1
     return (bits.carry_out(digits, P) | ones) & bits.valid_mask(m)
 

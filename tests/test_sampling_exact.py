@@ -73,7 +73,7 @@ def test_packed_bernoulli_is_the_threshold_of_its_own_words(b):
     p = (P / 2 ** b).astype(np.float32)
     m, key = 100, jax.random.key(7)
     got = np.asarray(sampling.packed_bernoulli(key, p, m, precision_bits=b))
-    digits = np.asarray(jax.random.bits(key, (b, p.size, bits.n_words(m)), jnp.uint32))
+    digits = np.moveaxis(np.asarray(jax.random.bits(key, (p.size, bits.n_words(m), b), jnp.uint32)), -1, 0)
     lanes = np_unpack(digits, m).astype(np.int64)  # [b, rows, m]
     V = sum(lanes[j] << (b - 1 - j) for j in range(b))
     np.testing.assert_array_equal(got, np_pack(V >= 2 ** b - P[:, None]))
