@@ -15,6 +15,19 @@ from collections import defaultdict
 import numpy as np
 
 
+def natural_key(value: str):
+    """Sort key for a CSV field: numbers by value, before (and apart from) other strings."""
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def cells(rows, by) -> list[tuple]:
+    """The distinct values of the ``by`` columns, sorted field by field with :func:`natural_key`."""
+    return sorted({tuple(r[b] for b in by) for r in rows}, key=lambda cell: tuple(map(natural_key, cell)))
+
+
 def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson score interval of a binomial proportion (95% by default)."""
     if trials == 0:

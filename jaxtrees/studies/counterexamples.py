@@ -140,7 +140,7 @@ def _error_plot(rows, stem, by, horizon_name, title, label):
     fig, axes = summary.figure(len(panels))
     for ax, impurity in zip(axes, panels):
         sel = [r for r in rows if r["impurity"] == impurity]
-        for cell in sorted({tuple(r[b] for b in by) for r in sel}, key=lambda c: tuple(float(v) if _num(v) else 0 for v in c)):
+        for cell in summary.cells(sel, by):
             part = [r for r in sel if tuple(r[b] for b in by) == cell]
             groups = sorted(summary.means(part, ["depth"], "error"), key=lambda g: int(g["depth"]))
             xs = [int(g["depth"]) for g in groups]
@@ -159,14 +159,6 @@ def _error_plot(rows, stem, by, horizon_name, title, label):
     return summary.save(fig, stem)
 
 
-def _num(v):
-    try:
-        float(v)
-        return True
-    except ValueError:
-        return False
-
-
 def _addressing_plot(rows, stem):
     return _error_plot(rows, stem, ["code", "k", "c", "s"], "2^k", "f_{c,k}: exact path mode",
                        lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {float(c['s']):g}")
@@ -177,7 +169,7 @@ def _addressing_report(rows):
     header = [*by, "Lemma 14 hypotheses", "paths", "P[all memory bits first]", "median first addressing depth",
               "error at depth 2^k", "target depth"]
     table = []
-    for cell in _cells(rows, by):
+    for cell in summary.cells(rows, by):
         sel = [r for r in rows if tuple(r[b] for b in by) == cell]
         params = dict(zip(by, cell))
         params = {**params, "k": int(params["k"]), "c": int(params["c"]), "s": float(params["s"])}
@@ -210,7 +202,7 @@ def _agnostic_report(rows):
     header = [*by, "|A^free|", "paths", "P[free memory bits first]", "error at depth |A^free|",
               "Pr[f_pi != g] (mean)", "junta depth c k^2"]
     table = []
-    for cell in _cells(rows, by):
+    for cell in summary.cells(rows, by):
         sel = [r for r in rows if tuple(r[b] for b in by) == cell]
         params = {"k": int(cell[0]), "eps": float(cell[2])}
         last = max(int(r["depth"]) for r in sel)
@@ -225,10 +217,6 @@ def _agnostic_report(rows):
             "which a depth c k^2 tree computes. The greedy tree queries every free memory bit before any "
             "addressing bit, so at depth |A^free| it still errs with constant probability.\n\n"
             + summary.markdown_table(header, table) + "\n")
-
-
-def _cells(rows, by):
-    return sorted({tuple(r[b] for b in by) for r in rows}, key=lambda c: tuple((0, float(v)) if _num(v) else (1, v) for v in c))
 
 
 ADDRESSING = Study(

@@ -410,7 +410,7 @@ def _groups(rows, by) -> dict:
     out = {}
     for r in rows:
         out.setdefault(tuple(r[b] for b in by), []).append(r)
-    return dict(sorted(out.items(), key=lambda kv: tuple(learning._sort_key(v) for v in kv[0])))
+    return dict(sorted(out.items(), key=lambda kv: tuple(map(summary.natural_key, kv[0]))))
 
 
 def _suffix(names, values) -> str:
@@ -509,7 +509,7 @@ def _network_title(rows) -> str:
 
 
 def _vals(rows, name) -> str:
-    return "/".join(sorted({r[name] for r in rows}, key=learning._sort_key))
+    return "/".join(sorted({r[name] for r in rows}, key=summary.natural_key))
 
 
 def _network_text(rows) -> str:

@@ -268,8 +268,7 @@ def _threshold_report(rows, by, title, extra=None):
     if extra:
         header.append(f"P[{extra}] at max m")
     table = []
-    cells = {tuple(r[b] for b in by) for r in rows}
-    for cell in sorted(cells, key=lambda c: tuple(_sort_key(v) for v in c)):
+    for cell in summary.cells(rows, by):
         sel = [r for r in rows if tuple(r[b] for b in by) == cell]
         groups = summary.rates(sel, ["m"], "success")
         top = max(groups, key=lambda g: int(g["m"]))
@@ -284,10 +283,3 @@ def _threshold_report(rows, by, title, extra=None):
     return f"## {title}\n\nm grid {min(int(r['m']) for r in rows)}..{max(int(r['m']) for r in rows)} " \
            f"(powers of two; nested prefixes of one sample per trial). 90%: smallest m from which the " \
            f"success rate stays >= 0.9.\n\n" + summary.markdown_table(header, table) + "\n"
-
-
-def _sort_key(v):
-    try:
-        return (0, float(v), "")
-    except ValueError:
-        return (1, 0.0, v)
