@@ -15,6 +15,7 @@ so counting a set of examples is ``popcount(mask & bits)`` summed over words.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -73,18 +74,22 @@ def reduce_xor(words, axis=0):
     return lax.reduce(words, jnp.uint32(0), lax.bitwise_xor, (axis,))
 
 
-def carry_out(digits, addend):
+def carry_out(digits, addend, *, n_digits: int | None = None):
     """Carry out of the b-bit additions ``V_t + addend``, one per bit lane t, as a word.
 
     ``digits: uint32[b, ...]`` are b words; lane t (bit t) of ``digits[j]`` is binary digit j of
-    the b-bit integer ``V_t`` (``digits[0]`` the most significant). ``addend`` is a non-negative
-    integer array broadcasting against ``digits[0]``; only its low b bits are read. Returns
+    the b-bit integer ``V_t`` (``digits[0]`` the most significant). ``digits`` may instead be a
+    function ``j -> digit word j`` (j a traced int32) with ``n_digits = b``: the words are then
+    made inside the loop, one at a time, and never stored together. ``addend`` is a non-negative
+    integer array broadcasting against a digit word; only its low b bits are read. Returns
     ``uint32[...]`` whose bit t is ``[V_t + (addend mod 2^b) >= 2^b]``.
 
     This is a ripple-carry adder run on 32 lanes at once, least significant digit first: with
     ``a_j`` digit j of the addend and carry ``r`` (0 below the lowest digit), the carry out of
     digit j is the majority of (v_j, a_j, r), that is ``r = (v_j | r) if a_j else (v_j & r)``.
-    Two word operations per digit; no lane is looked at on its own.
+    Two word operations per digit; no lane is looked at on its own. The digits run in a
+    ``fori_loop``, whose result XLA stores: consumers read the finished words instead of fusing
+    (and repeating) the adder and the digits' generation into each of their own loops.
 
     >>> import numpy as np
     >>> lanes = np.arange(4, dtype=np.uint32)              # lane t holds V_t = t, b = 2
@@ -93,11 +98,24 @@ def carry_out(digits, addend):
     >>> [int(carry_out(words, a)[0]) for a in range(4)]    # lanes t with t + a >= 4
     [0, 8, 12, 14]
     """
-    digits = jnp.asarray(digits, jnp.uint32)
-    b = digits.shape[0]
+    if callable(digits):
+        if n_digits is None:
+            raise TypeError("carry_out: pass n_digits = b with a digit function")
+        b, digit = n_digits, digits
+        shape = jnp.shape(jax.eval_shape(digit, 0))
+    else:
+        words = jnp.asarray(digits, jnp.uint32)
+        b, shape = words.shape[0], words.shape[1:]
+
+        def digit(j):
+            return lax.dynamic_index_in_dim(words, j, keepdims=False)
+
     addend = jnp.asarray(addend).astype(jnp.uint32)
-    r = jnp.zeros(jnp.broadcast_shapes(digits.shape[1:], jnp.shape(addend)), jnp.uint32)
-    for j in range(b - 1, -1, -1):  # least significant digit first
-        a_j = ((addend >> jnp.uint32(b - 1 - j)) & jnp.uint32(1)).astype(bool)
-        r = jnp.where(a_j, digits[j] | r, digits[j] & r)
-    return r
+
+    def step(i, r):  # i = 0 is the least significant digit, index b - 1
+        a_i = ((addend >> i.astype(jnp.uint32)) & jnp.uint32(1)).astype(bool)
+        v = digit(b - 1 - i)
+        return jnp.where(a_i, v | r, v & r)
+
+    r = jnp.zeros(jnp.broadcast_shapes(shape, jnp.shape(addend)), jnp.uint32)
+    return lax.fori_loop(0, b, step, r)

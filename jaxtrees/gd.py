@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxtrees import _checks
+from jaxtrees import _checks, prng
 from jaxtrees import targets as targets_lib
 
 ACTIVATIONS = {"relu": jax.nn.relu, "gelu": jax.nn.gelu, "tanh": jnp.tanh}
@@ -429,13 +429,13 @@ def _data(key, p, target, config):
     n, b = p.shape[0], config.batch_size
     if config.mode == "online":
         def next_batch(data, t):
-            x = jax.random.uniform(jax.random.fold_in(key, t), (b, n), jnp.float32) < p
+            x = prng.uniform(jax.random.fold_in(key, t), (b, n)) < p
             return x, target(x), data
 
         return next_batch, ()
     m = config.m
     k_sample, k_shuffle = jax.random.split(key)
-    X = jax.random.uniform(k_sample, (m, n), jnp.float32) < p
+    X = prng.uniform(k_sample, (m, n)) < p
     Y = target(X)
     per_epoch = m // b
     if per_epoch == 1 and b == m:  # full-batch gradient descent: no shuffling needed
@@ -458,7 +458,7 @@ def _scorer(key, p, target, model, config):
         X = jnp.asarray((np.arange(2**n)[:, None] >> np.arange(n)) & 1, bool)  # [2^n, n]
         w = jnp.prod(jnp.where(X, p, 1.0 - p), axis=-1)
     else:
-        X = jax.random.uniform(key, (config.test_size, n), jnp.float32) < p
+        X = prng.uniform(key, (config.test_size, n)) < p
         w = jnp.full((config.test_size,), 1.0 / config.test_size, jnp.float32)
     y = target(X)
     rows = X.shape[0]

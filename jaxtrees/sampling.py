@@ -24,13 +24,15 @@ random words (:func:`packed_bernoulli`): 32/b times fewer words.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from jaxtrees import _checks, bits
+from jaxtrees import _checks, bits, prng
 
 
 class Sample(NamedTuple):
@@ -97,16 +99,21 @@ def packed_bernoulli(key, p, m: int, *, precision_bits: int | None = None):
     m = _checks.integer("m", m, low=1)
     p = jnp.asarray(p)
     if precision_bits is None:
-        return bits.pack(jax.random.uniform(key, p.shape + (m,), jnp.float32) < p[..., None])
+        return bits.pack(prng.uniform(key, p.shape + (m,)) < p[..., None])
     b = _precision(precision_bits)
     W = bits.n_words(m)
     P = _grid_numerator(p, b)[..., None]  # uint32[..., 1], broadcast over the words
-    # Digit axis last: drawn as [..., W, b], the words of one output word are adjacent. Drawn as
-    # [b, ..., W], a draw + grow program ran 1.75x slower (XLA lays the intermediate bits out
-    # for the adder, not for the growth's row reads); exactness does not depend on the order.
-    digits = jnp.moveaxis(jax.random.bits(key, p.shape + (W, b), jnp.uint32), -1, 0)
+    # Digit j of output word w of row i is word (i W + w) b + j of ``jax.random.bits(key, p.shape
+    # + (W, b))``; each digit is generated where the adder reads it (``prng.words_at``).
+    shape = p.shape + (W,)
+    if prng.fusible(key) and math.prod(shape) * b < prng.MAX_WORDS:
+        first = lax.iota(jnp.uint32, math.prod(shape)).reshape(shape) * jnp.uint32(b)
+        digits = lambda j: prng.words_at(key, first + j.astype(jnp.uint32))  # noqa: E731
+    else:
+        words = jax.random.bits(key, shape + (b,), jnp.uint32)
+        digits = lambda j: lax.dynamic_index_in_dim(words, j, axis=-1, keepdims=False)  # noqa: E731
     ones = jnp.where(P >> jnp.uint32(b) != 0, bits.ALL_ONES, jnp.uint32(0))  # p rounds to 1
-    return (bits.carry_out(digits, P) | ones) & bits.valid_mask(m)
+    return (bits.carry_out(digits, P, n_digits=b) | ones) & bits.valid_mask(m)
 
 
 def _precision(precision_bits) -> int:
@@ -139,13 +146,13 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
     n = jnp.shape(p)[-1]
     k_x, k_noise = jax.random.split(key)
     if precision_bits is None:
-        X = bits.pack(jax.random.uniform(k_x, (n, m), jnp.float32) < jnp.asarray(p)[:, None])
+        X = bits.pack(prng.uniform(k_x, (n, m)) < jnp.asarray(p)[:, None])
     else:
         X = packed_bernoulli(k_x, p, m, precision_bits=precision_bits)
     y = target.bits(X)
     if not noiseless:
         if precision_bits is None:
-            y = y ^ bits.pack(jax.random.bernoulli(k_noise, noise, (m,)))
+            y = y ^ bits.pack(prng.bernoulli(k_noise, noise, (m,)))
         else:
             y = y ^ packed_bernoulli(k_noise, noise, m, precision_bits=precision_bits)
     valid = bits.valid_mask(m)

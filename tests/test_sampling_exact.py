@@ -65,13 +65,14 @@ def test_carry_out_random_digits(b):
     np.testing.assert_array_equal(got, np_pack(V + P >= 2 ** b))
 
 
-@pytest.mark.parametrize("b", [1, 2])
-def test_packed_bernoulli_is_the_threshold_of_its_own_words(b):
+@pytest.mark.parametrize("impl", ["threefry2x32", "rbg"])  # words made in the adder / drawn first
+@pytest.mark.parametrize("b", [1, 2, 5])
+def test_packed_bernoulli_is_the_threshold_of_its_own_words(b, impl):
     """Every grid point p = P / 2^b, P = 0..2^b: output bit t == [V_t >= 2^b - P], V_t read in
-    numpy from the random words the function draws (the documented digit layout)."""
+    numpy from ``jax.random.bits(key, (rows, W, b))`` (the documented digit layout)."""
     P = np.arange(2 ** b + 1)
     p = (P / 2 ** b).astype(np.float32)
-    m, key = 100, jax.random.key(7)
+    m, key = 100, jax.random.key(7, impl=impl)
     got = np.asarray(sampling.packed_bernoulli(key, p, m, precision_bits=b))
     digits = np.moveaxis(np.asarray(jax.random.bits(key, (p.size, bits.n_words(m), b), jnp.uint32)), -1, 0)
     lanes = np_unpack(digits, m).astype(np.int64)  # [b, rows, m]
