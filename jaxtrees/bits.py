@@ -59,9 +59,47 @@ def prefix_mask(words: int, m):
     return jnp.where(r >= WORD_BITS, ALL_ONES, partial)
 
 
+#: Words summed by one reduction. XLA CPU rewrites a longer reduction into a windowed tree whose
+#: input (here every word's popcount, as int32) it stores in full, so :func:`count_and` sums
+#: longer axes in blocks of at most this many words,
+REDUCE_SPAN = 32
+#: ... adding up to this many block sums per step of a loop over the rest.
+BLOCKS_PER_STEP = 8
+
+
 def count(words, axis=-1):
     """Number of set bits, summed over ``axis`` (int32)."""
     return jnp.sum(lax.population_count(words).astype(jnp.int32), axis=axis)
+
+
+def count_and(a, b):
+    """``count(a & b, axis=-1)`` for word arrays that broadcast together, without storing ``a & b``.
+
+    A word axis longer than ``REDUCE_SPAN`` is cut into equal blocks of at most that many words
+    (zero words pad it), each block counted by its own fused AND + popcount + sum, the block
+    sums added ``BLOCKS_PER_STEP`` at a time in a ``fori_loop`` if there are more. As one
+    reduction over a 64-word axis, XLA CPU stored every word's popcount and growth at m = 2048
+    ran 4.5x slower than at m = 1024.
+    """
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    length = max(a.shape[-1], b.shape[-1])
+    if length <= REDUCE_SPAN:
+        return count(a & b)
+    steps = -(-length // (REDUCE_SPAN * BLOCKS_PER_STEP))
+    blocks = min(-(-length // REDUCE_SPAN), BLOCKS_PER_STEP)  # per step
+    span = -(-length // (steps * blocks))
+    a, b = (v if v.shape[-1] == 1 else jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, steps * blocks * span - length)])
+            for v in (a, b))
+
+    def step(s, total):
+        for j in range(blocks):
+            start = (s * blocks + j) * span
+            a_j, b_j = (v if v.shape[-1] == 1 else lax.dynamic_slice_in_dim(v, start, span, axis=-1) for v in (a, b))
+            total = total + count(a_j & b_j)
+        return total
+
+    total = jnp.zeros(jnp.broadcast_shapes(a.shape[:-1], b.shape[:-1]), jnp.int32)
+    return step(0, total) if steps == 1 else lax.fori_loop(0, steps, step, total)
 
 
 def reduce_or(words, axis=0):

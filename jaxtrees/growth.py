@@ -117,7 +117,7 @@ def grow(sample: Sample, rule: GrowthRule, key=None) -> Tree:
 
     def count(masks):
         both = jnp.concatenate([masks, masks & y])  # [2L, W]
-        c = bits.count(both[:, None, :] & X[None, :, :], axis=-1)  # [2L, n]
+        c = bits.count_and(both[:, None, :], X[None, :, :])  # [2L, n]
         return c[: masks.shape[0]], c[masks.shape[0]:]
 
     w1, w1y = count(valid[None])

@@ -32,7 +32,6 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import xlogy
 
 
 @jax.tree_util.register_static
@@ -47,8 +46,15 @@ class Impurity:
         return self.fn(q)
 
 
+def _xlogx(q):
+    """q log q with 0 log 0 = 0. (``jax.scipy.special.xlogy`` computes the same values but ran
+    7x slower on XLA CPU, where it dominated the split decisions.)"""
+    positive = q > 0
+    return jnp.where(positive, q * jnp.log(jnp.where(positive, q, 1.0)), 0.0)
+
+
 def _entropy(q):
-    return -(xlogy(q, q) + xlogy(1.0 - q, 1.0 - q)) / np.log(2.0)
+    return -(_xlogx(q) + _xlogx(1.0 - q)) / np.log(2.0)
 
 
 def _gini(q):

@@ -4,9 +4,17 @@ Reference workload (defaults): B = 4096 trials, each with c-smoothed marginals (
 U[0.4, 0.6]), a random 6-junta, m = 1024 examples on n = 64 features, max depth 6, entropy.
 All timings are after compilation, best of --reps; the same data sets feed every engine.
 
+How jaxtrees runs here: ``jax.jit(lambda xs: jax.lax.map(f, xs, batch_size=G))`` with f the
+single-trial function and G = --group (64) trials vmapped per step, as the study runner does. One
+``jax.vmap`` over all B trials computes the same values but keeps every intermediate of all B
+trials alive at once (126 MiB of temporaries for growth at B = 4096): on CPU those buffers are
+fresh pages on every call (about 31,000 page faults, 25-50% of the time) and miss the caches, so
+it ran 2x slower here; it is still timed and reported ("one vmap").
+
 Sections:
   growth       growth only, on the same B packed samples:
-                 jaxtrees   ``jt.grow`` (jit + vmap, bit-packed AND + popcount counts);
+                 jaxtrees   ``jt.grow`` (bit-packed AND + popcount counts), in groups of G
+                            and as one vmap over B;
                  onehot     a straightforward jitted JAX formulation written below: X as float
                             [m, n], node membership one-hot [m, L], counts by matmul, vmapped
                             (``lax.map`` in batches of --onehot-batch trees to bound memory);
@@ -14,9 +22,10 @@ Sections:
                             check_input=False on --sklearn-trials of the data sets (unpacked to
                             float32 beforehand, not timed), scaled to B.
   end to end   distribution + sample + grow + score, per trial, scaled to B trials:
-                 jaxtrees   one jitted vmapped trial, exact score ``jt.exact_error`` (default
-                            sampler; and ``precision_bits=16`` with p ``quantize``d, scored exactly
-                            against the quantized p);
+                 jaxtrees   the studies' trial: p ``quantize``d to 2^-16, the exact dyadic
+                            sampler ``precision_bits=16``, growth, exact score ``jt.exact_error``
+                            against the quantized p (the headline); also the default float
+                            sampler, and the headline trial as one vmap over B;
                  numpy+sk   numpy (np.random.default_rng): p, a random 6-junta, rng.random((m, n))
                             < p, the scikit-learn fit, and its error *estimated* on a fresh numpy
                             test sample of --test-m = 8192 examples (ours is exact, sklearn's is
@@ -28,13 +37,15 @@ Sections:
                RSS; and --big-B = 65536 end-to-end trials run in chunks of --chunk = 4096 in a
                fresh subprocess (its time and peak).
   roofline     the words the counting ANDs and popcounts, B 2^(D-1) 2 n W (sibling subtraction),
-               and the rate of one fused and+popcount+sum kernel of that size in the same run.
+               and the rate of the counting alone: per trial, 2^D node masks AND n feature rows,
+               popcount, sum, in the same groups of G (no tree logic, no sibling bookkeeping).
 
 Prints a table; ``--json PATH`` writes the numbers. The last two lines are
 ``growth_speedup_vs_sklearn: <ratio>`` and ``end_to_end_speedup_vs_numpy_sklearn: <ratio>``.
 
     python scripts/bench.py            # reference workload (a few minutes on 2 CPU cores)
     python scripts/bench.py --quick    # B = 512, smaller memory run
+    python scripts/bench.py --group 128 --skip scaling,memory
 """
 
 from __future__ import annotations
@@ -127,6 +138,7 @@ def main(argv=None):
     ap.add_argument("--sklearn-trials", type=int, default=128)
     ap.add_argument("--test-m", type=int, default=8192, help="numpy test sample scoring sklearn's trees")
     ap.add_argument("--onehot-batch", type=int, default=256)
+    ap.add_argument("--group", type=int, default=64, help="trials vmapped per lax.map step (jaxtrees)")
     ap.add_argument("--scale-B", type=int, default=None, help="scaling base B (default: B)")
     ap.add_argument("--big-B", type=int, default=65536)
     ap.add_argument("--chunk", type=int, default=4096)
@@ -159,7 +171,13 @@ def main(argv=None):
         s = jt.draw(jax.random.split(key, 3)[2], p, f, m, precision_bits=precision_bits)
         return jt.exact_error(jt.grow(s, rule), p, f)
 
-    trials_fn = jax.jit(jax.vmap(trial))
+    G = min(args.group, B)
+
+    def batched(fn):
+        """All trials in one compiled call: ``lax.map`` over groups of G vmapped trials."""
+        return jax.jit(lambda xs: jax.lax.map(fn, xs, batch_size=G))
+
+    trials_fn = batched(lambda kk: trial(kk, args.precision_bits))
 
     if args.chunked_only:  # memory section, run in a fresh process for a clean peak
         base = memory()[1]
@@ -184,11 +202,22 @@ def main(argv=None):
     keys = jax.random.split(jax.random.key(0), B)
 
     # --- growth only ------------------------------------------------------------------------
-    grow_fn = jax.jit(jax.vmap(jt.grow, in_axes=(0, None)))
+    grow_compiled = {}  # rule -> compiled grouped growth
+
+    def grow_fn(s, r):
+        if r not in grow_compiled:
+            grow_compiled[r] = batched(lambda x: jt.grow(x, r))
+        return grow_compiled[r](s)
+
     sample_base = jax.jit(jax.vmap(make))
     samples = jax.block_until_ready(sample_base(keys))
     t_grow = best_time(lambda: grow_fn(samples, rule), args.reps)
     trees = grow_fn(samples, rule)
+    grow_vmap = jax.jit(jax.vmap(lambda s: jt.grow(s, rule)))
+    t_grow_vmap = best_time(lambda: grow_vmap(samples), args.reps)
+    temp_vmap = grow_vmap.lower(samples).compile().memory_analysis().temp_size_in_bytes
+    temp_grouped = jax.jit(lambda s: jax.lax.map(lambda x: jt.grow(x, rule), s, batch_size=G)).lower(
+        samples).compile().memory_analysis().temp_size_in_bytes
 
     def onehot_one(s):
         return onehot_grow(jt.bits.unpack(s.X, m).T.astype(jnp.float32),
@@ -212,17 +241,21 @@ def main(argv=None):
     sk_agree = float(np.mean([np.array_equal(np.asarray(preds[i]), fitted[i].predict(Xs[i]).astype(int))
                               for i in range(T)]))
     del Xs, ys, fitted, preds
-    res["growth"] = {"jaxtrees_s": t_grow, "onehot_matmul_s": t_onehot, "sklearn_s_scaled": t_sk,
+    res["growth"] = {"jaxtrees_s": t_grow, "group": G, "jaxtrees_one_vmap_s": t_grow_vmap,
+                     "temp_bytes_one_vmap": temp_vmap, "temp_bytes_grouped": temp_grouped,
+                     "onehot_matmul_s": t_onehot, "sklearn_s_scaled": t_sk,
                      "sklearn_trials": T, "jaxtrees_trees_per_s": B / t_grow,
                      "sklearn_same_training_predictions": sk_agree, "onehot_same_root_feature": oh_root_agree}
 
     # --- end to end ---------------------------------------------------------------------------
+    pb = args.precision_bits
     t_e2e = best_time(lambda: trials_fn(keys), args.reps)
     err_jt = float(jnp.mean(trials_fn(keys)))
-    pb = args.precision_bits
-    trials_q = jax.jit(jax.vmap(lambda kk: trial(kk, pb)))
-    t_e2e_q = best_time(lambda: trials_q(keys), args.reps)
-    err_q = float(jnp.mean(trials_q(keys)))
+    trials_float = batched(trial)
+    t_e2e_float = best_time(lambda: trials_float(keys), args.reps)
+    err_float = float(jnp.mean(trials_float(keys)))
+    trials_vmap = jax.jit(jax.vmap(lambda kk: trial(kk, pb)))
+    t_e2e_vmap = best_time(lambda: trials_vmap(keys), args.reps)
 
     def numpy_trial(seed):
         rng = np.random.default_rng(seed)
@@ -242,27 +275,28 @@ def main(argv=None):
     t0 = time.perf_counter()
     err_sk = float(np.mean([numpy_trial(i) for i in range(T)]))
     t_e2e_sk = (time.perf_counter() - t0) / T * B
-    res["end_to_end"] = {"jaxtrees_s": t_e2e, f"jaxtrees_precision_bits_{pb}_s": t_e2e_q,
+    res["end_to_end"] = {"jaxtrees_s": t_e2e, "precision_bits": pb, "jaxtrees_float_sampler_s": t_e2e_float,
+                         "jaxtrees_one_vmap_s": t_e2e_vmap,
                          "numpy_sklearn_s_scaled": t_e2e_sk, "numpy_sklearn_trials": T,
                          "numpy_test_m": args.test_m, "jaxtrees_mean_exact_error": err_jt,
-                         f"jaxtrees_precision_bits_{pb}_mean_exact_error": err_q,
+                         "jaxtrees_float_sampler_mean_exact_error": err_float,
                          "numpy_sklearn_mean_sampled_error": err_sk,
                          "trials_per_s_jaxtrees": B / t_e2e}
 
     # --- population growth --------------------------------------------------------------------
     ps, fs = jax.block_until_ready(jax.jit(jax.vmap(problem))(keys))
-    exact_fn = jax.jit(jax.vmap(jt.grow_exact, in_axes=(0, 0, None)))
-    t_pop = best_time(lambda: exact_fn(ps, fs, rule), args.reps)
+    exact_fn = batched(lambda pf: jt.grow_exact(pf[0], pf[1], rule))
+    t_pop = best_time(lambda: exact_fn((ps, fs)), args.reps)
     res["population"] = {"grow_exact_s": t_pop, "trees_per_s": B / t_pop}
 
     # --- roofline -----------------------------------------------------------------------------
     W = jt.bits.n_words(m)
-    words = B * 2 ** max(D - 1, 0) * 2 * n * W
-    a = jax.random.bits(jax.random.key(1), (words // (n * W), 1, W), jnp.uint32)
-    b = jax.random.bits(jax.random.key(2), (1, n, W), jnp.uint32)
-    roof = jax.jit(lambda a, b: jt.bits.count(a & b, axis=-1))
-    t_roof = best_time(lambda: roof(a, b), args.reps)
-    del a, b
+    rows_per_trial = 2 ** max(D, 1)  # 2^(D-1) counted nodes, each with and without the labels
+    words = B * rows_per_trial * n * W
+    masks = jax.random.bits(jax.random.key(1), (B, rows_per_trial, W), jnp.uint32)
+    roof = batched(lambda mx: jt.bits.count(mx[0][:, None, :] & mx[1][None, :, :], axis=-1))
+    t_roof = best_time(lambda: roof((masks, samples.X)), args.reps)
+    del masks
     res["roofline"] = {"count_words": words, "and_popcount_s": t_roof, "and_popcount_words_per_s": words / t_roof,
                        "growth_words_per_s": words / t_grow, "growth_over_roofline_time": t_grow / t_roof}
     mem_src, mem_peak = memory()
@@ -295,7 +329,8 @@ def main(argv=None):
 
     # --- memory -------------------------------------------------------------------------------
     cmd = [sys.executable, os.path.abspath(__file__), "--chunked-only", "--B", str(B), "--m", str(m), "--n", str(n),
-           "--k", str(k), "--depth", str(D), "--c", str(args.c), "--big-B", str(args.big_B), "--chunk", str(args.chunk)]
+           "--k", str(k), "--depth", str(D), "--c", str(args.c), "--big-B", str(args.big_B), "--chunk", str(args.chunk),
+           "--group", str(args.group), "--precision-bits", str(args.precision_bits)]
     if "memory" in skip:
         chunked = {"time_s": float("nan"), "source": mem_src, "peak_bytes": 0, "after_import_bytes": 0}
     else:
@@ -307,15 +342,17 @@ def main(argv=None):
     # --- table --------------------------------------------------------------------------------
     MB = 2 ** 20
     rows = [
-        ("growth", "jaxtrees grow (jit+vmap)", t_grow, ""),
+        ("growth", f"jaxtrees grow (groups of {G})", t_grow, f"temporaries {temp_grouped / MB:.1f} MiB"),
+        ("growth", "jaxtrees grow (one vmap)", t_grow_vmap, f"temporaries {temp_vmap / MB:.1f} MiB"),
         ("growth", "one-hot matmul JAX (jit)", t_onehot, f"same root feature {oh_root_agree:.0%}"),
         ("growth", "sklearn loop", t_sk, f"{T} fits scaled; same train predictions {sk_agree:.0%}"),
-        ("end to end", "jaxtrees default sampler", t_e2e, f"exact error {err_jt:.4f}"),
-        ("end to end", f"jaxtrees precision_bits={pb}", t_e2e_q, f"exact error {err_q:.4f}"),
+        ("end to end", f"jaxtrees precision_bits={pb}", t_e2e, f"exact error {err_jt:.4f}; studies' sampler"),
+        ("end to end", "jaxtrees float sampler", t_e2e_float, f"exact error {err_float:.4f}"),
+        ("end to end", f"jaxtrees precision_bits={pb} one vmap", t_e2e_vmap, ""),
         ("end to end", "numpy + sklearn loop", t_e2e_sk,
          f"{T} trials scaled; sampled error ({args.test_m} test) {err_sk:.4f}"),
         ("population", "jaxtrees grow_exact", t_pop, "no sampling"),
-        ("roofline", "fused and+popcount", t_roof, f"{words / 1e9:.2f} G words, {words / t_roof / 1e9:.2f} G words/s"),
+        ("roofline", "counting only (and+popcount)", t_roof, f"{words / 1e9:.2f} G words, {words / t_roof / 1e9:.2f} G words/s"),
     ]
     print(f"workload: B={B} m={m} n={n} k={k} depth={D} entropy, smoothed c={args.c}, random {k}-juntas")
     print(f"device: {res['device']} ({res['backend']}, {res['device_kind']}), jax {jax.__version__}, "
@@ -325,6 +362,9 @@ def main(argv=None):
         print(f"{sec:<11} {eng:<30} {t * 1e3:10.1f} {B / t:10.0f}  {note}")
     print(f"growth: {words / t_grow / 1e9:.2f} G words/s vs and+popcount {words / t_roof / 1e9:.2f} G words/s "
           f"-> {t_grow / t_roof:.1f}x from the roofline; one-hot matmul {t_onehot / t_grow:.1f}x slower than jaxtrees")
+    print(f"one vmap over all B instead of groups of {G}: growth {t_grow_vmap / t_grow:.2f}x, "
+          f"end to end {t_e2e_vmap / t_e2e:.2f}x the time (temporaries {temp_vmap / MB:.0f} vs "
+          f"{temp_grouped / MB:.1f} MiB)")
     print(f"scaling (base B={sB} m={m} n={n} depth={D}, {t_base * 1e3:.1f} ms): " + ", ".join(
         f"{name}{' x2' if name != 'depth' else '+1'} -> {scaling[name]['exponent']:.2f}"
         for name in ("B", "m", "n", "depth") if name in scaling) + "  (exponent log2(t2/t1))")

@@ -149,3 +149,16 @@ def test_pack_unpack_roundtrip(x):
     np.testing.assert_array_equal(np.asarray(unpack(packed, m)), x)
     np.testing.assert_array_equal(np.asarray(count(packed)), x.sum(axis=-1))
     assert not helpers.np_unpack(np.asarray(packed), 32 * packed.shape[-1])[..., m:].any()  # padding
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(words=st.integers(1, 700), rows=st.integers(1, 3), seed=st.integers(0, 2**31 - 1))
+def test_count_and_equals_numpy_popcount(words, rows, seed):
+    """Blocked counting (axes over REDUCE_SPAN words, looped beyond BLOCKS_PER_STEP blocks) equals
+    numpy's popcount of a & b, with broadcasting on either side."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2**32, (rows, 1, words), dtype=np.uint32)
+    b = rng.integers(0, 2**32, (1, 5, words), dtype=np.uint32)
+    expected = np.bitwise_count(a & b).sum(axis=-1, dtype=np.int64)
+    np.testing.assert_array_equal(bits.count_and(a, b), expected)
+    np.testing.assert_array_equal(bits.count_and(b[0], a[:, 0:1, :]), np.bitwise_count(b[0] & a[:, 0:1, :]).sum(-1))
