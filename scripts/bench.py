@@ -78,6 +78,17 @@ def best_time(fn, reps):
     return min(times)
 
 
+def interleaved_best(thunks, rounds):
+    """Best time of each thunk over ``rounds`` rounds that run every thunk once, in turn."""
+    best = {name: math.inf for name in thunks}
+    for _ in range(rounds):
+        for name, thunk in thunks.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(thunk())
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
 def memory():
     """Peak memory: (source, bytes). Device stats when the backend offers them, else host peak RSS."""
     try:
@@ -143,7 +154,7 @@ def main(argv=None):
     ap.add_argument("--scale-B", type=int, default=None, help="scaling base B (default: B)")
     ap.add_argument("--big-B", type=int, default=65536)
     ap.add_argument("--chunk", type=int, default=4096)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true",
                     help="B = 512, 32 scikit-learn trials, big-B = 8192 in chunks of 1024, 2 reps")
     ap.add_argument("--json", help="write the results here")
@@ -212,20 +223,35 @@ def main(argv=None):
 
     sample_base = jax.jit(jax.vmap(make))
     samples = jax.block_until_ready(sample_base(keys))
-    t_grow = best_time(lambda: grow_fn(samples, rule), args.reps)
     trees = grow_fn(samples, rule)
     grow_vmap = jax.jit(jax.vmap(lambda s: jt.grow(s, rule)))
-    t_grow_vmap = best_time(lambda: grow_vmap(samples), args.reps)
+    jax.block_until_ready(grow_vmap(samples))
     temp_vmap = grow_vmap.lower(samples).compile().memory_analysis().temp_size_in_bytes
     temp_grouped = jax.jit(lambda s: jax.lax.map(lambda x: jt.grow(x, rule), s, batch_size=G)).lower(
         samples).compile().memory_analysis().temp_size_in_bytes
+
+    # --- roofline, timed interleaved with growth -------------------------------------------
+    W = jt.bits.n_words(m)
+    rows_per_trial = 2 ** max(D, 1)  # 2^(D-1) counted nodes, each with and without the labels
+    words = B * rows_per_trial * n * W
+    masks = jax.random.bits(jax.random.key(1), (B, rows_per_trial, W), jnp.uint32)
+    roof_grouped = batched(lambda mx: jt.bits.count_and(mx[0][:, None, :], mx[1][None, :, :]))
+    roof_whole = jax.jit(lambda a, b: jt.bits.count_and(a[:, :, None, :], b[:, None, :, :]))
+    jax.block_until_ready((roof_grouped((masks, samples.X)), roof_whole(masks, samples.X)))
+    times = interleaved_best({"grow": lambda: grow_fn(samples, rule), "grow_vmap": lambda: grow_vmap(samples),
+                              "roof_grouped": lambda: roof_grouped((masks, samples.X)),
+                              "roof_whole": lambda: roof_whole(masks, samples.X)}, args.reps)
+    t_grow, t_grow_vmap, t_roof_grouped, t_roof_whole = (
+        times[name] for name in ("grow", "grow_vmap", "roof_grouped", "roof_whole"))
+    t_roof = min(t_roof_grouped, t_roof_whole)
+    del masks
 
     def onehot_one(s):
         return onehot_grow(jt.bits.unpack(s.X, m).T.astype(jnp.float32),
                            jt.bits.unpack(s.y, m).astype(jnp.float32), D)
 
     onehot_fn = jax.jit(lambda s: jax.lax.map(onehot_one, s, batch_size=min(args.onehot_batch, B)))
-    t_onehot = best_time(lambda: onehot_fn(samples), args.reps)
+    t_onehot = best_time(lambda: onehot_fn(samples), min(args.reps, 2))  # ~100x slower: 2 suffice
     oh_features = onehot_fn(samples)
     oh_root_agree = float(jnp.mean(oh_features[:, 0] == trees.feature[:, 0]))
 
@@ -250,13 +276,14 @@ def main(argv=None):
 
     # --- end to end ---------------------------------------------------------------------------
     pb = args.precision_bits
-    t_e2e = best_time(lambda: trials_fn(keys), args.reps)
-    err_jt = float(jnp.mean(trials_fn(keys)))
     trials_float = batched(trial)
-    t_e2e_float = best_time(lambda: trials_float(keys), args.reps)
-    err_float = float(jnp.mean(trials_float(keys)))
     trials_vmap = jax.jit(jax.vmap(lambda kk: trial(kk, pb)))
-    t_e2e_vmap = best_time(lambda: trials_vmap(keys), args.reps)
+    err_jt = float(jnp.mean(trials_fn(keys)))
+    err_float = float(jnp.mean(trials_float(keys)))
+    jax.block_until_ready(trials_vmap(keys))
+    times = interleaved_best({"e2e": lambda: trials_fn(keys), "float": lambda: trials_float(keys),
+                              "vmap": lambda: trials_vmap(keys)}, args.reps)
+    t_e2e, t_e2e_float, t_e2e_vmap = times["e2e"], times["float"], times["vmap"]
 
     def numpy_trial(seed):
         rng = np.random.default_rng(seed)
@@ -290,17 +317,6 @@ def main(argv=None):
     t_pop = best_time(lambda: exact_fn((ps, fs)), args.reps)
     res["population"] = {"grow_exact_s": t_pop, "trees_per_s": B / t_pop}
 
-    # --- roofline -----------------------------------------------------------------------------
-    W = jt.bits.n_words(m)
-    rows_per_trial = 2 ** max(D, 1)  # 2^(D-1) counted nodes, each with and without the labels
-    words = B * rows_per_trial * n * W
-    masks = jax.random.bits(jax.random.key(1), (B, rows_per_trial, W), jnp.uint32)
-    roof_grouped = batched(lambda mx: jt.bits.count_and(mx[0][:, None, :], mx[1][None, :, :]))
-    roof_whole = jax.jit(lambda a, b: jt.bits.count_and(a[:, :, None, :], b[:, None, :, :]))
-    t_roof_grouped = best_time(lambda: roof_grouped((masks, samples.X)), args.reps)
-    t_roof_whole = best_time(lambda: roof_whole(masks, samples.X), args.reps)
-    t_roof = min(t_roof_grouped, t_roof_whole)
-    del masks
     res["roofline"] = {"count_words": words, "and_popcount_s": t_roof, "and_popcount_grouped_s": t_roof_grouped,
                        "and_popcount_one_op_s": t_roof_whole, "and_popcount_words_per_s": words / t_roof,
                        "growth_words_per_s": words / t_grow, "growth_over_roofline_time": t_grow / t_roof}
@@ -310,7 +326,8 @@ def main(argv=None):
     sB = args.scale_B or B
     base = {"B": sB, "m": m, "n": n, "depth": D}
 
-    def growth_time(B_, m_, n_, D_):
+    def growth_case(B_, m_, n_, D_):
+        """(thunk timing growth on fresh data of this shape, data) for the scaling section."""
         r = jt.GrowthRule(max_depth=D_, impurity="entropy")
         if (B_, m_, n_) == (B, m, n):
             s = samples  # the reference data, already drawn
@@ -320,16 +337,22 @@ def main(argv=None):
         else:
             kk = jax.random.split(jax.random.key(3), B_)
             s = jax.jit(jax.vmap(lambda q: make(q, n_, m_)))(kk)
-        return best_time(lambda: grow_fn(jax.block_until_ready(s), r), args.reps)
+        jax.block_until_ready(grow_fn(s, r))  # compile
+        return lambda: grow_fn(s, r)
 
     skip = {x.strip() for x in args.skip.split(",") if x.strip()}
-    t_base = t_grow if sB == B or "scaling" in skip else growth_time(sB, m, n, D)
-    scaling = {"base": base, "base_s": t_base}
-    for name in () if "scaling" in skip else ("B", "m", "n", "depth"):
-        cfg = dict(base)
-        cfg[name] = 2 * cfg[name] if name != "depth" else cfg[name] + 1
-        t = growth_time(cfg["B"], cfg["m"], cfg["n"], cfg["depth"])
-        scaling[name] = {"value": cfg[name], "s": t, "exponent": math.log2(t / t_base)}
+    scaling = {"base": base}
+    if "scaling" not in skip:
+        cases = {"base": dict(base)}
+        for name in ("B", "m", "n", "depth"):
+            cases[name] = dict(base)
+            cases[name][name] = 2 * base[name] if name != "depth" else base[name] + 1
+        thunks = {name: growth_case(c["B"], c["m"], c["n"], c["depth"]) for name, c in cases.items()}
+        times = interleaved_best(thunks, max(args.reps, 5))  # rounds over all cases: load hits all alike
+        scaling["base_s"] = times["base"]
+        for name in ("B", "m", "n", "depth"):
+            scaling[name] = {"value": cases[name][name], "s": times[name],
+                             "exponent": math.log2(times[name] / times["base"])}
     res["scaling"] = scaling
 
     # --- memory -------------------------------------------------------------------------------
@@ -371,7 +394,7 @@ def main(argv=None):
     print(f"one vmap over all B instead of groups of {G}: growth {t_grow_vmap / t_grow:.2f}x, "
           f"end to end {t_e2e_vmap / t_e2e:.2f}x the time (temporaries {temp_vmap / MB:.0f} vs "
           f"{temp_grouped / MB:.1f} MiB)")
-    print(f"scaling (base B={sB} m={m} n={n} depth={D}, {t_base * 1e3:.1f} ms): " + ", ".join(
+    print(f"scaling (base B={sB} m={m} n={n} depth={D}, {scaling.get('base_s', math.nan) * 1e3:.1f} ms): " + ", ".join(
         f"{name}{' x2' if name != 'depth' else '+1'} -> {scaling[name]['exponent']:.2f}"
         for name in ("B", "m", "n", "depth") if name in scaling) + "  (exponent log2(t2/t1))")
     print(f"memory: {mem_src} {mem_peak / MB:.0f} MiB (this process, reference run); "
