@@ -78,14 +78,16 @@ def best_time(fn, reps):
     return min(times)
 
 
-def interleaved_best(thunks, rounds):
-    """Best time of each thunk over ``rounds`` rounds that run every thunk once, in turn."""
+def interleaved_best(thunks, rounds, block=1):
+    """Best time of each thunk over ``rounds`` rounds that run every thunk ``block`` times in turn
+    (so slow drifts of the machine's speed hit all thunks alike)."""
     best = {name: math.inf for name in thunks}
     for _ in range(rounds):
         for name, thunk in thunks.items():
-            t0 = time.perf_counter()
-            jax.block_until_ready(thunk())
-            best[name] = min(best[name], time.perf_counter() - t0)
+            for _ in range(block):
+                t0 = time.perf_counter()
+                jax.block_until_ready(thunk())
+                best[name] = min(best[name], time.perf_counter() - t0)
     return best
 
 
@@ -348,7 +350,9 @@ def main(argv=None):
             cases[name] = dict(base)
             cases[name][name] = 2 * base[name] if name != "depth" else base[name] + 1
         thunks = {name: growth_case(c["B"], c["m"], c["n"], c["depth"]) for name, c in cases.items()}
-        times = interleaved_best(thunks, max(args.reps, 5))  # rounds over all cases: load hits all alike
+        # Blocks of reps per case (alternating cases run by run slowed the small base case by
+        # ~50% here: the larger cases' data evict it), two rounds.
+        times = interleaved_best(thunks, 2, block=args.reps)
         scaling["base_s"] = times["base"]
         for name in ("B", "m", "n", "depth"):
             scaling[name] = {"value": cases[name][name], "s": times[name],

@@ -243,3 +243,41 @@ def test_other_prng_implementations():
     x = np_unpack(np.asarray(sampling.packed_bernoulli(jax.random.key(1, impl="rbg"), p, m, precision_bits=8)), m)
     q = np.asarray(sampling.quantize(p, 8), np.float64)
     assert np.all(np.abs(x.mean(axis=1) - q) <= Z * np.sqrt(q * (1 - q) / m))
+
+
+# ----------------------------------------------------------------------------- study outcomes
+
+
+def test_study_outcomes_same_distribution_as_float_sampler():
+    """What a learning study measures does not depend on the sampler. With p on the 2^-16 grid
+    the float sampler is exact too (its uniform is a multiple of 2^-23, so Pr[u < P 2^-16] =
+    P 2^-16), so both arms draw from the same distribution, from independent keys. Per m in the
+    grid: P[exact error 0] by a two-proportion z-test and the mean exact error by a two-sample
+    z-test, each at |z| <= 5 (family-wise false alarm < 1e-5 over the 14 tests). N = 8192 trials
+    per arm: a difference in success rate of >= 0.053 (at rates near 1/2) is caught with
+    probability >= 0.95."""
+    n, k, N = 16, 3, 8192
+    ms = jnp.asarray([16, 64, 256, 1024])
+    rule = jt.GrowthRule(max_depth=k, impurity="entropy")
+
+    def trial(key, precision_bits):
+        kp, kf, ks = jax.random.split(key, 3)
+        p = jt.quantize(jt.smoothed(c=0.1).marginals(kp, n), 16)
+        f = jt.random_junta(kf, n, k)
+        s = jt.draw(ks, p, f, 1024, precision_bits=precision_bits)  # = ms[-1]
+        return jax.lax.map(lambda m: jt.exact_error(jt.grow(jt.prefix(s, m), rule), p, f), ms)
+
+    errors = {}
+    for arm, (seed, precision_bits) in {"dyadic": (1, 16), "float": (2, None)}.items():
+        keys = jax.random.split(jax.random.key(seed), N)
+        run = jax.jit(lambda K, b=precision_bits: jax.lax.map(lambda q: trial(q, b), K, batch_size=256))
+        errors[arm] = np.asarray(run(keys), np.float64)  # [N, len(ms)]
+    for j in range(len(ms)):
+        a, b = errors["dyadic"][:, j], errors["float"][:, j]
+        sa, sb = np.mean(a <= 1e-6), np.mean(b <= 1e-6)
+        pooled = (sa + sb) / 2
+        se = np.sqrt(max(pooled * (1 - pooled), 1e-12) * 2 / N)
+        assert abs(sa - sb) <= Z * se, (int(ms[j]), sa, sb)
+        se_mean = np.sqrt((a.var() + b.var()) / N)
+        assert abs(a.mean() - b.mean()) <= Z * max(se_mean, 1e-12), (int(ms[j]), a.mean(), b.mean())
+    assert 0.2 < np.mean(errors["dyadic"][:, -1] <= 1e-6) <= 1.0  # the workload learns something
