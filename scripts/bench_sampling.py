@@ -7,7 +7,9 @@ n = 64 features (``jt.draw``, jit + vmap over B keys).
 Rows, timed interleaved (every configuration once per round, best of --reps rounds, so load from
 other processes hits all alike):
   prng      ``jax.random.bits`` alone, G uint32/s, for the threefry2x32, rbg and unsafe_rbg key
-            implementations: B * 8 * n * W words as the vmapped workload draws them (B keys).
+            implementations: B * 8 * n * W words as the vmapped workload draws them (B keys);
+            and ``jaxtrees.prng.bits`` for threefry keys (the same words, written to memory here;
+            inside the sampler they are consumed where they are made).
   draw      G Bernoulli bits/s = B * n * m / time for the default path (one float uniform per bit)
             and for ``precision_bits=b`` (b random words per 32 bits; marginals rounded to 2^-b).
 The last line is ``sampling_speedup_b8: <ratio>`` (threefry, precision_bits=8 vs default).
@@ -62,6 +64,9 @@ def main(argv=None):
         keys = jax.random.split(jax.random.key(0, impl=impl), B)
         bits_fn = jax.jit(jax.vmap(lambda kk: jax.random.bits(kk, (8, n, W), jnp.uint32)))
         configs[f"prng {impl}"] = (lambda f=bits_fn, kk=keys: f(kk), "uint32", words)
+        if jt.prng.fusible(keys[0]):  # the same words from jaxtrees.prng (unrolled, fusible threefry)
+            ours = jax.jit(jax.vmap(lambda kk: jt.prng.bits(kk, (8, n, W))))
+            configs[f"prng {impl} jaxtrees.prng"] = (lambda f=ours, kk=keys: f(kk), "uint32", words)
     precisions = [None] + [int(b) for b in args.precisions.split(",") if b]
     for impl in IMPLS[:2]:
         keys = jax.random.split(jax.random.key(0, impl=impl), B)
