@@ -16,7 +16,8 @@ tree level-wise, score it. Batch trials with ``jax.vmap`` and compile with ``jax
 (64,)
 """
 
-from jaxtrees import bits, distributions, gd, impurity, population, prng, runner, sampling, studies, summary, targets, tree
+from jaxtrees import (bits, distributions, gd, impurity, population, prng, runner, sampling, studies, summary,
+                      targets, tree)
 from jaxtrees.distributions import alpha_c, marginals, product, smoothed, uniform
 from jaxtrees.estimator import DecisionTreeClassifier
 from jaxtrees.growth import GrowthRule, grow

@@ -61,9 +61,9 @@ def prefix_mask(words: int, m):
 
 #: Words summed by one reduction. XLA CPU rewrites a longer reduction into a windowed tree whose
 #: input (here every word's popcount, as int32) it stores in full, so :func:`count_and` sums
-#: longer axes in blocks of at most this many words,
+#: longer axes in blocks of at most this many words.
 REDUCE_SPAN = 32
-#: ... adding up to this many block sums per step of a loop over the rest.
+#: Block sums :func:`count_and` adds per step of its loop over longer axes.
 BLOCKS_PER_STEP = 8
 
 
@@ -82,7 +82,7 @@ def count_and(a, b):
     ran 4.5x slower than at m = 1024.
     """
     a, b = jnp.asarray(a), jnp.asarray(b)
-    length = max(a.shape[-1], b.shape[-1])
+    length = jnp.broadcast_shapes(a.shape, b.shape)[-1]  # raises if they do not broadcast
     if length <= REDUCE_SPAN:
         return count(a & b)
     steps = -(-length // (REDUCE_SPAN * BLOCKS_PER_STEP))
@@ -139,8 +139,12 @@ def carry_out(digits, addend, *, n_digits: int | None = None):
     if callable(digits):
         if n_digits is None:
             raise TypeError("carry_out: pass n_digits = b with a digit function")
-        b, digit = n_digits, digits
-        shape = jnp.shape(jax.eval_shape(digit, 0))
+        b = n_digits
+
+        def digit(j):
+            return jnp.asarray(digits(j), jnp.uint32)
+
+        shape = jax.eval_shape(digit, 0).shape
     else:
         words = jnp.asarray(digits, jnp.uint32)
         b, shape = words.shape[0], words.shape[1:]

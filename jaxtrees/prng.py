@@ -1,23 +1,23 @@
 """Random words from ``jax.random`` keys, bit for bit as ``jax.random`` draws them, made fusible.
 
 ``bits(key, shape)`` equals ``jax.random.bits(key, shape, jnp.uint32)``, ``uniform`` equals
-``jax.random.uniform`` (float32, [0, 1)) and ``bernoulli`` equals ``jax.random.bernoulli``, for
-threefry keys (JAX's default) under the default ``jax_threefry_partitionable=True``. For any
-other key type or setting they call ``jax.random`` itself, so results never depend on which path
-ran.
+``jax.random.uniform(key, shape, jnp.float32)`` and ``bernoulli`` equals ``jax.random.bernoulli``
+with float32 p (as it is with x64 disabled), for a single threefry key (JAX's default) under
+``jax_threefry_partitionable=True`` (the default since JAX 0.5). For any other key type or
+setting they call ``jax.random`` itself, so results never depend on which path ran.
 
 Why: in that setting word i of a draw is ``x0 ^ x1`` for ``(x0, x1) = Threefry-2x32_20(key,
 (hi(i), lo(i)))``, i the row-major flat index, a pure function of the index. On CPU, JAX lowers
 Threefry to a rolled loop over its five round groups, which XLA cannot fuse with anything: about
 0.1 G words/s on a 2-core CPU. Written here with the 20 rounds unrolled as plain array
 arithmetic, XLA fuses the whole hash into the code that consumes the words (a comparison, a
-bit-serial adder), so the words are never stored: about 6x faster there (``scripts/bench.py``
-measures it). On GPU both forms are fused elementwise kernels.
+bit-serial adder), so the words are never stored: about 6x faster there
+(``scripts/bench_sampling.py`` measures it). On GPU both forms are fused elementwise kernels.
 
 >>> key = jax.random.key(0)
 >>> bool((bits(key, (3, 5)) == jax.random.bits(key, (3, 5), jnp.uint32)).all())
 True
->>> bool((uniform(key, (4,)) == jax.random.uniform(key, (4,))).all())
+>>> bool((uniform(key, (4,)) == jax.random.uniform(key, (4,), jnp.float32)).all())
 True
 """
 
@@ -63,11 +63,11 @@ def _threefry_key_words(key):
     if not jax.config.jax_threefry_partitionable:
         return None
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        if jax.random.key_impl(key) != jax.random.key_impl(jax.random.key(0, impl="threefry2x32")):
+        if str(jax.random.key_impl(key)) != "threefry2x32" or key.shape != ():
             return None
         data = jax.random.key_data(key)
     else:  # a legacy uint32[2] key, read with the default implementation
-        if jax.config.jax_default_prng_impl != "threefry2x32" or key.shape != (2,):
+        if jax.config.jax_default_prng_impl != "threefry2x32" or key.shape != (2,) or key.dtype != jnp.uint32:
             return None
         data = key
     return data[..., 0], data[..., 1]
@@ -100,7 +100,7 @@ def bits(key, shape):
 
 
 def uniform(key, shape):
-    """``jax.random.uniform(key, shape)`` (float32 on [0, 1)): 23 random mantissa bits."""
+    """``jax.random.uniform(key, shape, jnp.float32)`` (on [0, 1)): 23 random mantissa bits."""
     mantissa = (bits(key, shape) >> np.uint32(9)) | np.uint32(0x3F800000)
     return jnp.maximum(0.0, lax.bitcast_convert_type(mantissa, jnp.float32) - 1.0)
 

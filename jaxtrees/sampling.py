@@ -110,8 +110,8 @@ def packed_bernoulli(key, p, m: int, *, precision_bits: int | None = None):
         first = lax.iota(jnp.uint32, math.prod(shape)).reshape(shape) * jnp.uint32(b)
         digits = lambda j: prng.words_at(key, first + j.astype(jnp.uint32))  # noqa: E731
     else:
-        words = jax.random.bits(key, shape + (b,), jnp.uint32)
-        digits = lambda j: lax.dynamic_index_in_dim(words, j, axis=-1, keepdims=False)  # noqa: E731
+        words = jnp.moveaxis(jax.random.bits(key, shape + (b,), jnp.uint32), -1, 0)
+        digits = lambda j: lax.dynamic_index_in_dim(words, j, keepdims=False)  # noqa: E731
     ones = jnp.where(P >> jnp.uint32(b) != 0, bits.ALL_ONES, jnp.uint32(0))  # p rounds to 1
     return (bits.carry_out(digits, P, n_digits=b) | ones) & bits.valid_mask(m)
 

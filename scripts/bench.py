@@ -5,11 +5,11 @@ U[0.4, 0.6]), a random 6-junta, m = 1024 examples on n = 64 features, max depth 
 All timings are after compilation, best of --reps; the same data sets feed every engine.
 
 How jaxtrees runs here: ``jax.jit(lambda xs: jax.lax.map(f, xs, batch_size=G))`` with f the
-single-trial function and G = --group (64) trials vmapped per step, as the study runner does. One
-``jax.vmap`` over all B trials computes the same values but keeps every intermediate of all B
-trials alive at once (126 MiB of temporaries for growth at B = 4096): on CPU those buffers are
-fresh pages on every call (about 31,000 page faults, 25-50% of the time) and miss the caches, so
-it ran 2x slower here; it is still timed and reported ("one vmap").
+single-trial function and G = --group (64) trials vmapped per step, as the study runner does
+(with 32). One ``jax.vmap`` over all B trials computes the same values but keeps every
+intermediate of all B trials alive at once (120 MiB of temporaries for growth at B = 4096): on
+CPU those buffers are fresh pages on every call (about 31,000 page faults, 25-50% of the time)
+and miss the caches, so it ran 1.8x slower here; it is still timed and reported ("one vmap").
 
 Sections:
   growth       growth only, on the same B packed samples:
@@ -66,6 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxtrees as jt
+from jaxtrees.studies.learning import PRECISION_BITS
 
 
 def best_time(fn, reps):
@@ -89,6 +90,12 @@ def interleaved_best(thunks, rounds, block=1):
                 jax.block_until_ready(thunk())
                 best[name] = min(best[name], time.perf_counter() - t0)
     return best
+
+
+def temp_bytes(jitted, *args):
+    """Temporary buffer bytes of a jitted function's compiled program (nan if not reported)."""
+    analysis = jitted.lower(*args).compile().memory_analysis()
+    return float(getattr(analysis, "temp_size_in_bytes", math.nan)) if analysis is not None else math.nan
 
 
 def memory():
@@ -165,6 +172,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.quick:
         args.B, args.sklearn_trials, args.reps, args.big_B, args.chunk = 512, 32, 2, 8192, 1024
+    for name in ("B", "m", "n", "k", "depth", "group", "reps", "sklearn_trials", "test_m", "big_B", "chunk"):
+        low = 0 if name == "depth" else 1
+        if getattr(args, name) < low:
+            ap.error(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(args, name)}")
 
     B, m, n, k, D = args.B, args.m, args.n, args.k, args.depth
     family = jt.smoothed(c=args.c)
@@ -228,9 +239,8 @@ def main(argv=None):
     trees = grow_fn(samples, rule)
     grow_vmap = jax.jit(jax.vmap(lambda s: jt.grow(s, rule)))
     jax.block_until_ready(grow_vmap(samples))
-    temp_vmap = grow_vmap.lower(samples).compile().memory_analysis().temp_size_in_bytes
-    temp_grouped = jax.jit(lambda s: jax.lax.map(lambda x: jt.grow(x, rule), s, batch_size=G)).lower(
-        samples).compile().memory_analysis().temp_size_in_bytes
+    temp_vmap = temp_bytes(grow_vmap, samples)
+    temp_grouped = temp_bytes(grow_compiled[rule], samples)
 
     # --- roofline, timed interleaved with growth -------------------------------------------
     W = jt.bits.n_words(m)
@@ -329,7 +339,7 @@ def main(argv=None):
     base = {"B": sB, "m": m, "n": n, "depth": D}
 
     def growth_case(B_, m_, n_, D_):
-        """(thunk timing growth on fresh data of this shape, data) for the scaling section."""
+        """A thunk growing trees on fresh data of this shape (compiled and warmed up)."""
         r = jt.GrowthRule(max_depth=D_, impurity="entropy")
         if (B_, m_, n_) == (B, m, n):
             s = samples  # the reference data, already drawn
@@ -378,14 +388,17 @@ def main(argv=None):
         ("growth", "jaxtrees grow (one vmap)", t_grow_vmap, f"temporaries {temp_vmap / MB:.1f} MiB"),
         ("growth", "one-hot matmul JAX (jit)", t_onehot, f"same root feature {oh_root_agree:.0%}"),
         ("growth", "sklearn loop", t_sk, f"{T} fits scaled; same train predictions {sk_agree:.0%}"),
-        ("end to end", f"jaxtrees precision_bits={pb}", t_e2e, f"exact error {err_jt:.4f}; studies' sampler"),
+        ("end to end", f"jaxtrees precision_bits={pb}", t_e2e,
+         f"exact error {err_jt:.4f}" + ("; the studies' sampler" if pb == PRECISION_BITS else "")),
         ("end to end", "jaxtrees float sampler", t_e2e_float, f"exact error {err_float:.4f}"),
         ("end to end", f"jaxtrees precision_bits={pb} one vmap", t_e2e_vmap, ""),
         ("end to end", "numpy + sklearn loop", t_e2e_sk,
          f"{T} trials scaled; sampled error ({args.test_m} test) {err_sk:.4f}"),
         ("population", "jaxtrees grow_exact", t_pop, "no sampling"),
-        ("roofline", "counting only, one op", t_roof_whole, f"{words / 1e9:.2f} G words, {words / t_roof_whole / 1e9:.2f} G words/s"),
-        ("roofline", f"counting only, groups of {G}", t_roof_grouped, f"{words / t_roof_grouped / 1e9:.2f} G words/s"),
+        ("roofline", "counting only, one op", t_roof_whole,
+         f"{words / 1e9:.2f} G words, {words / t_roof_whole / 1e9:.2f} G words/s"),
+        ("roofline", f"counting only, groups of {G}", t_roof_grouped,
+         f"{words / t_roof_grouped / 1e9:.2f} G words/s"),
     ]
     print(f"workload: B={B} m={m} n={n} k={k} depth={D} entropy, smoothed c={args.c}, random {k}-juntas")
     print(f"device: {res['device']} ({res['backend']}, {res['device_kind']}), jax {jax.__version__}, "

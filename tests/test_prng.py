@@ -94,3 +94,12 @@ def test_threefry2x32_known_answer():
     x = prng.threefry2x32(np.uint32(0x13198A2E), np.uint32(0x03707344),  # key, then counter
                           np.uint32(0x243F6A88), np.uint32(0x85A308D3))
     assert [int(v) for v in x] == [0xC4923A9C, 0x483DF7A0]
+
+
+def test_batched_key_is_refused_like_jax_random():
+    keys = jax.random.split(jax.random.key(0), 3)
+    assert not prng.fusible(keys)
+    with pytest.raises(ValueError):
+        jax.random.bits(keys, (3,), jnp.uint32)
+    with pytest.raises(ValueError):
+        prng.bits(keys, (3,))

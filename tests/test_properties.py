@@ -10,6 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -162,3 +163,13 @@ def test_count_and_equals_numpy_popcount(words, rows, seed):
     expected = np.bitwise_count(a & b).sum(axis=-1, dtype=np.int64)
     np.testing.assert_array_equal(bits.count_and(a, b), expected)
     np.testing.assert_array_equal(bits.count_and(b[0], a[:, 0:1, :]), np.bitwise_count(b[0] & a[:, 0:1, :]).sum(-1))
+
+
+def test_count_and_broadcasts_a_single_word_and_rejects_mismatched_lengths():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 2**32, (3, 1, 1), dtype=np.uint32)  # one word against 300
+    b = rng.integers(0, 2**32, (1, 4, 300), dtype=np.uint32)
+    np.testing.assert_array_equal(bits.count_and(a, b), np.bitwise_count(a & b).sum(axis=-1))
+    np.testing.assert_array_equal(bits.count_and(b, a), np.bitwise_count(a & b).sum(axis=-1))
+    with pytest.raises(ValueError):
+        bits.count_and(np.zeros((2, 40), np.uint32), np.zeros((2, 50), np.uint32))

@@ -253,7 +253,7 @@ def test_study_outcomes_same_distribution_as_float_sampler():
     the float sampler is exact too (its uniform is a multiple of 2^-23, so Pr[u < P 2^-16] =
     P 2^-16), so both arms draw from the same distribution, from independent keys. Per m in the
     grid: P[exact error 0] by a two-proportion z-test and the mean exact error by a two-sample
-    z-test, each at |z| <= 5 (family-wise false alarm < 1e-5 over the 14 tests). N = 8192 trials
+    z-test, each at |z| <= 5 (family-wise false alarm < 1e-5 over the 8 tests). N = 8192 trials
     per arm: a difference in success rate of >= 0.053 (at rates near 1/2) is caught with
     probability >= 0.95."""
     n, k, N = 16, 3, 8192
