@@ -136,12 +136,10 @@ def _agnostic_check(params):
 
 
 def _error_plot(rows, stem, by, horizon_name, title, label):
-    panels = sorted({r["impurity"] for r in rows})
+    panels = summary.split(rows, ["impurity"])
     fig, axes = summary.figure(len(panels))
-    for ax, impurity in zip(axes, panels):
-        sel = [r for r in rows if r["impurity"] == impurity]
-        for cell in summary.cells(sel, by):
-            part = [r for r in sel if tuple(r[b] for b in by) == cell]
+    for ax, ((impurity,), sel) in zip(axes, panels.items()):
+        for cell, part in summary.split(sel, by).items():
             groups = sorted(summary.means(part, ["depth"], "error"), key=lambda g: int(g["depth"]))
             xs = [int(g["depth"]) for g in groups]
             ys = [g["mean"] for g in groups]
@@ -169,8 +167,7 @@ def _addressing_report(rows):
     header = [*by, "Lemma 14 hypotheses", "paths", "P[all memory bits first]", "median first addressing depth",
               "error at depth 2^k", "target depth"]
     table = []
-    for cell in summary.cells(rows, by):
-        sel = [r for r in rows if tuple(r[b] for b in by) == cell]
+    for cell, sel in summary.split(rows, by).items():
         params = dict(zip(by, cell))
         params = {**params, "k": int(params["k"]), "c": int(params["c"]), "s": float(params["s"])}
         last = max(int(r["depth"]) for r in sel)
@@ -202,8 +199,7 @@ def _agnostic_report(rows):
     header = [*by, "|A^free|", "paths", "P[free memory bits first]", "error at depth |A^free|",
               "Pr[f_pi != g] (mean)", "junta depth c k^2"]
     table = []
-    for cell in summary.cells(rows, by):
-        sel = [r for r in rows if tuple(r[b] for b in by) == cell]
+    for cell, sel in summary.split(rows, by).items():
         params = {"k": int(cell[0]), "eps": float(cell[2])}
         last = max(int(r["depth"]) for r in sel)
         per_path = [r for r in sel if int(r["depth"]) == last]

@@ -137,7 +137,7 @@ def _uniform_plot(rows, stem):
     fig, (ax, ax_cdf) = summary.figure(2)
     extra = _varying(rows, TRAINING)
     budget = max(int(r["max_steps"]) for r in rows)
-    for key, sel in _groups(rows, ["k", *extra]).items():
+    for key, sel in summary.split(rows, ["k", *extra]).items():
         label = f"k = {key[0]}" + _suffix(extra, key[1:])
         _median_curve(ax, sel, "n", label)
     _budget_lines(ax, budget)
@@ -145,7 +145,7 @@ def _uniform_plot(rows, stem):
     ax.set_ylabel("SGD steps to 100% test accuracy\n(median, interquartile band)")
     ax.set_title("k-parities, uniform inputs")
     ax.legend(fontsize=9)
-    for key, sel in _groups(rows, ["n", "k", *extra]).items():
+    for key, sel in summary.split(rows, ["n", "k", *extra]).items():
         _learned_curve(ax_cdf, sel, "steps", 1, f"n = {key[0]}, k = {key[1]}" + _suffix(extra, key[2:]))
     ax_cdf.set_xlabel("SGD steps t")
     ax_cdf.set_ylabel("P[100% test accuracy by step t]\n(95% Wilson band)")
@@ -160,7 +160,7 @@ def _uniform_report(rows):
     header = ["n", "k", *extra, "trials", "learned within budget", "median steps [IQR]", "max steps (learned)",
               "Barak et al. 2022 claim", "this run"]
     table = []
-    for key, sel in _groups(rows, ["n", "k", *extra]).items():
+    for key, sel in summary.split(rows, ["n", "k", *extra]).items():
         s = _steps(sel)
         budget = int(sel[0]["max_steps"])
         learned = int(np.isfinite(s).sum())
@@ -222,11 +222,11 @@ GD_PARITY_UNIFORM = Study(
 
 def _smoothed_plot(rows, stem):
     extra = _varying(rows, TRAINING)
-    panels = _groups(rows, ["k", *extra])
+    panels = summary.split(rows, ["k", *extra])
     fig, axes = summary.figure(len(panels), width=6.4, height=4.8)
     budget = max(int(r["max_steps"]) for r in rows)
     for ax, (key, sel) in zip(axes, panels.items()):
-        for (c,), part in _groups(sel, ["c"]).items():
+        for (c,), part in summary.split(sel, ["c"]).items():
             _median_curve(ax, part, "n", "uniform (c = 0)" if float(c) == 0 else f"c = {float(c):g}")
         _budget_lines(ax, budget, barak=False)
         ax.set_xlabel("input bits n")
@@ -242,7 +242,7 @@ def _smoothed_report(rows):
     header = ["k", *extra, "c", "n", "trials", "learned within budget", "median steps [IQR]", "median vs uniform",
               "mean share of |W1| on J"]
     table = []
-    for key, sel in _groups(rows, ["k", *extra, "c", "n"]).items():
+    for key, sel in summary.split(rows, ["k", *extra, "c", "n"]).items():
         s = _steps(sel)
         budget = int(sel[0]["max_steps"])
         uniform = [r for r in rows if float(r["c"]) == 0 and all(r[b] == v for b, v in
@@ -324,12 +324,12 @@ def _vs_check(params):
 
 def _vs_plot(rows, stem):
     extra = _varying(rows, TRAINING + ("impurity", "eps"))
-    panels = _groups(rows, ["n", "k", *extra])
+    panels = summary.split(rows, ["n", "k", *extra])
     fig, axes = summary.figure(len(panels), width=6.4, height=4.8)
     top = max(max(int(r["m_max"]) for r in rows), max(int(r["max_steps"]) * int(r["batch_size"]) for r in rows))
     grid = [2**e for e in range(int(math.log2(min(int(r["m_min"]) for r in rows))), int(math.log2(top)) + 2)]
     for ax, (key, sel) in zip(axes, panels.items()):
-        for i, ((c,), part) in enumerate(_groups(sel, ["c"]).items()):
+        for i, ((c,), part) in enumerate(summary.split(sel, ["c"]).items()):
             colour = f"C{i}"
             name = "uniform" if float(c) == 0 else f"c = {float(c):g}"
             m_max = int(part[0]["m_max"])
@@ -355,7 +355,7 @@ def _vs_report(rows):
               "SGD: reached eps in budget", "SGD examples, median [IQR]", "SGD / ID3 (medians)",
               "paired: P[SGD needs more]"]
     table = []
-    for key, sel in _groups(rows, ["n", "k", *extra, "eps", "c"]).items():
+    for key, sel in summary.split(rows, ["n", "k", *extra, "eps", "c"]).items():
         tree = _steps(sel, "tree_examples")
         net = _steps(sel, "net_examples")
         m_max = int(sel[0]["m_max"])
@@ -405,14 +405,6 @@ def _varying(rows, names):
     return [b for b in names if b in rows[0] and len({r[b] for r in rows}) > 1]
 
 
-def _groups(rows, by) -> dict:
-    """Rows grouped by the ``by`` columns, groups in numeric order."""
-    out = {}
-    for r in rows:
-        out.setdefault(tuple(r[b] for b in by), []).append(r)
-    return dict(sorted(out.items(), key=lambda kv: tuple(map(summary.natural_key, kv[0]))))
-
-
 def _suffix(names, values) -> str:
     return "".join(f", {b} = {v}" for b, v in zip(names, values))
 
@@ -439,9 +431,9 @@ def _median_iqr(s, budget) -> str:
 def _exponents(rows, by) -> dict:
     """Per group: the slope a of log(median steps) ~ a log(n) + b over n with an uncensored median."""
     out = {}
-    for key, sel in _groups(rows, by).items():
+    for key, sel in summary.split(rows, by).items():
         points = [(int(n), np.quantile(_steps(part), 0.5, method="inverted_cdf"))
-                  for (n,), part in _groups(sel, ["n"]).items()]
+                  for (n,), part in summary.split(sel, ["n"]).items()]
         points = [(n, m) for n, m in points if np.isfinite(m)]
         if len(points) >= 2:
             x, y = np.log([n for n, _ in points]), np.log([m for _, m in points])
@@ -453,7 +445,7 @@ def _median_curve(ax, rows, x, label):
     """Median of ``steps`` vs ``x`` with the interquartile band; censored medians are not drawn, and a
     censored upper quartile is drawn at the budget (marked by the dotted budget line)."""
     points = []
-    for (xv,), part in _groups(rows, [x]).items():
+    for (xv,), part in summary.split(rows, [x]).items():
         s = _steps(part)
         budget = float(part[0]["max_steps"])
         q1, q2, q3 = _quartiles(s)

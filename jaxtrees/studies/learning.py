@@ -96,16 +96,15 @@ def _juntas_check(params):
 
 
 def _juntas_plot(rows, stem):
-    panels = sorted({(int(r["n"]), int(r["k"])) for r in rows})
+    panels = summary.split(rows, ["n", "k"])
     fig, axes = summary.figure(len(panels))
-    for ax, (n, k) in zip(axes, panels):
-        sel = [r for r in rows if int(r["n"]) == n and int(r["k"]) == k]
-        for impurity in sorted({r["impurity"] for r in sel}):
-            for c in sorted({r["c"] for r in sel}, key=float):
-                groups = summary.rates([r for r in sel if r["c"] == c and r["impurity"] == impurity], ["m"], "success")
-                label = ("uniform (c = 0)" if float(c) == 0 else f"smoothed, c = {float(c):g}") + (
-                    f", {impurity}" if len({r["impurity"] for r in sel}) > 1 else "")
-                summary.rate_curve(ax, groups, "m", label)
+    for ax, ((n, k), sel) in zip(axes, panels.items()):
+        curves = summary.split(sel, ["impurity", "c"])
+        several = len({impurity for impurity, _ in curves}) > 1
+        for (impurity, c), part in curves.items():
+            label = ("uniform (c = 0)" if float(c) == 0 else f"smoothed, c = {float(c):g}") + (
+                f", {impurity}" if several else "")
+            summary.rate_curve(ax, summary.rates(part, ["m"], "success"), "m", label)
         _m_axis(ax, f"random {k}-juntas, n = {n}")
     axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
     axes[0].legend(loc="lower right")
@@ -158,14 +157,13 @@ def _parity_check(params):
 
 
 def _parity_plot(rows, stem):
-    panels = sorted({r["impurity"] for r in rows})
+    panels = summary.split(rows, ["impurity"])
     fig, axes = summary.figure(len(panels))
-    for ax, impurity in zip(axes, panels):
-        for log2_n in sorted({int(r["log2_n"]) for r in rows}):
-            for c in sorted({r["c"] for r in rows}, key=float):
-                sel = [r for r in rows if r["impurity"] == impurity and int(r["log2_n"]) == log2_n and r["c"] == c]
-                label = f"n = {2**log2_n}, " + ("uniform" if float(c) == 0 else f"(alpha, c) = ({float(sel[0]['alpha']):g}, {float(c):g})")
-                summary.rate_curve(ax, summary.rates(sel, ["m"], "success"), "m", label)
+    for ax, ((impurity,), part) in zip(axes, panels.items()):
+        for (log2_n, c), sel in summary.split(part, ["log2_n", "c"]).items():
+            label = f"n = {2**int(log2_n)}, " + (
+                "uniform" if float(c) == 0 else f"(alpha, c) = ({float(sel[0]['alpha']):g}, {float(c):g})")
+            summary.rate_curve(ax, summary.rates(sel, ["m"], "success"), "m", label)
         _m_axis(ax, f"log2(n)-parities, {impurity}")
     axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
     axes[0].legend(loc="lower right")
@@ -216,16 +214,13 @@ def _trees_check(params):
 
 
 def _trees_plot(rows, stem):
-    panels = sorted({int(r["log2_n"]) for r in rows})
+    panels = summary.split(rows, ["log2_n"])
     fig, axes = summary.figure(len(panels))
-    for ax, log2_n in zip(axes, panels):
-        sel = [r for r in rows if int(r["log2_n"]) == log2_n]
-        for c in sorted({r["c"] for r in sel}, key=float):
-            for extra in sorted({int(r["extra_depth"]) for r in sel}):
-                part = [r for r in sel if r["c"] == c and int(r["extra_depth"]) == extra]
-                label = ("uniform" if float(c) == 0 else f"smoothed, c = {float(c):g}") + f", depth {log2_n}+{extra}"
-                summary.rate_curve(ax, summary.rates(part, ["m"], "success"), "m", label)
-        _m_axis(ax, f"random depth-{log2_n} trees, n = {2**log2_n}")
+    for ax, ((log2_n,), sel) in zip(axes, panels.items()):
+        for (c, extra), part in summary.split(sel, ["c", "extra_depth"]).items():
+            label = ("uniform" if float(c) == 0 else f"smoothed, c = {float(c):g}") + f", depth {log2_n}+{extra}"
+            summary.rate_curve(ax, summary.rates(part, ["m"], "success"), "m", label)
+        _m_axis(ax, f"random depth-{log2_n} trees, n = {2**int(log2_n)}")
     axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
     axes[0].legend(loc="lower right")
     fig.suptitle("Conjecture 3: depth-log n decision trees under smoothing")
@@ -270,8 +265,7 @@ def _threshold_report(rows, by, title, extra=None):
     if extra:
         header.append(f"P[{extra}] at max m")
     table = []
-    for cell in summary.cells(rows, by):
-        sel = [r for r in rows if tuple(r[b] for b in by) == cell]
+    for cell, sel in summary.split(rows, by).items():
         groups = summary.rates(sel, ["m"], "success")
         top = max(groups, key=lambda g: int(g["m"]))
         m90 = summary.threshold([(int(g["m"]), g["rate"]) for g in groups])
