@@ -103,22 +103,39 @@ def markdown_table(header, rows) -> str:
     return "\n".join(lines)
 
 
+#: Panels per row of a figure; more panels wrap onto further rows.
+PANELS_PER_ROW = 4
+
+
 def figure(n_panels: int, width: float = 5.2, height: float = 4.2):
-    """A row of panels sized for a projector (Agg backend, no display needed)."""
+    """Panels sized for a projector, ``PANELS_PER_ROW`` to a row (Agg backend, no display needed).
+    Returns the figure and its ``n_panels`` axes in reading order; :func:`save` repeats the y label
+    of ``axes[0]`` on the first panel of every further row."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fontsize": 10})
-    fig, axes = plt.subplots(1, n_panels, figsize=(width * n_panels, height), squeeze=False, constrained_layout=True)
-    return fig, list(axes[0])
+    cols = min(n_panels, PANELS_PER_ROW)
+    rows = -(-n_panels // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
+                             constrained_layout=True)
+    axes = list(grid.ravel())
+    for ax in axes[n_panels:]:
+        ax.set_visible(False)
+    return fig, axes[:n_panels]
 
 
 def save(fig, stem: str) -> list[str]:
     """Write ``stem.png`` and ``stem.svg``; return the paths."""
     import matplotlib.pyplot as plt
 
+    first, *others = fig.axes
+    for ax in others:
+        spec = ax.get_subplotspec()
+        if spec is not None and spec.is_first_col() and ax.get_visible() and not ax.get_ylabel():
+            ax.set_ylabel(first.get_ylabel())
     paths = [f"{stem}.png", f"{stem}.svg"]
     fig.savefig(paths[0], dpi=130)
     fig.savefig(paths[1])
