@@ -117,8 +117,9 @@ def carry_out(digits, addend, *, n_digits: int | None = None):
 
     ``digits: uint32[b, ...]`` are b words; lane t (bit t) of ``digits[j]`` is binary digit j of
     the b-bit integer ``V_t`` (``digits[0]`` the most significant). ``digits`` may instead be a
-    function ``j -> digit word j`` (j a traced int32) with ``n_digits = b``: the words are then
-    made inside the loop, one at a time, and never stored together. ``addend`` is a non-negative
+    function ``j -> digit word j`` (j a traced int32) with ``n_digits = b`` (ignored for an
+    array): the words are then made inside the loop, one at a time, and never stored together.
+    ``addend`` is a non-negative
     integer array broadcasting against a digit word; only its low b bits are read. Returns
     ``uint32[...]`` whose bit t is ``[V_t + (addend mod 2^b) >= 2^b]``.
 

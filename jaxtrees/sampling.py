@@ -109,9 +109,8 @@ def packed_bernoulli(key, p, m: int, *, precision_bits: int | None = None):
     if prng.fusible(key) and math.prod(shape) * b < prng.MAX_WORDS:
         first = lax.iota(jnp.uint32, math.prod(shape)).reshape(shape) * jnp.uint32(b)
         digits = lambda j: prng.words_at(key, first + j.astype(jnp.uint32))  # noqa: E731
-    else:
-        words = jnp.moveaxis(jax.random.bits(key, shape + (b,), jnp.uint32), -1, 0)
-        digits = lambda j: lax.dynamic_index_in_dim(words, j, keepdims=False)  # noqa: E731
+    else:  # drawn first, digit axis moved to the front as carry_out reads arrays
+        digits = jnp.moveaxis(jax.random.bits(key, shape + (b,), jnp.uint32), -1, 0)
     ones = jnp.where(P >> jnp.uint32(b) != 0, bits.ALL_ONES, jnp.uint32(0))  # p rounds to 1
     return (bits.carry_out(digits, P, n_digits=b) | ones) & bits.valid_mask(m)
 

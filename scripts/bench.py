@@ -70,13 +70,9 @@ from jaxtrees.studies.learning import PRECISION_BITS
 
 
 def best_time(fn, reps):
-    jax.block_until_ready(fn())  # compile and warm up
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    """Best of ``reps`` timed calls after one call that compiles and warms up."""
+    jax.block_until_ready(fn())
+    return interleaved_best({"fn": fn}, reps)["fn"]
 
 
 def interleaved_best(thunks, rounds, block=1):
