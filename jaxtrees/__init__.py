@@ -14,42 +14,53 @@ tree level-wise, score it. Batch trials with ``jax.vmap`` and compile with ``jax
 >>> errors = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(0), 64))
 >>> errors.shape
 (64,)
+
+The package face re-exports core (bits, prng, sampling, distributions, impurity), targets,
+hypotheses, problems and learners. The gradient-descent learner (``sgd``: optax) and the
+experiments (``runner``, ``studies``, ``summary``: matplotlib) load on first use.
 """
 
-from jaxtrees import (bits, distributions, gd, impurity, population, prng, runner, sampling, studies, summary,
-                      targets, tree)
-from jaxtrees.distributions import alpha_c, marginals, product, smoothed, uniform
+import importlib
+
+from jaxtrees import hypotheses, learners, problems, targets
+from jaxtrees.core import bits, distributions, impurity, prng, sampling
+from jaxtrees.core.distributions import alpha_c, marginals, product, smoothed, uniform
+from jaxtrees.core.impurity import Impurity
+from jaxtrees.core.sampling import Data, draw, from_arrays, packed_bernoulli, prefix, quantize, with_weights
 from jaxtrees.estimator import DecisionTreeClassifier
-from jaxtrees.growth import GrowthRule, grow
-from jaxtrees.impurity import Impurity
-from jaxtrees.population import Path, error_by_depth, exact_error, follow_path, grow_exact
-from jaxtrees.gd import TrainConfig, mlp, train, train_many
-from jaxtrees.runner import Study
-from jaxtrees.sampling import Sample, draw, from_arrays, packed_bernoulli, prefix, quantize
-from jaxtrees.targets import (
-    addressing,
-    agnostic_addressing,
-    code_distance,
-    coded_addressing,
-    decision_tree,
-    junta,
-    nearby_junta,
-    parity,
-    random_junta,
-    random_code,
-    random_parity,
-    random_tree,
-    support_mask,
-)
-from jaxtrees.tree import (
-    Tree,
-    depth,
-    features_used,
-    n_leaves,
-    predict,
-    predict_bits,
-    sample_error,
-    truncate,
-)
+from jaxtrees.hypotheses import Hypothesis, Tree, sample_error
+from jaxtrees.hypotheses.tree import (depth, error_by_depth, exact_error, features_used, n_leaves, predict,
+                                      predict_bits, truncate)
+from jaxtrees.learners import (GreedyTree, GrowthRule, Learner, Path, PopulationTree, Stump, follow_path, grow,
+                               grow_exact)
+from jaxtrees.problems import DataSet, Population, Synthetic, data_set, evaluate, fit_and_evaluate
+from jaxtrees.targets import (Target, addressing, agnostic_addressing, code_distance, coded_addressing, decision_tree,
+                              junta, nearby_junta, parity, random_code, random_junta, random_parity, random_tree,
+                              support_mask)
 
 __version__ = "0.1.0"
+
+#: Loaded on first access (PEP 562): ``import jaxtrees`` stays free of optax and matplotlib.
+_LAZY = {
+    "sgd": ("jaxtrees.learners.sgd", None), "SGD": ("jaxtrees.learners.sgd", "SGD"),
+    "TrainConfig": ("jaxtrees.learners.sgd", "TrainConfig"), "mlp": ("jaxtrees.learners.sgd", "mlp"),
+    "train": ("jaxtrees.learners.sgd", "train"), "train_many": ("jaxtrees.learners.sgd", "train_many"),
+    "train_on": ("jaxtrees.learners.sgd", "train_on"),
+    "experiments": ("jaxtrees.experiments", None), "runner": ("jaxtrees.experiments.runner", None),
+    "studies": ("jaxtrees.experiments.studies", None), "summary": ("jaxtrees.experiments.summary", None),
+    "Study": ("jaxtrees.experiments.runner", "Study"),
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'jaxtrees' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = importlib.import_module(module)
+    value = value if attribute is None else getattr(value, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -46,7 +46,7 @@ def main(argv=None) -> int:
 
 
 def _list(args) -> int:
-    from jaxtrees.studies import STUDIES
+    from jaxtrees.experiments.studies import STUDIES
 
     width = max(map(len, STUDIES))
     for name, study in STUDIES.items():
@@ -55,7 +55,7 @@ def _list(args) -> int:
 
 
 def _run(args) -> int:
-    from jaxtrees import runner, studies
+    from jaxtrees.experiments import runner, studies
 
     study = studies.get(args.study)
     overrides, seed = {}, 0
@@ -103,7 +103,7 @@ def _report(args) -> int:
 
 
 def _study_of(directory: str):
-    from jaxtrees import studies
+    from jaxtrees.experiments import studies
 
     metadata = os.path.join(directory, "metadata.json")
     if not os.path.exists(metadata):
@@ -114,13 +114,13 @@ def _study_of(directory: str):
 
 
 def _plot_files(study, directory):
-    from jaxtrees import runner
+    from jaxtrees.experiments import runner
 
     return study.plot(runner.read_results(directory), os.path.join(directory, study.name))
 
 
 def _write_report(study, directory):
-    from jaxtrees import runner
+    from jaxtrees.experiments import runner
 
     with open(os.path.join(directory, "metadata.json")) as fh:
         metadata = json.load(fh)

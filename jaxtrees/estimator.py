@@ -18,9 +18,10 @@ import inspect
 import jax
 import numpy as np
 
-from jaxtrees import bits, sampling
-from jaxtrees import tree as tree_lib
-from jaxtrees.growth import MAX_DEPTH, GrowthRule, grow
+from jaxtrees.core import bits, sampling
+from jaxtrees.hypotheses import tree as tree_lib
+from jaxtrees.learners.greedy import grow
+from jaxtrees.learners.growth import MAX_DEPTH, GrowthRule
 
 _grow = jax.jit(grow)
 _predict = jax.jit(tree_lib.predict)

@@ -9,7 +9,7 @@ gradient, layer 2 forward, weight and input gradient), ~0.40 MFLOP.
 
 Times, after compilation (best of --reps):
   loop      jax.jit(train) called for each member in turn (same keys, same numbers);
-  vmapped   jaxtrees.gd.train_many (jax.jit(jax.vmap(train))) on all B members;
+  vmapped   jaxtrees.learners.sgd.train_many (jax.jit(jax.vmap(train))) on all B members;
   shared    the same, but members share one distribution and one data stream (``data_key``,
             common random numbers) and differ in init seed and target: vmap draws each batch
             once and runs the first layer of all members as one [b, n] @ [n, B h] matmul;
@@ -37,7 +37,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees import distributions, gd, targets
+from jaxtrees.core import distributions
+from jaxtrees.learners import sgd
+from jaxtrees import targets
 
 
 CPU_SECONDS = {}  # process CPU time (user + system) of the best run, per timed function
@@ -79,7 +81,7 @@ def main(argv=None):
         args.steps, args.reps = 200, 1
 
     B, n, h, b, S = args.B, args.n, args.width, args.batch, args.steps
-    cfg = gd.TrainConfig(gd.mlp(h, activation="relu"), loss="hinge", steps=S, batch_size=b, eval_every=S,
+    cfg = sgd.TrainConfig(sgd.mlp(h, activation="relu"), loss="hinge", steps=S, batch_size=b, eval_every=S,
                          exact_max_n=0, test_size=1024)
     keys = jax.random.split(jax.random.key(0), B)
     p = distributions.marginals(distributions.smoothed(c=args.c), jax.random.key(1), n, batch=B)
@@ -88,20 +90,20 @@ def main(argv=None):
     flops = B * S * (4 * b * n * h + 6 * b * h)
 
     # Loop of the same jitted single training (dispatched back to back, blocked once at the end).
-    single = jax.jit(lambda key, p, f, lr: gd.train(key, p, f, cfg, learning_rate=lr))
+    single = jax.jit(lambda key, p, f, lr: sgd.train(key, p, f, cfg, learning_rate=lr))
     members = [(keys[i], p[i], jax.tree.map(lambda x: x[i], f), lr[i]) for i in range(B)]
     t_loop = best_time(lambda: [single(*m) for m in members], args.reps, "loop")
-    t_vmap = best_time(lambda: gd.train_many(keys, p, f, cfg, learning_rate=lr), args.reps, "vmapped")
+    t_vmap = best_time(lambda: sgd.train_many(keys, p, f, cfg, learning_rate=lr), args.reps, "vmapped")
     t_single = best_time(lambda: single(*members[0]), max(args.reps, 3))
 
-    batched = gd.train_many(keys, p, f, cfg, learning_rate=lr)
+    batched = sgd.train_many(keys, p, f, cfg, learning_rate=lr)
     check = single(*members[0])
     same = all(np.allclose(np.asarray(a)[0], np.asarray(c), rtol=1e-5, atol=1e-6)
                for a, c in zip(jax.tree.leaves(batched), jax.tree.leaves(check)))
 
     # Shared distribution and data stream (common random numbers).
     data_key = jax.random.key(3)
-    t_shared = best_time(lambda: gd.train_many(keys, p[0], f, cfg, data_key=data_key, learning_rate=lr),
+    t_shared = best_time(lambda: sgd.train_many(keys, p[0], f, cfg, data_key=data_key, learning_rate=lr),
                          args.reps, "shared")
 
     # What bounds it: a large matmul, the batched layer-1 matmuls alone, the RNG alone.

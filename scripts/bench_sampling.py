@@ -8,7 +8,7 @@ Rows, timed interleaved (every configuration once per round, best of --reps roun
 other processes hits all alike):
   prng      ``jax.random.bits`` alone, G uint32/s, for the threefry2x32, rbg and unsafe_rbg key
             implementations: B * 8 * n * W words as the vmapped workload draws them (B keys);
-            and ``jaxtrees.prng.bits`` for threefry keys (the same words, written to memory here;
+            and ``jaxtrees.core.prng.bits`` for threefry keys (the same words, written to memory here;
             inside the sampler they are consumed where they are made).
   draw      G Bernoulli bits/s = B * n * m / time for the default path (one float uniform per bit)
             and for ``precision_bits=b`` (b random words per 32 bits; marginals rounded to 2^-b).
@@ -64,7 +64,7 @@ def main(argv=None):
         keys = jax.random.split(jax.random.key(0, impl=impl), B)
         bits_fn = jax.jit(jax.vmap(lambda kk: jax.random.bits(kk, (8, n, W), jnp.uint32)))
         configs[f"prng {impl}"] = (lambda f=bits_fn, kk=keys: f(kk), "uint32", words)
-        if jt.prng.fusible(keys[0]):  # the same words from jaxtrees.prng (unrolled, fusible threefry)
+        if jt.prng.fusible(keys[0]):  # the same words from jaxtrees.core.prng (unrolled, fusible threefry)
             ours = jax.jit(jax.vmap(lambda kk: jt.prng.bits(kk, (8, n, W))))
             configs[f"prng {impl} jaxtrees.prng"] = (lambda f=ours, kk=keys: f(kk), "uint32", words)
     precisions = [None] + [int(b) for b in args.precisions.split(",") if b]

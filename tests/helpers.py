@@ -16,7 +16,7 @@ import numpy as np
 
 import jaxtrees as jt
 import reference
-from jaxtrees import bits
+from jaxtrees.core import bits
 
 BATCH = 32
 
@@ -119,7 +119,7 @@ def stack(samples):
     return jax.tree.map(lambda *a: jnp.asarray(np.stack([np.asarray(x) for x in a])), *samples)
 
 
-def np_sample(X, y) -> jt.Sample:
+def np_sample(X, y) -> jt.Data:
     """``jaxtrees.from_arrays(X, y)`` computed with numpy (``np_pack``).
 
     The suite packs its thousands of data sets this way: from_arrays packs with eager jax ops,
@@ -127,7 +127,7 @@ def np_sample(X, y) -> jt.Sample:
     every packed shape the suite uses (test_grow_reference.test_from_arrays_equals_numpy_packing).
     """
     X = np.asarray(X)
-    return jt.Sample(np_pack(X.T.astype(bool)), np_pack(np.asarray(y).astype(bool)), np_pack(np.ones(len(X), bool)))
+    return jt.Data(np_pack(X.T.astype(bool)), np_pack(np.asarray(y).astype(bool)), np_pack(np.ones(len(X), bool)))
 
 
 def grow_many(data, rule: jt.GrowthRule) -> list[jt.Tree]:
@@ -223,7 +223,7 @@ def n_words(m: int) -> int:
 
 def np_pack(b) -> np.ndarray:
     """numpy version of the documented layout: bool[..., m] -> uint32[..., ceil(m/32)], bit b of
-    word w is element 32 w + b, bits past m zero. Independent of jaxtrees.bits."""
+    word w is element 32 w + b, bits past m zero. Independent of jaxtrees.core.bits."""
     b = np.asarray(b).astype(np.uint64)
     m = b.shape[-1]
     W = -(-m // 32)

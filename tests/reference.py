@@ -9,6 +9,7 @@ IMPURITIES = {
                            + np.where(q < 1, (1 - q) * np.log2(np.where(q < 1, 1 - q, 1)), 0.0)),
     "gini": lambda q: 4 * q * (1 - q),
     "kearns_mansour": lambda q: 2 * np.sqrt(q * (1 - q)),
+    "error": lambda q: 2 * np.minimum(q, 1 - q),
 }
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxtrees as jt
-from jaxtrees import distributions
+from jaxtrees.core import distributions
 from reference import id3, untied
 
 B = 16
@@ -55,7 +55,7 @@ def test_vmap_of_draw_and_grow_equals_loop():
         np.testing.assert_array_equal(p_b[b], p)
         np.testing.assert_array_equal(f_b.support[b], f.support)
         np.testing.assert_array_equal(f_b.table[b], f.table)
-        for field, x, y in zip(jt.Sample._fields, s_b, s):
+        for field, x, y in zip(("X", "y", "valid"), s_b, s):
             np.testing.assert_array_equal(x[b], y, err_msg=field)
         for field in ("feature", "label", "weight"):
             np.testing.assert_array_equal(getattr(t_b, field)[b], getattr(t, field), err_msg=f"{field} trial {b}")

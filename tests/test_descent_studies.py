@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxtrees import cli, targets
-from jaxtrees.studies import descent
+from jaxtrees.experiments.studies import descent
 
 NET = ["--set", "width=16", "--set", "max_steps=120", "--set", "eval_every=40", "--set", "test_size=64",
        "--chunk", "32", "--no-progress"]
@@ -83,13 +83,13 @@ def test_bad_parameters_exit_2(tmp_path, capsys, name, args, message):
 
 def test_mask_parity_matches_parity_and_subset_is_uniform():
     n, k = 9, 3
-    mask = descent.random_subset(jax.random.key(3), n, k)
+    mask = targets.random_subset(jax.random.key(3), n, k)
     assert int(mask.sum()) == k
     x = jax.random.bernoulli(jax.random.key(4), 0.5, (200, n))
     support = np.flatnonzero(np.asarray(mask))
-    assert (descent.MaskParity(mask)(x) == targets.parity(support, n)(x)).all()
-    counts = jax.vmap(lambda key: descent.random_subset(key, n, k))(jax.random.split(jax.random.key(5), 3000))
+    assert (targets.MaskParity(mask)(x) == targets.parity(support, n)(x)).all()
+    counts = jax.vmap(lambda key: targets.random_subset(key, n, k))(jax.random.split(jax.random.key(5), 3000))
     freq = np.asarray(counts.mean(axis=0))
     assert np.allclose(freq, k / n, atol=0.04)  # every coordinate equally likely
-    traced = jax.jit(lambda key, kk: descent.random_subset(key, n, kk).sum())(jax.random.key(1), jnp.int32(4))
+    traced = jax.jit(lambda key, kk: targets.random_subset(key, n, kk).sum())(jax.random.key(1), jnp.int32(4))
     assert int(traced) == 4

@@ -17,7 +17,8 @@ import pytest
 
 import helpers
 import jaxtrees as jt
-from jaxtrees import bits, distributions, targets
+from jaxtrees.core import bits, distributions
+from jaxtrees import targets
 
 F32_HALF_ULP = 2.0**-25  # float32 rounding of a value in [0.25, 1): at most 2^-25 ~ 3e-8
 
@@ -174,7 +175,7 @@ def brute_relevant(f, n):
     return np.any(y[1:] != y[0], axis=1)
 
 
-relevant_jit = jax.jit(targets.relevant)
+relevant_jit = jax.jit(lambda f: f.relevant())
 
 
 def test_relevant_matches_brute_force():
@@ -189,13 +190,13 @@ def test_relevant_matches_brute_force():
         n_degenerate += not rel.all()
     assert n_degenerate > 0  # the comparison saw both cases
     p = jt.parity([0, 2, 3], n=n)
-    np.testing.assert_array_equal(np.asarray(targets.relevant(p)), brute_relevant(p, n))
+    np.testing.assert_array_equal(np.asarray(p.relevant()), brute_relevant(p, n))
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def random_junta_relevant(key, k, nondegenerate):
     f = jt.random_junta(key, n=10, k=k, nondegenerate=nondegenerate)
-    return f, targets.relevant(f)
+    return f, f.relevant()
 
 
 def key_data(seed, count):
@@ -309,7 +310,7 @@ def test_draw_padding_bits_are_zero(m):
         assert s.X.shape == (N, W) and s.y.shape == (W,) and s.valid.shape == (W,)
         assert s.X.dtype == s.y.dtype == s.valid.dtype == np.uint32
         np.testing.assert_array_equal(s.valid, helpers.np_pack(np.ones(m, bool)))
-        assert int(jt.Sample(*s).m) == m
+        assert int(jt.Data(*s).m) == m
         assert not np.any(s.y & ~s.valid), f
         assert not np.any(s.X & ~s.valid[None])
         if isinstance(f, targets.Junta):  # constant 1 on the valid bits only

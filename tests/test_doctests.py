@@ -15,9 +15,13 @@ import pytest
 import jaxtrees
 
 MODULES = ["jaxtrees"] + sorted(m.name for m in pkgutil.walk_packages(jaxtrees.__path__, "jaxtrees."))
-WITH_EXAMPLES = {"jaxtrees", "jaxtrees.bits", "jaxtrees.distributions", "jaxtrees.targets",
-                 "jaxtrees.sampling", "jaxtrees.impurity", "jaxtrees.tree", "jaxtrees.estimator",
-                 "jaxtrees.population", "jaxtrees.summary", "jaxtrees.studies", "jaxtrees.gd"}
+WITH_EXAMPLES = {"jaxtrees", "jaxtrees.core.bits", "jaxtrees.core.distributions", "jaxtrees.core.sampling",
+                 "jaxtrees.core.impurity", "jaxtrees.targets", "jaxtrees.targets.base", "jaxtrees.targets.juntas",
+                 "jaxtrees.targets.trees", "jaxtrees.targets.addressing", "jaxtrees.targets.agnostic",
+                 "jaxtrees.hypotheses.base", "jaxtrees.hypotheses.tree", "jaxtrees.problems", "jaxtrees.learners",
+                 "jaxtrees.learners.base", "jaxtrees.learners.growth", "jaxtrees.learners.greedy",
+                 "jaxtrees.learners.population", "jaxtrees.learners.stumps", "jaxtrees.learners.sgd",
+                 "jaxtrees.estimator", "jaxtrees.experiments.summary", "jaxtrees.experiments.studies"}
 
 
 def test_core_modules_found():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxtrees as jt
-from jaxtrees import distributions, impurity, sampling
+from jaxtrees.core import distributions, impurity, sampling
 
 KEY = jax.random.key(0)
 X_OK = np.array([[0, 1], [1, 0], [1, 1]])

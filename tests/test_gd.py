@@ -1,4 +1,4 @@
-"""Gradient descent on juntas (jaxtrees.gd): batching, gradients, learning a parity, errors.
+"""Gradient descent on juntas (jaxtrees.learners.sgd): batching, gradients, learning a parity, errors.
 
 Sizes are small and few shapes are compiled, so the file runs in well under a minute on 2 cores.
 """
@@ -14,7 +14,9 @@ import numpy as np
 import optax
 import pytest
 
-from jaxtrees import distributions, gd, targets
+from jaxtrees.core import distributions
+from jaxtrees.learners import sgd
+from jaxtrees import targets
 
 N = 12
 SMALL = dict(steps=20, batch_size=8, eval_every=10)
@@ -31,7 +33,7 @@ def _members(B=3, n=N, k=2):
 @functools.lru_cache(maxsize=None)
 def _single(cfg):
     """The jitted single training, one per config (so tests with the same shapes share a compile)."""
-    return jax.jit(lambda key, p, f, lr: gd.train(key, p, f, cfg, learning_rate=lr))
+    return jax.jit(lambda key, p, f, lr: sgd.train(key, p, f, cfg, learning_rate=lr))
 
 
 def _assert_results_close(batched, singles):
@@ -42,17 +44,17 @@ def _assert_results_close(batched, singles):
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
 
 
-ONLINE = gd.TrainConfig(gd.mlp(16), **SMALL)  # online, exact test error (n <= 13)
+ONLINE = sgd.TrainConfig(sgd.mlp(16), **SMALL)  # online, exact test error (n <= 13)
 
 
 @pytest.mark.parametrize("cfg", [
     ONLINE,
-    gd.TrainConfig(gd.mlp(8, activation="tanh"), loss="logistic", optimizer=optax.adamw,
+    sgd.TrainConfig(sgd.mlp(8, activation="tanh"), loss="logistic", optimizer=optax.adamw,
                    mode="fixed", m=24, encoding="01", exact_max_n=0, test_size=300, **SMALL),
 ], ids=["online-sgd-exact", "fixed-adamw-sampled"])
 def test_batched_equals_loop_of_single_trainings(cfg):
     keys, p, f, lr = _members()
-    batched = gd.train_many(keys, p, f, cfg, learning_rate=lr)
+    batched = sgd.train_many(keys, p, f, cfg, learning_rate=lr)
     single = _single(cfg)
     singles = [single(keys[b], p[b], jax.tree.map(lambda x: x[b], f), lr[b]) for b in range(len(keys))]
     _assert_results_close(batched, singles)
@@ -68,27 +70,27 @@ def test_batched_with_shared_p_target_data_and_scalar_hyperparameter():
     p = distributions.smoothed(c=0.2).marginals(jax.random.key(1), N)
     f = targets.parity([0, 3], n=N)
     data_key = jax.random.key(11)
-    batched = gd.train_many(keys, p, f, ONLINE, data_key=data_key, learning_rate=0.1)
-    single = jax.jit(lambda key: gd.train(key, p, f, ONLINE, data_key=data_key, learning_rate=0.1))
+    batched = sgd.train_many(keys, p, f, ONLINE, data_key=data_key, learning_rate=0.1)
+    single = jax.jit(lambda key: sgd.train(key, p, f, ONLINE, data_key=data_key, learning_rate=0.1))
     _assert_results_close(batched, [single(keys[b]) for b in range(3)])
 
 
 def _fd_check(loss_name, activation):
     """Directional derivatives of the mean loss of an MLP vs central differences, in float64."""
     rng = np.random.default_rng(0)
-    model = gd.mlp((6, 5), activation=activation)
+    model = sgd.mlp((6, 5), activation=activation)
     shapes = [(4, 6), (6,), (6, 5), (5,), (5, 1), (1,)]
     flat0 = rng.standard_normal(sum(int(np.prod(s)) for s in shapes)) * 0.7
     x = 2.0 * rng.integers(0, 2, (16, 4)) - 1.0
     y = rng.integers(0, 2, 16)
-    loss = gd.loss_fn(loss_name)
+    loss = sgd.loss_fn(loss_name)
     with jax.enable_x64(True):
         def unravel(flat):
             out, i = [], 0
             for s in shapes:
                 out.append(flat[i:i + int(np.prod(s))].reshape(s))
                 i += int(np.prod(s))
-            return tuple(gd.Dense(out[j], out[j + 1]) for j in range(0, len(out), 2))
+            return tuple(sgd.Dense(out[j], out[j + 1]) for j in range(0, len(out), 2))
 
         objective = jax.jit(lambda flat: jnp.mean(loss(model.apply(unravel(flat), x), y)))
         flat = jnp.asarray(flat0, jnp.float64)
@@ -102,7 +104,7 @@ def _fd_check(loss_name, activation):
             np.testing.assert_allclose(g @ v, fd, rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("loss_name,activation", list(itertools.product(gd.LOSSES, ["relu", "tanh"])))
+@pytest.mark.parametrize("loss_name,activation", list(itertools.product(sgd.LOSSES, ["relu", "tanh"])))
 def test_gradients_match_finite_differences(loss_name, activation):
     _fd_check(loss_name, activation)
 
@@ -111,16 +113,16 @@ def test_losses_are_margin_losses_of_pm1_labels():
     logits = jnp.array([2.0, -0.5, 0.25])
     y = jnp.array([1, 1, 0])
     z = np.array([2.0, -0.5, -0.25])
-    np.testing.assert_allclose(gd.loss_fn("hinge")(logits, y), np.maximum(0, 1 - z))
-    np.testing.assert_allclose(gd.loss_fn("logistic")(logits, y), np.log1p(np.exp(-z)), rtol=1e-6)
-    np.testing.assert_allclose(gd.loss_fn("square")(logits, y), (1 - z) ** 2)
+    np.testing.assert_allclose(sgd.loss_fn("hinge")(logits, y), np.maximum(0, 1 - z))
+    np.testing.assert_allclose(sgd.loss_fn("logistic")(logits, y), np.log1p(np.exp(-z)), rtol=1e-6)
+    np.testing.assert_allclose(sgd.loss_fn("square")(logits, y), (1 - z) ** 2)
 
 
 def test_two_parity_on_n10_learned_to_zero_exact_error_online():
     n = 10
-    cfg = gd.TrainConfig(gd.mlp(100), loss="hinge", steps=400, batch_size=32, eval_every=100)
+    cfg = sgd.TrainConfig(sgd.mlp(100), loss="hinge", steps=400, batch_size=32, eval_every=100)
     f = targets.parity([2, 7], n=n)
-    out = jax.jit(lambda key: gd.train(key, jnp.full((n,), 0.5), f, cfg, learning_rate=0.1))(jax.random.key(0))
+    out = jax.jit(lambda key: sgd.train(key, jnp.full((n,), 0.5), f, cfg, learning_rate=0.1))(jax.random.key(0))
     err = np.asarray(out.trace.test_error)
     assert err[-1] == 0.0  # exact over all 2^10 inputs
     assert 0 < int(out.steps_to_eps) <= cfg.steps and err[int(out.steps_to_eps) // 100 - 1] == 0.0
@@ -134,12 +136,12 @@ def test_two_parity_on_n10_learned_to_zero_exact_error_online():
 
 def test_exact_test_error_matches_weighted_enumeration():
     n = 6
-    cfg = gd.TrainConfig(gd.mlp(4), steps=1, eval_every=1)
+    cfg = sgd.TrainConfig(sgd.mlp(4), steps=1, eval_every=1)
     model = cfg.model
     params = model.init(jax.random.key(9), n)
     p = jnp.array([0.1, 0.3, 0.5, 0.6, 0.8, 0.95], jnp.float32)
     f = targets.junta([1, 4], [0, 1, 1, 1], n=n)
-    score = gd._scorer(jax.random.key(0), p, f, model, cfg)
+    score = sgd._scorer(jax.random.key(0), p, f, model, cfg)
     want = 0.0
     for bits in itertools.product([0, 1], repeat=n):
         x = np.array(bits)
@@ -150,34 +152,34 @@ def test_exact_test_error_matches_weighted_enumeration():
 
 
 def test_mlp_initialization_scales():
-    params = gd.mlp(2000, activation="relu").init(jax.random.key(0), 500)
+    params = sgd.mlp(2000, activation="relu").init(jax.random.key(0), 500)
     np.testing.assert_allclose(float(jnp.var(params[0].w)), 2 / 500, rtol=0.02)  # He
     np.testing.assert_allclose(float(jnp.var(params[1].w)), 1 / 2000, rtol=0.1)  # LeCun output
-    params = gd.mlp(2000, activation="tanh").init(jax.random.key(0), 500)
+    params = sgd.mlp(2000, activation="tanh").init(jax.random.key(0), 500)
     np.testing.assert_allclose(float(jnp.var(params[0].w)), 1 / 500, rtol=0.02)  # LeCun
-    params = gd.mlp(2000, init="glorot").init(jax.random.key(0), 500)
+    params = sgd.mlp(2000, init="glorot").init(jax.random.key(0), 500)
     np.testing.assert_allclose(float(jnp.var(params[0].w)), 2 / 2500, rtol=0.02)
-    assert [l.w.shape for l in gd.mlp(()).init(jax.random.key(0), 7)] == [(7, 1)]  # linear model
+    assert [l.w.shape for l in sgd.mlp(()).init(jax.random.key(0), 7)] == [(7, 1)]  # linear model
 
 
 @pytest.mark.parametrize("build,match", [
-    (lambda: gd.mlp(0), r"widths\[0\] must be in \[1, inf\]"),
-    (lambda: gd.mlp((10, -2)), r"widths\[1\]"),
-    (lambda: gd.mlp(10, activation="sigmoid"), "activation must be one of"),
-    (lambda: gd.mlp(10, init="xavier"), "init must be one of"),
-    (lambda: gd.mlp((10,), depth=2), "depth is only used"),
-    (lambda: gd.TrainConfig(gd.mlp(4), loss="mse"), "loss must be one of"),
-    (lambda: gd.TrainConfig(gd.mlp(4), encoding="standardized"), "encoding must be one of"),
-    (lambda: gd.TrainConfig(gd.mlp(4), mode="offline"), "mode must be one of"),
-    (lambda: gd.TrainConfig(gd.mlp(4), steps=100, eval_every=30), "eval_every must divide steps = 100"),
-    (lambda: gd.TrainConfig(gd.mlp(4), steps=0), r"steps must be in \[1, inf\]"),
-    (lambda: gd.TrainConfig(gd.mlp(4), batch_size=0), "batch_size"),
-    (lambda: gd.TrainConfig(gd.mlp(4), mode="fixed"), "m .* is required"),
-    (lambda: gd.TrainConfig(gd.mlp(4), mode="fixed", m=8, batch_size=32), r"m must be in \[32, inf\]"),
-    (lambda: gd.TrainConfig(gd.mlp(4), m=64), "m must be None with mode='online'"),
-    (lambda: gd.TrainConfig(gd.mlp(4), exact_max_n=40), "exact_max_n"),
-    (lambda: gd.TrainConfig(gd.mlp(4), eps=-0.1), "eps"),
-    (lambda: gd.TrainConfig("mlp"), "model must be"),
+    (lambda: sgd.mlp(0), r"widths\[0\] must be in \[1, inf\]"),
+    (lambda: sgd.mlp((10, -2)), r"widths\[1\]"),
+    (lambda: sgd.mlp(10, activation="sigmoid"), "activation must be one of"),
+    (lambda: sgd.mlp(10, init="xavier"), "init must be one of"),
+    (lambda: sgd.mlp((10,), depth=2), "depth is only used"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), loss="mse"), "loss must be one of"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), encoding="standardized"), "encoding must be one of"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), mode="offline"), "mode must be one of"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), steps=100, eval_every=30), "eval_every must divide steps = 100"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), steps=0), r"steps must be in \[1, inf\]"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), batch_size=0), "batch_size"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), mode="fixed"), "m .* is required"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), mode="fixed", m=8, batch_size=32), r"m must be in \[32, inf\]"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), m=64), "m must be None with mode='online'"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), exact_max_n=40), "exact_max_n"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), eps=-0.1), "eps"),
+    (lambda: sgd.TrainConfig("mlp"), "model must be"),
 ])
 def test_bad_configurations(build, match):
     with pytest.raises(ValueError, match=match):
@@ -194,21 +196,21 @@ def test_bad_configurations(build, match):
     (optax.sgd(0.1), dict(learning_rate=0.1), "takes no hyperparameters"),
 ])
 def test_bad_hyperparameters(optimizer, hyper, match):
-    cfg = gd.TrainConfig(gd.mlp(4), optimizer=optimizer, steps=2, eval_every=1)
+    cfg = sgd.TrainConfig(sgd.mlp(4), optimizer=optimizer, steps=2, eval_every=1)
     p = jnp.full((5,), 0.5)
     f = targets.parity([0], n=5)
     with pytest.raises(ValueError, match=match):
-        gd.train(jax.random.key(0), p, f, cfg, **hyper)
+        sgd.train(jax.random.key(0), p, f, cfg, **hyper)
 
 
 def test_bad_batched_arguments():
-    cfg = gd.TrainConfig(gd.mlp(4), steps=2, eval_every=1)
+    cfg = sgd.TrainConfig(sgd.mlp(4), steps=2, eval_every=1)
     keys, p, f, _ = _members(n=5)
     with pytest.raises(ValueError, match=r"learning_rate must be in \(0, inf\]; learning_rate\[1\] = -0.2"):
-        gd.train_many(keys, p, f, cfg, learning_rate=jnp.array([0.1, -0.2, 0.3]))
+        sgd.train_many(keys, p, f, cfg, learning_rate=jnp.array([0.1, -0.2, 0.3]))
     with pytest.raises(ValueError, match=r"learning_rate must be a scalar or have shape \(3,\)"):
-        gd.train_many(keys, p, f, cfg, learning_rate=jnp.array([0.1, 0.2]))
+        sgd.train_many(keys, p, f, cfg, learning_rate=jnp.array([0.1, 0.2]))
     with pytest.raises(ValueError, match=r"p must have shape \(n,\) or \(B, n\)"):
-        gd.train_many(keys, p[:2], f, cfg, learning_rate=0.1)
+        sgd.train_many(keys, p[:2], f, cfg, learning_rate=0.1)
     with pytest.raises(ValueError, match=r"p must lie in \[0, 1\]"):
-        gd.train(keys[0], jnp.full((5,), 1.5), targets.parity([0], n=5), cfg, learning_rate=0.1)
+        sgd.train(keys[0], jnp.full((5,), 1.5), targets.parity([0], n=5), cfg, learning_rate=0.1)

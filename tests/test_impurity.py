@@ -10,7 +10,7 @@ from scipy.stats import entropy as scipy_entropy
 
 import helpers
 import jaxtrees as jt
-from jaxtrees import impurity
+from jaxtrees.core import impurity
 from reference import IMPURITIES, id3
 
 NAMES = ("entropy", "gini", "kearns_mansour")

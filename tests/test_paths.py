@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxtrees as jt
-from jaxtrees import population
+from jaxtrees.learners import population
 
 N = 8
 

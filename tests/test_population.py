@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import jaxtrees as jt
-from jaxtrees import population
+from jaxtrees.hypotheses import tree as tree_lib
+from jaxtrees.learners import population
 
 IMPURITIES = ["entropy", "gini", "kearns_mansour"]
 
@@ -111,7 +112,7 @@ def test_population_growth_learns_smoothed_juntas_at_depth_k(impurity):
         f = jt.targets.Junta(f6.support, table_k)
         t = jt.grow_exact(p, f, rule)
         # the variables the table really depends on (at most the first k)
-        relevant = jt.support_mask(jt.targets.Parity(jnp.where(jt.targets.relevant(f), f6.support, -1)), n)
+        relevant = jt.support_mask(jt.targets.Parity(jnp.where(f.relevant(), f6.support, -1)), n)
         return jt.error_by_depth(t, p, f), jnp.all(jt.features_used(t, n) == relevant), jt.depth(t)
 
     run = jax.jit(jax.vmap(trial, in_axes=(0, None)))
@@ -198,8 +199,8 @@ def test_node_restrictions_probabilities_sum_to_one_per_level():
     p = jnp.asarray(np.random.default_rng(0).uniform(0.1, 0.9, 8), jnp.float32)
     f = jt.parity([0, 3], 8)
     t = jax.jit(jt.grow_exact)(p, f, jt.GrowthRule(max_depth=3))
-    r = jax.jit(population.node_restrictions)(t, p)
-    node = np.asarray(population.reached(t))
+    r = jax.jit(tree_lib.node_restrictions)(t, p)
+    node = np.asarray(tree_lib.reached(t))
     leaf_or_last = node & ((np.asarray(t.feature) < 0))
     # the leaves partition the space
     np.testing.assert_allclose(float(np.sum(np.asarray(r.weight)[leaf_or_last])), 1.0, atol=1e-6)
@@ -303,7 +304,7 @@ def test_exact_growth_on_addressing_queries_memory_bits_first(k):
     def trial(key):
         p = jt.smoothed(c=0.098).marginals(key, n)  # delta-balanced, delta = 0.402
         t = jt.grow_exact(p, f, rule)
-        queried = population.reached(t) & (t.feature >= 0)
+        queried = tree_lib.reached(t) & (t.feature >= 0)
         return jnp.any(queried & (t.feature < f.n_address)), jt.error_by_depth(t, p, f)[-1]
 
     address_queried, error = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(k), 16))

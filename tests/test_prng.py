@@ -1,4 +1,4 @@
-"""``jaxtrees.prng`` draws the very words ``jax.random`` draws, and falls back to it otherwise.
+"""``jaxtrees.core.prng`` draws the very words ``jax.random`` draws, and falls back to it otherwise.
 
 Equality is bitwise (uint32 words, float32 uniforms, Bernoulli booleans), over shapes of rank
 0..3 including empty ones, typed and legacy keys, jit, vmap over keys and nested vmap; keys of
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxtrees import prng
+from jaxtrees.core import prng
 
 SHAPES = [(), (0,), (1,), (7,), (3, 5), (2, 3, 4), (1000, 33), (4, 0, 2)]
 

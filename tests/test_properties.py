@@ -17,7 +17,7 @@ from hypothesis.extra.numpy import arrays
 
 import helpers
 import jaxtrees as jt
-from jaxtrees import bits
+from jaxtrees.core import bits
 from reference import IMPURITIES, node_gains
 
 SETTINGS = settings(deadline=None, max_examples=50, derandomize=True, database=None,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxtrees import cli, runner, studies
+from jaxtrees import cli
+from jaxtrees.experiments import runner, studies
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_JUNTAS = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16", "--set", "m_max=64",
@@ -190,7 +191,7 @@ def test_values_are_coerced_to_the_parameter_type():
 def test_figures_wrap_panels_and_repeat_the_y_label(tmp_path):
     """Six panels: two rows of PANELS_PER_ROW = 4 columns, two hidden slots, the y label of the
     first panel repeated on the second row's first panel; PNG and SVG written."""
-    from jaxtrees import summary
+    from jaxtrees.experiments import summary
 
     fig, axes = summary.figure(6)
     assert len(axes) == 6 and len(fig.axes) == 8 and sum(ax.get_visible() for ax in fig.axes) == 6
@@ -202,7 +203,7 @@ def test_figures_wrap_panels_and_repeat_the_y_label(tmp_path):
 
 
 def test_split_groups_rows_in_natural_cell_order():
-    from jaxtrees import summary
+    from jaxtrees.experiments import summary
 
     rows = [{"c": c, "k": k} for c, k in [("0.2", "10"), ("0.05", "3"), ("0.2", "3"), ("0.05", "3")]]
     parts = summary.split(rows, ["c", "k"])

@@ -27,7 +27,7 @@ import pytest
 
 import jaxtrees as jt
 from helpers import np_pack, np_unpack
-from jaxtrees import bits, sampling
+from jaxtrees.core import bits, sampling
 
 Z = 5.0  # per-cell two-sided z bound; with the cell counts below the family-wise rate is < 1e-6
 CHI2_3DF_1E6 = 30.66  # scipy.stats.chi2.isf(1e-6, 3)
@@ -201,7 +201,7 @@ def test_padding_bits_zero(m):
     np.testing.assert_array_equal(x[3], valid)  # p = 1: exactly the valid bits
     assert not np.any(x[0])
     assert not np.any(s.X & ~s.valid) and not np.any(s.y & ~s.valid)
-    assert int(jt.Sample(*s).m) == m
+    assert int(jt.Data(*s).m) == m
 
 
 def test_vmap_equals_loop():
@@ -216,7 +216,7 @@ def test_vmap_equals_loop():
     single = jax.jit(draw)
     for i in range(Bn):
         s = jax.device_get(single(keys[i], p[i], jax.tree.map(lambda a: a[i], fs), etas[i]))
-        for field, a, c in zip(jt.Sample._fields, batched, s):
+        for field, a, c in zip(("X", "y", "valid"), batched, s):
             np.testing.assert_array_equal(a[i], c, err_msg=f"{field} {i}")
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import helpers
 import jaxtrees as jt
-from jaxtrees import tree as tree_lib
+from jaxtrees.hypotheses import tree as tree_lib
 from test_grow_reference import group_results
 
 # Jitted queries: one small compile each per shape, much cheaper than eager op-by-op dispatch.

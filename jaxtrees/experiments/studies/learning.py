@@ -1,10 +1,10 @@
 """Sample-complexity studies: how many examples does a greedy tree learner need?
 
 Each trial draws a product distribution p (its marginals rounded to multiples of 2^-16 and
-sampled exactly, :func:`jaxtrees.sampling.quantize`) and a target f on n bits, one sample of m_max
+sampled exactly, :func:`jaxtrees.core.sampling.quantize`) and a target f on n bits, one sample of m_max
 examples, and grows a tree on each prefix of m = m_min, 2 m_min, ..., m_max examples (common
 random numbers: the trees for different m share examples, and one program serves the grid). Trees
-are scored exactly against f under p (:func:`jaxtrees.population.exact_error`): a trial succeeds
+are scored exactly against f under p (:func:`jaxtrees.hypotheses.tree.exact_error`): a trial succeeds
 at m when that error is 0 (below ``SUCCESS_TOL``, float32 rounding of exact sums).
 
 - ``parity``: 000 Thm 1: log2(n)-parities under (alpha, c)-distributions (c = 0: the uniform
@@ -19,80 +19,33 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxtrees import _checks, distributions, growth, population, sampling, summary, targets, tree
-from jaxtrees.impurity import BUILTIN as IMPURITIES
-from jaxtrees.runner import Study
-
-#: Exact errors at most this count as 0.
-SUCCESS_TOL = 1e-6
-#: Marginals are rounded to multiples of 2^-16 (by at most 2^-17) and sampled exactly.
-PRECISION_BITS = 16
-
-
-def sample_sizes(params) -> list[int]:
-    """The m-grid: powers of two from m_min to m_max."""
-    m, out = params["m_min"], []
-    while m <= params["m_max"]:
-        out.append(m)
-        m *= 2
-    return out
-
-
-def _learn(key, p, f, n, depth, params):
-    """Grow on every prefix of one sample; exact error (and features used) per m.
-
-    ``p`` must be on the grid of multiples of 2^-PRECISION_BITS (:func:`sampling.quantize`): the
-    sample is drawn exactly from it with the dyadic sampler (PRECISION_BITS random words per 32
-    examples instead of 32) and trees are scored exactly against it. The m-grid is a
-    ``lax.map`` (one tree at a time per trial), so memory holds one tree's node bitsets per trial,
-    not one per m."""
-    ms = jnp.asarray(sample_sizes(params))
-    rule = growth.GrowthRule(max_depth=depth, impurity=params["impurity"])
-    sample = sampling.draw(key, p, f, params["m_max"], precision_bits=PRECISION_BITS)
-
-    def at(m):
-        t = growth.grow(sampling.prefix(sample, m), rule)
-        return population.exact_error(t, p, f), tree.features_used(t, n)
-
-    return jax.lax.map(at, ms)
-
-
-def _bytes(n):
-    """Peak memory of one trial: the packed sample (n feature rows, labels, valid mask: (n + 2)
-    m_max / 32 words), twice (the random words are made inside the sampler's loop, node bitsets
-    and counts are smaller). Compiled temporaries measured 4.0 MiB per trial at n = 64,
-    m_max = 2^18, where this gives 4.1 MiB."""
-    return lambda params: 2 * 4 * (n(params) + 2) * params["m_max"] // 32
-
-
-def _check_common(params, n):
-    _checks.choice("impurity", params["impurity"], IMPURITIES)
-    m_min = _checks.integer("m_min", params["m_min"], low=1)
-    m_max = _checks.integer("m_max", params["m_max"], low=m_min, high=2**24)
-    if m_max & (m_max - 1) or m_min & (m_min - 1):
-        raise ValueError(f"m_min and m_max must be powers of two, got {m_min} and {m_max}")
-    if n * m_max > 2**31:
-        raise ValueError(f"n * m_max must be <= 2^31 (sample bits per trial), got {n} * {m_max}")
-
+from jaxtrees import targets
+from jaxtrees.core import checks, distributions, sampling
+from jaxtrees.experiments import summary
+from jaxtrees.experiments.runner import Study
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, bytes_per_trial, check_sample_grid,
+                                                 learn_on_prefixes, sample_sizes, trial_keys)
+from jaxtrees.learners import MAX_DEPTH
 
 # ----------------------------------------------------------------------------- juntas
 
 
 def _juntas_trial(key, params):
     n, k = params["n"], params["k"]
-    kp, kf, ks = jax.random.split(key, 3)
+    keys = trial_keys(key, "distribution", "target", "sample")
+    kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n), PRECISION_BITS)
     f = targets.random_junta(kf, n, k)
-    error, used = _learn(ks, p, f, n, k, params)
+    error, used = learn_on_prefixes(ks, p, f, n, k, params)
     recovered = jnp.all(used == targets.support_mask(f, n), axis=-1)
     return {"exact_error": error, "success": error <= SUCCESS_TOL, "support_recovered": recovered}
 
 
 def _juntas_check(params):
-    n = _checks.integer("n", params["n"], low=2, high=4096)
-    _checks.integer("k", params["k"], low=1, high=min(n, 12))
-    _checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
-    _check_common(params, n)
+    n = checks.integer("n", params["n"], low=2, high=4096)
+    checks.integer("k", params["k"], low=1, high=min(n, 12))
+    checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    check_sample_grid(params, n)
 
 
 def _juntas_plot(rows, stem):
@@ -130,7 +83,7 @@ JUNTAS = Study(
     plot=_juntas_plot,
     report=_juntas_report,
     axis=("m", sample_sizes),
-    bytes_per_trial=_bytes(lambda params: params["n"]),
+    bytes_per_trial=bytes_per_trial(lambda params: params["n"]),
 )
 
 
@@ -140,20 +93,21 @@ JUNTAS = Study(
 def _parity_trial(key, params):
     log2_n = params["log2_n"]
     n = 2**log2_n
-    kp, kf, ks = jax.random.split(key, 3)
+    keys = trial_keys(key, "distribution", "target", "sample")
+    kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
     c = params["c"]
     biased = distributions.AlphaC(params["alpha"], c).marginals(kp, n)
     p = sampling.quantize(jnp.where(c > 0, biased, 0.5), PRECISION_BITS)  # c = 0: the uniform distribution
     f = targets.random_parity(kf, n, log2_n)
-    error, _ = _learn(ks, p, f, n, log2_n, params)
+    error, _ = learn_on_prefixes(ks, p, f, n, log2_n, params)
     return {"exact_error": error, "success": error <= SUCCESS_TOL}
 
 
 def _parity_check(params):
-    _checks.integer("log2_n", params["log2_n"], low=1, high=12)
-    c = _checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
-    _checks.real("alpha", params["alpha"], low=0.0, high=0.5 - c, high_open=True)
-    _check_common(params, 2 ** params["log2_n"])
+    checks.integer("log2_n", params["log2_n"], low=1, high=12)
+    c = checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    checks.real("alpha", params["alpha"], low=0.0, high=0.5 - c, high_open=True)
+    check_sample_grid(params, 2 ** params["log2_n"])
 
 
 def _parity_plot(rows, stem):
@@ -189,7 +143,7 @@ PARITY = Study(
     plot=_parity_plot,
     report=_parity_report,
     axis=("m", sample_sizes),
-    bytes_per_trial=_bytes(lambda params: 2 ** params["log2_n"]),
+    bytes_per_trial=bytes_per_trial(lambda params: 2 ** params["log2_n"]),
 )
 
 
@@ -199,18 +153,19 @@ PARITY = Study(
 def _trees_trial(key, params):
     log2_n = params["log2_n"]
     n = 2**log2_n
-    kp, kf, ks = jax.random.split(key, 3)
+    keys = trial_keys(key, "distribution", "target", "sample")
+    kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n), PRECISION_BITS)
     f = targets.random_tree(kf, n, log2_n)
-    error, _ = _learn(ks, p, f, n, log2_n + params["extra_depth"], params)
+    error, _ = learn_on_prefixes(ks, p, f, n, log2_n + params["extra_depth"], params)
     return {"exact_error": error, "success": error <= SUCCESS_TOL}
 
 
 def _trees_check(params):
-    log2_n = _checks.integer("log2_n", params["log2_n"], low=1, high=12)
-    _checks.integer("extra_depth", params["extra_depth"], low=0, high=growth.MAX_DEPTH - log2_n)
-    _checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
-    _check_common(params, 2**log2_n)
+    log2_n = checks.integer("log2_n", params["log2_n"], low=1, high=12)
+    checks.integer("extra_depth", params["extra_depth"], low=0, high=MAX_DEPTH - log2_n)
+    checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    check_sample_grid(params, 2**log2_n)
 
 
 def _trees_plot(rows, stem):
@@ -244,7 +199,7 @@ TREES = Study(
     plot=_trees_plot,
     report=_trees_report,
     axis=("m", sample_sizes),
-    bytes_per_trial=_bytes(lambda params: 2 ** params["log2_n"]),
+    bytes_per_trial=bytes_per_trial(lambda params: 2 ** params["log2_n"]),
 )
 
 

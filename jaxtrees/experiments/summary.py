@@ -1,6 +1,6 @@
 """From tidy result rows to rates, intervals, tables and figures (no state beyond the rows).
 
-Rows are dicts of strings, as read from a results file (:func:`jaxtrees.runner.read_results`).
+Rows are dicts of strings, as read from a results file (:func:`jaxtrees.experiments.runner.read_results`).
 
 >>> rows = [{"c": "0.1", "m": "64", "success": "1"}, {"c": "0.1", "m": "64", "success": "0"}]
 >>> [(g["c"], g["m"], g["rate"], round(g["low"], 3)) for g in rates(rows, ["c", "m"], "success")]

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees import _checks
+from jaxtrees.core import checks
 
 
 class Uniform(NamedTuple):
@@ -89,7 +89,7 @@ def uniform() -> Uniform:
 
 def product(p) -> Product:
     """The product distribution with marginals ``p`` (each in [0, 1])."""
-    return Product(jnp.asarray(_checks.probabilities("p", p)))
+    return Product(jnp.asarray(checks.probabilities("p", p)))
 
 
 def alpha_c(alpha: float, c: float) -> AlphaC:
@@ -97,8 +97,8 @@ def alpha_c(alpha: float, c: float) -> AlphaC:
 
     Requires ``c`` in [0, 1/2) and ``alpha`` in [0, 1/2 - c).
     """
-    c = _checks.real("c", c, low=0.0, high=0.5, high_open=True)
-    alpha = _checks.real("alpha", alpha, low=0.0, high=0.5 - c, high_open=True)
+    c = checks.real("c", c, low=0.0, high=0.5, high_open=True)
+    alpha = checks.real("alpha", alpha, low=0.0, high=0.5 - c, high_open=True)
     return AlphaC(alpha, c)
 
 
@@ -108,10 +108,10 @@ def smoothed(c: float, p_hat=0.5, delta: float = 0.0) -> Smoothed:
     ``p_hat`` (a scalar or a vector of length n) must lie in (delta + c, 1 - delta - c), so every
     p_i lies in [delta, 1 - delta]. ``c`` = 0 gives the fixed product distribution p_hat.
     """
-    delta = _checks.real("delta", delta, low=0.0, high=0.5, high_open=True)
-    c = _checks.real("c", c, low=0.0, high=0.5 - delta, high_open=True)
+    delta = checks.real("delta", delta, low=0.0, high=0.5, high_open=True)
+    c = checks.real("c", c, low=0.0, high=0.5 - delta, high_open=True)
     p_hat_arr = np.atleast_1d(np.asarray(p_hat, dtype=np.float64))
-    _checks.probabilities("p_hat", p_hat_arr, low=delta + c, high=1.0 - delta - c,
+    checks.probabilities("p_hat", p_hat_arr, low=delta + c, high=1.0 - delta - c,
                           low_open=c > 0 or delta > 0, high_open=c > 0 or delta > 0)
     return Smoothed(jnp.asarray(p_hat, jnp.float32), c)
 
@@ -121,8 +121,8 @@ def marginals(family: Family, key, n: int, batch: int | None = None):
 
     The b-th row uses ``jax.random.split(key, batch)[b]``, so a batch equals a loop of single draws.
     """
-    n = _checks.integer("n", n, low=1)
+    n = checks.integer("n", n, low=1)
     if batch is None:
         return family.marginals(key, n)
-    batch = _checks.integer("batch", batch, low=1)
+    batch = checks.integer("batch", batch, low=1)
     return jax.vmap(lambda k: family.marginals(k, n))(jax.random.split(key, batch))

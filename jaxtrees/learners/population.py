@@ -1,4 +1,4 @@
-"""The infinite-sample ("population") setting: exact growth and exact scoring.
+"""The infinite-sample ("population") setting: exact growth (:class:`PopulationTree`) and path mode.
 
 In the idealized setting of 002 Sec. 2 the purity gains are computed on the true distribution.
 A node is a restriction rho (which features are fixed, to which values); under a product
@@ -8,14 +8,11 @@ distribution p its probability is prod_{j fixed} Pr[x_j = v_j], and the target's
     w = Pr[rho],  wy = w mu,  w1[i] = w p_i,  w1y[i] = w p_i mu1[i]   (0 for fixed i),
 
 are exactly the statistics the empirical engine counts, and the shared growth loop of
-:mod:`jaxtrees.growth` does the rest. The tree's ``weight`` is then Pr[node], ``mean`` is
+:mod:`jaxtrees.learners.growth` does the rest. The tree's ``weight`` is then Pr[node], ``mean`` is
 E[f | node], and stop rules on sample counts do not apply.
 
 The exact error of any tree (grown from samples or not) is
-
-    err(T) = sum over leaves v of Pr[v] |label(v) - E[f | v]|,
-
-and :func:`error_by_depth` gives it for the tree truncated at every depth 0..D.
+:func:`jaxtrees.hypotheses.tree.exact_error`.
 
 Path mode (:func:`follow_path`) follows the single root-to-leaf path of an input x without
 storing the tree, so depths far beyond a heap (2^k for the addressing targets) are reachable.
@@ -27,19 +24,25 @@ For x ~ p, functions of the path are unbiased estimates of the tree's: E_x[min(m
 >>> p = jt.smoothed(c=0.1).marginals(key, 12)
 >>> f = jt.random_junta(key, n=12, k=3)
 >>> t = jax.jit(grow_exact)(p, f, jt.GrowthRule(max_depth=3))
->>> float(jax.jit(exact_error)(t, p, f))
+>>> float(jax.jit(jt.exact_error)(t, p, f))
 0.0
+>>> t2 = PopulationTree(jt.GrowthRule(max_depth=3)).fit(key, jt.problems.Population(p, f))   # the learner
+>>> bool(jax.numpy.all(t2.feature == t.feature))
+True
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxtrees import growth
-from jaxtrees.tree import Tree, node_levels
+from jaxtrees.core import checks
+from jaxtrees.hypotheses.tree import Restrictions, Tree, interleave
+from jaxtrees.learners import growth
+from jaxtrees.problems import Population
 
 
 #: A node whose exact mean label is within this of 0 or 1 is pure (float32 sums of products
@@ -47,12 +50,18 @@ from jaxtrees.tree import Tree, node_levels
 PURITY_TOL = 1e-6
 
 
-class Restrictions(NamedTuple):
-    """The restrictions of the L nodes of one level: ``fixed, values: bool[L, n]``, ``weight: [L]``."""
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class PopulationTree:
+    """The learner: :func:`grow_exact` with a fixed rule, fitted on a
+    :class:`~jaxtrees.problems.Population` (``access = "population"``); ``fit(key, population) -> Tree``."""
 
-    fixed: jax.Array
-    values: jax.Array
-    weight: jax.Array
+    rule: growth.GrowthRule
+    access = "population"
+
+    def fit(self, key, data: Population) -> Tree:
+        p = checks.probabilities("p", data.p)
+        return grow_exact(p, data.target, self.rule, key)
 
 
 def grow_exact(p, target, rule: growth.GrowthRule, key=None) -> Tree:
@@ -80,9 +89,9 @@ def grow_exact(p, target, rule: growth.GrowthRule, key=None) -> Tree:
         p_f = jnp.sum(jnp.where(onehot, p, 0.0), axis=-1)
         fixed = r.fixed | onehot
         child = Restrictions(
-            fixed=growth.interleave(fixed, fixed),
-            values=growth.interleave(r.values & ~onehot, r.values | onehot),
-            weight=growth.interleave(jnp.where(split, r.weight * (1.0 - p_f), 0.0),
+            fixed=interleave(fixed, fixed),
+            values=interleave(r.values & ~onehot, r.values | onehot),
+            weight=interleave(jnp.where(split, r.weight * (1.0 - p_f), 0.0),
                                       jnp.where(split, r.weight * p_f, 0.0)),
         )
         return child, stats(child, with_features)
@@ -164,59 +173,3 @@ def follow_path(p, target, rule: growth.GrowthRule, x, key=None) -> Path:
         step, (jnp.zeros(n, bool), jnp.zeros(n, bool), key), None, length=rule.max_depth)
     last, _ = target.means(p, fixed, values)
     return Path(feature, gain, jnp.concatenate([mean, last[None]]))
-
-
-def node_restrictions(tree: Tree, p) -> Restrictions:
-    """The restriction of every heap slot and its probability Pr[node] under p.
-
-    ``fixed, values: bool[N, n]``, ``weight: float32[N]``; slots that are not nodes of the tree
-    get the restriction of the path to them (see :func:`reached`).
-    """
-    p = jnp.asarray(p, jnp.float32)
-    n = p.shape[-1]
-    fixed = [jnp.zeros((1, n), bool)]
-    values = [jnp.zeros((1, n), bool)]
-    for level in range(tree.max_depth):
-        lo, hi = 2**level - 1, 2 ** (level + 1) - 1
-        onehot = tree.feature[lo:hi, None] == jnp.arange(n)
-        f = fixed[-1] | onehot
-        fixed.append(growth.interleave(f, f))
-        values.append(growth.interleave(values[-1] & ~onehot, values[-1] | onehot))
-    fixed, values = jnp.concatenate(fixed), jnp.concatenate(values)
-    prob = jnp.prod(jnp.where(fixed, jnp.where(values, p, 1.0 - p), 1.0), axis=-1)
-    return Restrictions(fixed, values, prob)
-
-
-def node_errors(tree: Tree, p, target):
-    """``float32[N]``: Pr[v] |label(v) - E[f | v]| for every node v of the tree (0 elsewhere)."""
-    r = node_restrictions(tree, p)
-    mu, _ = jax.vmap(target.means, in_axes=(None, 0, 0))(jnp.asarray(p, jnp.float32), r.fixed, r.values)
-    return jnp.where(reached(tree), r.weight * jnp.abs(tree.label - mu), 0.0)
-
-
-def exact_error(tree: Tree, p, target):
-    """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32)."""
-    leaf = reached(tree) & (tree.feature < 0)
-    return jnp.sum(jnp.where(leaf, node_errors(tree, p, target), 0.0))
-
-
-def error_by_depth(tree: Tree, p, target):
-    """``float32[D+1]``: the exact error of the tree truncated at depth d, for d = 0..D.
-
-    Truncating at d turns the nodes at depth d into leaves labelled by their majority label.
-    """
-    errors = node_errors(tree, p, target)
-    levels = jnp.asarray(node_levels(tree.max_depth))
-    node = reached(tree)
-    leaf = node & (tree.feature < 0)
-    d = jnp.arange(tree.max_depth + 1)[:, None]
-    counted = node & ((levels == d) | (leaf & (levels < d)))
-    return jnp.sum(jnp.where(counted, errors, 0.0), axis=-1)
-
-
-def reached(tree: Tree):
-    """``bool[N]``: slots that are nodes of the tree: the root and the children of split nodes.
-
-    Unlike ``weight > 0`` this holds for any tree, e.g. one built by hand.
-    """
-    return jnp.concatenate([jnp.ones((1,), bool), jnp.repeat(tree.feature >= 0, 2)[: tree.feature.shape[-1] - 1]])

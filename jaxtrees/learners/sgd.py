@@ -54,8 +54,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxtrees import _checks, prng
-from jaxtrees import targets as targets_lib
+from jaxtrees.core import bits, checks, prng
+from jaxtrees.learners.base import check_data
 
 ACTIVATIONS = {"relu": jax.nn.relu, "gelu": jax.nn.gelu, "tanh": jnp.tanh}
 INITS = ("auto", "he", "lecun", "glorot")
@@ -113,15 +113,15 @@ def mlp(widths=100, depth: int | None = None, activation: str = "relu", init: st
     ([(5, 8), (8, 8), (8, 1)], (3,))
     """
     if isinstance(widths, (int, np.integer)) and not isinstance(widths, bool):
-        depth = 1 if depth is None else _checks.integer("depth", depth, low=0)
+        depth = 1 if depth is None else checks.integer("depth", depth, low=0)
         widths = (widths,) * depth
     elif depth is not None:
         raise ValueError(f"depth is only used with an int width, got widths={widths!r}")
     if not isinstance(widths, (tuple, list)):
         raise ValueError(f"widths must be an int or a tuple of ints, got {widths!r}")
-    widths = tuple(_checks.integer(f"widths[{i}]", w, low=1) for i, w in enumerate(widths))
-    _checks.choice("activation", activation, ACTIVATIONS)
-    _checks.choice("init", init, INITS)
+    widths = tuple(checks.integer(f"widths[{i}]", w, low=1) for i, w in enumerate(widths))
+    checks.choice("activation", activation, ACTIVATIONS)
+    checks.choice("init", init, INITS)
     act = ACTIVATIONS[activation]
     scheme = ("he" if activation == "relu" else "lecun") if init == "auto" else init
 
@@ -150,7 +150,7 @@ def mlp(widths=100, depth: int | None = None, activation: str = "relu", init: st
 
 def margin_loss(name: str) -> Callable:
     """phi(z) for the margin z = s f(x): hinge max(0, 1 - z), logistic log(1 + e^-z), square (1 - z)^2."""
-    _checks.choice("loss", name, LOSSES)
+    checks.choice("loss", name, LOSSES)
     if name == "hinge":
         return lambda z: jax.nn.relu(1.0 - z)
     if name == "logistic":
@@ -219,26 +219,26 @@ class TrainConfig:
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
         if not isinstance(self.model, Model):
-            raise ValueError(f"model must be a jaxtrees.gd.Model (e.g. mlp(100)), got {type(self.model).__name__}")
-        _checks.choice("loss", self.loss, LOSSES)
+            raise ValueError(f"model must be a jaxtrees.learners.sgd.Model (e.g. mlp(100)), got {type(self.model).__name__}")
+        checks.choice("loss", self.loss, LOSSES)
         if not (isinstance(self.optimizer, optax.GradientTransformation) or callable(self.optimizer)):
             raise ValueError(f"optimizer must be an optax factory or GradientTransformation, got {self.optimizer!r}")
-        set_("steps", _checks.integer("steps", self.steps, low=1))
-        set_("batch_size", _checks.integer("batch_size", self.batch_size, low=1))
-        set_("eval_every", _checks.integer("eval_every", self.eval_every, low=1, high=self.steps))
+        set_("steps", checks.integer("steps", self.steps, low=1))
+        set_("batch_size", checks.integer("batch_size", self.batch_size, low=1))
+        set_("eval_every", checks.integer("eval_every", self.eval_every, low=1, high=self.steps))
         if self.steps % self.eval_every:
             raise ValueError(f"eval_every must divide steps = {self.steps}, got {self.eval_every}")
-        _checks.choice("mode", self.mode, MODES)
+        checks.choice("mode", self.mode, MODES)
         if self.mode == "fixed":
             if self.m is None:
                 raise ValueError("m (the training-set size) is required with mode='fixed'")
-            set_("m", _checks.integer("m", self.m, low=self.batch_size))
+            set_("m", checks.integer("m", self.m, low=self.batch_size))
         elif self.m is not None:
             raise ValueError(f"m must be None with mode='online' (fresh examples every step), got {self.m!r}")
-        _checks.choice("encoding", self.encoding, ENCODINGS)
-        set_("test_size", _checks.integer("test_size", self.test_size, low=1))
-        set_("exact_max_n", _checks.integer("exact_max_n", self.exact_max_n, low=0, high=MAX_EXACT_N))
-        set_("eps", _checks.real("eps", self.eps, low=0.0, high=1.0))
+        checks.choice("encoding", self.encoding, ENCODINGS)
+        set_("test_size", checks.integer("test_size", self.test_size, low=1))
+        set_("exact_max_n", checks.integer("exact_max_n", self.exact_max_n, low=0, high=MAX_EXACT_N))
+        set_("eps", checks.real("eps", self.eps, low=0.0, high=1.0))
 
     @property
     def record_steps(self) -> np.ndarray:
@@ -261,6 +261,62 @@ class Result(NamedTuple):
     steps_to_eps: jax.Array  # int32: first recorded step with test_error <= eps, -1 if none
 
 
+@jax.tree_util.register_pytree_node_class
+class Network:
+    """A trained network as a hypothesis: predicts 1 iff its logit is > 0 (``exact = False``:
+    scored on test data). Also carries the training trace and ``steps_to_eps``."""
+
+    exact = False
+
+    def __init__(self, model: Model, encoding: str, result: Result):
+        self.model, self.encoding, self.result = model, encoding, result
+
+    def tree_flatten(self):
+        return (self.result,), (self.model, self.encoding)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*aux, *children)
+
+    def predict(self, x):
+        params = self.result.params
+        return (self.model.apply(params, encode(x, self.encoding, params[0].w.dtype)) > 0).astype(jnp.int32)
+
+    def predict_bits(self, X):
+        return bits.pack(self.predict(bits.unpack(X, X.shape[-1] * bits.WORD_BITS).T) == 1)
+
+
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class SGD:
+    """The learner: one network trained by :func:`train` (``config.mode="online"``: population
+    access, fresh examples every step) or :func:`train_on` (``"fixed"``: sample access, the
+    given data set). ``hyperparams`` are the optimizer's, as ``(name, value)`` pairs so the
+    learner stays hashable: ``SGD(config, (("learning_rate", 0.1),))``.
+    ``fit(key, data) -> Network`` equals ``train(key, p, f, config, **hyperparams)``.
+    """
+
+    config: TrainConfig
+    hyperparams: tuple = ()
+
+    def __post_init__(self):
+        _check_config(self.config)
+        _check_hyperparams(self.config, dict(self.hyperparams))
+
+    @property
+    def access(self) -> str:
+        return "population" if self.config.mode == "online" else "sample"
+
+    def fit(self, key, data) -> Network:
+        hyperparams = dict(self.hyperparams)
+        if self.access == "population":
+            result = train(key, data.p, data.target, self.config, **hyperparams)
+        else:
+            check_data(data)
+            result = train_on(key, data, self.config, **hyperparams)
+        return Network(self.config.model, self.config.encoding, result)
+
+
 def train(key, p, target, config: TrainConfig, *, data_key=None, **hyperparams) -> Result:
     """Train one network on the product distribution ``p: float32[n]`` labelled by ``target``.
 
@@ -276,29 +332,55 @@ def train(key, p, target, config: TrainConfig, *, data_key=None, **hyperparams) 
     the inputs once and runs the first layer of all members as one large matmul
     ``[batch, n] @ [n, members * width]`` instead of many small ones (see scripts/bench_gd.py).
     """
-    if not isinstance(config, TrainConfig):
-        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
-    p = _checks.probabilities("p", p)
+    _check_config(config)
+    p = checks.probabilities("p", p)
     if jnp.ndim(p) != 1:
         raise ValueError(f"p must be a 1-d array of marginals (vmap for a batch), got shape {jnp.shape(p)}")
     p = jnp.asarray(p, jnp.float32)
-    n = p.shape[0]
-    opt = make_optimizer(config, **hyperparams)
-    model, phi, K, E = config.model, margin_loss(config.loss), config.eval_every, config.steps // config.eval_every
     k_init, k_data, k_test = jax.random.split(key, 3)
     if data_key is not None:
         k_data, k_test = jax.random.split(data_key)
+    next_batch, data0 = _data(k_data, p, target, config)
+    score = _scorer(*_test_set(k_test, p, target, config), config)
+    return _descend(k_init, p.shape[0], next_batch, data0, score, target.support_mask(p.shape[0]), config,
+                    hyperparams)
 
+
+def train_on(key, data, config: TrainConfig, **hyperparams) -> Result:
+    """Train one network on a fixed packed data set (:class:`~jaxtrees.core.sampling.Data`).
+
+    Each step draws ``batch_size`` examples with replacement, with probability proportional to
+    ``data.weight`` (uniform over the valid examples without weights); ``config.mode`` and
+    ``config.m`` are not used. No distribution is known, so the trace's ``test_error`` is the
+    (weighted) error on ``data`` itself, and ``support_share`` is NaN.
+    """
+    _check_config(config)
+    slots = data.valid.shape[-1] * bits.WORD_BITS
+    X = bits.unpack(data.X, slots).T  # [S, n]
+    y = bits.unpack(data.y, slots).astype(jnp.int32)
+    valid = bits.unpack(data.valid, slots)
+    w = jnp.where(valid, 1.0 if data.weight is None else data.weight.astype(jnp.float32), 0.0)
+    w = w / jnp.sum(w)
+    k_init, k_data = jax.random.split(key)
+
+    def next_batch(state, t):
+        idx = jax.random.choice(jax.random.fold_in(k_data, t), slots, (config.batch_size,), p=w)
+        return X[idx], y[idx], state
+
+    n = X.shape[-1]
+    return _descend(k_init, n, next_batch, (), _scorer(X, y, w, config), None, config, hyperparams)
+
+
+def _descend(k_init, n, next_batch, data0, score, mask, config, hyperparams) -> Result:
+    """The training loop shared by :func:`train` and :func:`train_on`."""
+    opt = make_optimizer(config, **hyperparams)
+    model, phi, K, E = config.model, margin_loss(config.loss), config.eval_every, config.steps // config.eval_every
     params0 = model.init(k_init, n)
     opt_state0 = opt.init(params0)
-    score = _scorer(k_test, p, target, model, config)
-    mask = targets_lib.support_mask(target, n) if hasattr(target, "support") else None
 
     def loss_on(params, x, y):
         logits = model.apply(params, encode(x, config.encoding, params[0].w.dtype))
         return jnp.mean(phi((2.0 * y.astype(logits.dtype) - 1.0) * logits))
-
-    next_batch, data0 = _data(k_data, p, target, config)
 
     def step(carry, t):
         params, opt_state, data, loss_sum = carry
@@ -333,8 +415,7 @@ def train_many(keys, p, target, config: TrainConfig, *, data_key=None, **hyperpa
     by all members (common random numbers, see :func:`train`) or ``key[B]``. Equals a loop of
     :func:`train`. The compiled program is cached per (config, shapes).
     """
-    if not isinstance(config, TrainConfig):
-        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+    _check_config(config)
     keys = jnp.asarray(keys)
     if keys.ndim != 1:
         raise ValueError(f"keys must be a 1-d array of B keys (jax.random.split(key, B)), got shape {keys.shape}")
@@ -342,7 +423,7 @@ def train_many(keys, p, target, config: TrainConfig, *, data_key=None, **hyperpa
     p_arr = np.asarray(p, np.float64)
     if p_arr.ndim not in (1, 2) or (p_arr.ndim == 2 and p_arr.shape[0] != B):
         raise ValueError(f"p must have shape (n,) or (B, n) = ({B}, n), got {p_arr.shape}")
-    _checks.probabilities("p", p_arr.reshape(-1))
+    checks.probabilities("p", p_arr.reshape(-1))
     p_axis = 0 if p_arr.ndim == 2 else None
     t_axis = 0 if _target_batched(target) else None
     if t_axis == 0 and jax.tree.leaves(target)[0].shape[0] != B:
@@ -387,9 +468,12 @@ def _batched_train(config, names, with_data_key, in_axes):
 
 
 def _target_batched(target) -> bool:
-    leaves = jax.tree.leaves(target)
-    unbatched_ndim = 2 if isinstance(target, targets_lib.Addressing) else 1
-    return bool(leaves) and leaves[0].ndim > unbatched_ndim
+    return len(target.batch_shape) > 0
+
+
+def _check_config(config):
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
 
 
 def _check_hyperparams(config, hyperparams):
@@ -406,17 +490,17 @@ def _check_hyperparams(config, hyperparams):
     except ValueError:  # no signature available (a builtin): let optax report
         pass
     for name, value in hyperparams.items():
-        if callable(value) or not _checks.is_concrete(value):
+        if callable(value) or not checks.is_concrete(value):
             continue
         arr = np.asarray(value, np.float64)
         rng = HYPERPARAMETER_RANGES.get(name)
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} must be finite, got {value!r}")
         if rng is not None:
-            bad = _checks._outside(arr, rng.get("low"), rng.get("high"), rng.get("low_open", False),
+            bad = checks._outside(arr, rng.get("low"), rng.get("high"), rng.get("low_open", False),
                                    rng.get("high_open", False))
             if np.any(bad):
-                interval = _checks._interval(rng.get("low"), rng.get("high"), rng.get("low_open", False),
+                interval = checks._interval(rng.get("low"), rng.get("high"), rng.get("low_open", False),
                                              rng.get("high_open", False))
                 if arr.ndim == 0:
                     raise ValueError(f"{name} must be in {interval}, got {float(arr):g}")
@@ -451,8 +535,9 @@ def _data(key, p, target, config):
     return next_batch, jnp.arange(m, dtype=jnp.int32)
 
 
-def _scorer(key, p, target, model, config):
-    """``score(params) -> float32`` test error, exact over {0,1}^n for small n."""
+def _test_set(key, p, target, config):
+    """``(X, y, w)``: all 2^n inputs with their probabilities when n <= ``exact_max_n``, else
+    ``test_size`` fresh examples of weight 1 / test_size."""
     n = p.shape[0]
     if n <= config.exact_max_n:
         X = jnp.asarray((np.arange(2**n)[:, None] >> np.arange(n)) & 1, bool)  # [2^n, n]
@@ -460,8 +545,13 @@ def _scorer(key, p, target, model, config):
     else:
         X = prng.uniform(key, (config.test_size, n)) < p
         w = jnp.full((config.test_size,), 1.0 / config.test_size, jnp.float32)
-    y = target(X)
-    rows = X.shape[0]
+    return X, target(X), w
+
+
+def _scorer(X, y, w, config):
+    """``score(params) -> float32``: sum of ``w`` over the rows of ``X`` the network mislabels."""
+    model = config.model
+    rows, n = X.shape
     chunk = min(rows, EVAL_CHUNK)
     pad = -rows % chunk
     X = jnp.pad(X, ((0, pad), (0, 0))).reshape(-1, chunk, n)

@@ -1,4 +1,4 @@
-"""Level-wise top-down impurity-based growth (ID3 / C4.5 / CART on binary features).
+"""Level-wise top-down impurity-based growth: the rule and the loop shared by every tree learner.
 
 All nodes of a level are split at once: for the 2^l nodes of level l and all n features, the
 purity gains come from four statistics per node,
@@ -7,24 +7,13 @@ purity gains come from four statistics per node,
     w1[i] = weight with x_i = 1, w1y[i] = weight with x_i = 1 and label 1,
 
 and each node takes the admissible feature of largest gain. The statistics come from a sample
-(:func:`grow`, counted with AND + popcount on bitsets) or, exactly, from the distribution;
-everything after the counting (gains, tie-breaking, stop rules, tree arrays) is shared.
+(:mod:`jaxtrees.learners.greedy`: AND + popcount on bitsets, or weighted sums) or, exactly, from
+the distribution (:mod:`jaxtrees.learners.population`); everything after them (gains,
+tie-breaking, stop rules, tree arrays) is here and shared.
 
-Counting (DESIGN.md): node bitsets ``M: uint32[L, W]`` are ANDed with every feature and with the
-labels, ``w1[l, i] = popcount(M[l] & X[i])``, ``w1y[l, i] = popcount(M[l] & y & X[i])``. Only the
-right child (x_f = 1) of each split is counted; the left child's counts are the parent's minus
-the right child's (sibling subtraction), so a depth-D tree costs 2^(D-1) node counts, each of
-2 n W word operations.
-
->>> import jax
->>> from jaxtrees import distributions, targets, sampling, tree
->>> key = jax.random.key(0)
->>> p = distributions.smoothed(c=0.2).marginals(key, 16)
->>> f = targets.random_junta(key, n=16, k=3)
->>> s = sampling.draw(key, p, f, m=2000)
->>> t = jax.jit(grow)(s, GrowthRule(max_depth=3, impurity="gini"))
->>> bool(jax.numpy.all(tree.features_used(t, 16) == targets.support_mask(f, 16)))
-True
+>>> rule = GrowthRule(max_depth=3, impurity="gini")
+>>> rule.impurity.name, rule.tie_break
+('gini', 'lowest')
 """
 
 from __future__ import annotations
@@ -35,14 +24,13 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxtrees import _checks, bits
-from jaxtrees import impurity as impurity_lib
-from jaxtrees.sampling import Sample
-from jaxtrees.tree import Tree
+from jaxtrees.core import checks
+from jaxtrees.core import impurity as impurity_lib
+from jaxtrees.hypotheses.tree import Tree, interleave
 
 TIE_BREAKS = ("lowest", "random")
-#: Deepest tree that :func:`grow` and :func:`~jaxtrees.population.grow_exact` store: the heap then
-#: has 2^25 - 1 slots per tree. Deeper rules are for :func:`~jaxtrees.population.follow_path`.
+#: Deepest tree that :func:`grow` and :func:`~jaxtrees.learners.population.grow_exact` store: the heap then
+#: has 2^25 - 1 slots per tree. Deeper rules are for :func:`~jaxtrees.learners.population.follow_path`.
 MAX_DEPTH = 24
 #: Deepest rule at all (a path of this many queries).
 MAX_PATH_DEPTH = 2**20
@@ -55,9 +43,9 @@ class GrowthRule:
 
     Attributes:
       max_depth: D >= 0; nodes at depth D are leaves. Stored trees need D <= MAX_DEPTH (24);
-        path mode (:func:`~jaxtrees.population.follow_path`) allows up to MAX_PATH_DEPTH.
+        path mode (:func:`~jaxtrees.learners.population.follow_path`) allows up to MAX_PATH_DEPTH.
       impurity: ``"entropy"``, ``"gini"``, ``"kearns_mansour"``, an :class:`Impurity` or a
-        concave callable G (see :mod:`jaxtrees.impurity`).
+        concave callable G (see :mod:`jaxtrees.core.impurity`).
       tie_break: among features whose gain g is tied with the node's best gain b, i.e.
         g >= b - tie_tol G(mu) (mu the node's mean label), ``"lowest"`` takes the lowest index,
         ``"random"`` a uniformly random one (needs a key).
@@ -88,57 +76,33 @@ class GrowthRule:
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("max_depth", _checks.integer("max_depth", self.max_depth, low=0, high=MAX_PATH_DEPTH))
+        set_("max_depth", checks.integer("max_depth", self.max_depth, low=0, high=MAX_PATH_DEPTH))
         set_("impurity", impurity_lib.get(self.impurity))
-        _checks.choice("tie_break", self.tie_break, TIE_BREAKS)
-        set_("min_samples_split", _checks.integer("min_samples_split", self.min_samples_split, low=2))
-        set_("min_samples_leaf", _checks.integer("min_samples_leaf", self.min_samples_leaf, low=1))
-        set_("min_gain", _checks.real("min_gain", self.min_gain))
-        set_("tie_tol", _checks.real("tie_tol", self.tie_tol, low=0.0))
+        checks.choice("tie_break", self.tie_break, TIE_BREAKS)
+        set_("min_samples_split", checks.integer("min_samples_split", self.min_samples_split, low=2))
+        set_("min_samples_leaf", checks.integer("min_samples_leaf", self.min_samples_leaf, low=1))
+        set_("min_gain", checks.real("min_gain", self.min_gain))
+        set_("tie_tol", checks.real("tie_tol", self.tie_tol, low=0.0))
 
 
 class LevelStats(NamedTuple):
-    """Statistics of the L nodes of one level (see the module docstring)."""
+    """Statistics of the L nodes of one level (see the module docstring).
+
+    ``n, n1`` are the example counts that ``min_samples_split`` / ``min_samples_leaf`` read
+    when they differ from the weights (weighted data); None means "the weights are the counts".
+    """
 
     w: jax.Array  # [L]
     wy: jax.Array  # [L]
     w1: jax.Array  # [L, n]
     w1y: jax.Array  # [L, n]
+    n: jax.Array | None = None  # [L]
+    n1: jax.Array | None = None  # [L, n]
 
-
-def grow(sample: Sample, rule: GrowthRule, key=None) -> Tree:
-    """Grow a tree on one packed sample. ``key`` is needed only for ``tie_break="random"``.
-
-    Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static).
-    """
-    key = check_key(rule, key)
-    check_heap_depth(rule)
-    X, y, valid = sample
-
-    def count(masks):
-        both = jnp.concatenate([masks, masks & y])  # [2L, W]
-        c = bits.count_and(both[:, None, :], X[None, :, :])  # [2L, n]
-        return c[: masks.shape[0]], c[masks.shape[0]:]
-
-    w1, w1y = count(valid[None])
-    root = LevelStats(bits.count(valid)[None], bits.count(valid & y)[None], w1, w1y)
-
-    def children(masks, stats, feature, split, with_features):
-        right = jnp.where(split[:, None], masks & X[jnp.maximum(feature, 0)], jnp.uint32(0))
-        left = jnp.where(split[:, None], masks & ~right, jnp.uint32(0))
-        w_r = _take(stats.w1, feature, split)
-        wy_r = _take(stats.w1y, feature, split)
-        w = interleave(jnp.where(split, stats.w - w_r, 0), w_r)
-        wy = interleave(jnp.where(split, stats.wy - wy_r, 0), wy_r)
-        if not with_features:
-            return None, LevelStats(w, wy, None, None)
-        w1_r, w1y_r = count(right)
-        keep = split[:, None]
-        w1 = interleave(jnp.where(keep, stats.w1 - w1_r, 0), w1_r)
-        w1y = interleave(jnp.where(keep, stats.w1y - w1y_r, 0), w1y_r)
-        return interleave(left, right), LevelStats(w, wy, w1, w1y)
-
-    return grow_levels(root, valid[None], children, rule, key, min_count=True, purity_tol=0.0)
+    @property
+    def counts(self):
+        """``(n, n1)``: example counts of the nodes and of their x_i = 1 children."""
+        return (self.w, self.w1) if self.n is None else (self.n, self.n1)
 
 
 def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min_count: bool,
@@ -147,8 +111,8 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
 
     ``children(state, stats, feature, split, with_features) -> (state', stats')`` gives the
     next level (children of node j at 2j, 2j+1), with per-feature statistics only when
-    ``with_features``. ``min_count`` applies min_samples_split / min_samples_leaf to the weights
-    (sample counts); a node whose mean label is within ``purity_tol`` of 0 or 1 is pure.
+    ``with_features``. ``min_count`` applies min_samples_split / min_samples_leaf to the example
+    counts (:attr:`LevelStats.counts`); a node whose mean label is within ``purity_tol`` of 0 or 1 is pure.
     """
     n = root.w1.shape[-1]
     stats = root
@@ -188,7 +152,7 @@ def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, p
     split = (w > 0) & ~pure & (feature >= 0)
     split &= best >= rule.min_gain - rule.tie_tol * max(1.0, abs(rule.min_gain))
     if min_count:
-        split &= stats.w >= rule.min_samples_split
+        split &= stats.counts[0] >= rule.min_samples_split
     return jnp.where(split, feature, -1), jnp.where(split, best, 0.0)
 
 
@@ -203,7 +167,8 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
     g = impurity_lib.gain(rule.impurity, safe(wy, w), safe(w1, w), safe(w1y, w1), safe(w0y, w0), safe(w0, w))
     admissible = ~used & (w1 > 0) & (w0 > 0)
     if min_count:
-        admissible &= (stats.w1 >= rule.min_samples_leaf) & ((stats.w[:, None] - stats.w1) >= rule.min_samples_leaf)
+        n, n1 = stats.counts
+        admissible &= (n1 >= rule.min_samples_leaf) & ((n[:, None] - n1) >= rule.min_samples_leaf)
     g = jnp.where(admissible, g, -jnp.inf)
     best = jnp.max(g, axis=-1)
     scale = rule.impurity(jnp.clip(safe(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
@@ -215,15 +180,6 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
         feature = jnp.argmax(tied, axis=-1)
     feature = jnp.where(jnp.any(admissible, axis=-1), feature, -1).astype(jnp.int32)
     return feature, jnp.where(feature >= 0, best, 0.0)
-
-
-def _take(a, feature, split):
-    return jnp.where(split, jnp.take_along_axis(a, jnp.maximum(feature, 0)[:, None], axis=-1)[:, 0], 0)
-
-
-def interleave(left, right):
-    """Children of node j at 2j (left) and 2j+1 (right)."""
-    return jnp.stack([left, right], axis=1).reshape((-1,) + left.shape[1:])
 
 
 def check_heap_depth(rule: GrowthRule):

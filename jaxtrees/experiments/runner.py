@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
-from jaxtrees import _checks
+from jaxtrees.core import checks
 
 #: Trials vmapped together on one device (chunks are padded to multiples of GROUP x devices).
 GROUP = 32
@@ -119,7 +119,7 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
     ``overrides`` maps a parameter to a value or a list of values (strings are parsed to the
     parameter's type, and "a,b,c" is a list). Every cell is checked here.
     """
-    seed = _checks.integer("seed", seed, low=0, high=2**31 - 1)
+    seed = checks.integer("seed", seed, low=0, high=2**31 - 1)
     base = study.quick if quick else study.full
     grid = {name: _as_list(value) for name, value in base.items()}
     for name, value in (overrides or {}).items():
@@ -136,7 +136,7 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
         replicates = study.replicates[0 if quick else 1]
     if isinstance(replicates, str):
         replicates = _parse("replicates", replicates, 1)
-    replicates = _checks.integer("replicates", replicates, low=1, high=2**31 - 1)
+    replicates = checks.integer("replicates", replicates, low=1, high=2**31 - 1)
     config = Config(study.name, grid, replicates, seed, quick)
     for cell in config.cells():
         study.check(cell)
@@ -151,7 +151,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, pro
     256 per device); results do not depend on it.
     ``max_trials`` stops after that many new trials (for tests of resumption).
     """
-    chunk = None if chunk is None else _checks.integer("chunk", chunk, low=1)
+    chunk = None if chunk is None else checks.integer("chunk", chunk, low=1)
     directory = os.path.join(out, study.name)
     parts = os.path.join(directory, "parts")
     os.makedirs(parts, exist_ok=True)

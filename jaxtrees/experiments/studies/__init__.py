@@ -1,13 +1,13 @@
-"""Built-in studies (``jaxtrees list``): each a :class:`~jaxtrees.runner.Study` with a quick size
+"""Built-in studies (``jaxtrees list``): each a :class:`~jaxtrees.experiments.runner.Study` with a quick size
 for a laptop CPU and a full size for a GPU.
 
 >>> sorted(STUDIES)
 ['addressing', 'agnostic', 'gd-parity-uniform', 'gd-smoothed', 'gd-vs-id3', 'juntas', 'parity', 'trees']
 """
 
-from jaxtrees.studies.counterexamples import ADDRESSING, AGNOSTIC
-from jaxtrees.studies.descent import GD_PARITY_UNIFORM, GD_SMOOTHED, GD_VS_ID3
-from jaxtrees.studies.learning import JUNTAS, PARITY, TREES
+from jaxtrees.experiments.studies.counterexamples import ADDRESSING, AGNOSTIC
+from jaxtrees.experiments.studies.descent import GD_PARITY_UNIFORM, GD_SMOOTHED, GD_VS_ID3
+from jaxtrees.experiments.studies.learning import JUNTAS, PARITY, TREES
 
 STUDIES = {s.name: s for s in (PARITY, JUNTAS, TREES, ADDRESSING, AGNOSTIC, GD_PARITY_UNIFORM, GD_SMOOTHED,
                                    GD_VS_ID3)}

@@ -1,7 +1,8 @@
-"""Labelled samples, bit-packed along the sample axis.
+"""Labelled data, bit-packed along the sample axis, and the samplers that draw it.
 
-A :class:`Sample` of m examples on n features holds ``X: uint32[n, W]`` (feature i's bitset over the
-examples), labels ``y: uint32[W]`` and ``valid: uint32[W]`` (the first m bits set), W = ceil(m/32).
+A :class:`Data` set of m examples on n features holds ``X: uint32[n, W]`` (feature i's bitset over
+the examples), labels ``y: uint32[W]``, ``valid: uint32[W]`` (the first m bits set), W = ceil(m/32),
+and optional per-example weights ``weight: float32[32 W]`` (or int32 counts; 0 past m).
 
 >>> import jax
 >>> from jaxtrees import distributions, targets
@@ -32,13 +33,21 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxtrees import _checks, bits, prng
+from jaxtrees.core import checks, bits, prng
 
 
-class Sample(NamedTuple):
+class Data(NamedTuple):
+    """What a learner fits: packed examples, packed labels, the valid examples, optional weights.
+
+    ``weight`` is None (every example counts once) or one number per bit slot,
+    ``float32[32 W]`` (AdaBoost's real weights) or ``int32[32 W]`` (bagging's bootstrap
+    counts), zero past m; set it with :func:`with_weights`.
+    """
+
     X: jax.Array  # uint32[n, W]
     y: jax.Array  # uint32[W]
     valid: jax.Array  # uint32[W]
+    weight: jax.Array | None = None  # float32[32 W] | int32[32 W]
 
     @property
     def n(self) -> int:
@@ -96,7 +105,7 @@ def packed_bernoulli(key, p, m: int, *, precision_bits: int | None = None):
     >>> x.shape, [int(c) for c in bits.count(x)][::2]
     ((3, 2), [0, 40])
     """
-    m = _checks.integer("m", m, low=1)
+    m = checks.integer("m", m, low=1)
     p = jnp.asarray(p)
     if precision_bits is None:
         return bits.pack(prng.uniform(key, p.shape + (m,)) < p[..., None])
@@ -116,7 +125,7 @@ def packed_bernoulli(key, p, m: int, *, precision_bits: int | None = None):
 
 
 def _precision(precision_bits) -> int:
-    return _checks.integer("precision_bits", precision_bits, low=1, high=MAX_PRECISION_BITS)
+    return checks.integer("precision_bits", precision_bits, low=1, high=MAX_PRECISION_BITS)
 
 
 def _grid_numerator(p, b: int):
@@ -125,7 +134,7 @@ def _grid_numerator(p, b: int):
     return jnp.clip(scaled, 0.0, jnp.float32(2.0 ** b)).astype(jnp.uint32)
 
 
-def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | None = None) -> Sample:
+def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | None = None) -> Data:
     """m i.i.d. examples x ~ prod_i Bernoulli(p_i), labelled y = target(x) XOR Bernoulli(noise).
 
     ``p: float32[n]``; ``m`` is static (it fixes shapes). Batch over distributions and targets with
@@ -136,12 +145,12 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
     random words per 32 bits instead of 32 (see :func:`packed_bernoulli`); the rounding moves each
     probability by at most 2^-(b+1). The two settings give different samples for the same key.
     """
-    m = _checks.integer("m", m, low=1)
+    m = checks.integer("m", m, low=1)
     if precision_bits is not None:
         precision_bits = _precision(precision_bits)
     noiseless = False
-    if _checks.is_concrete(noise):
-        noiseless = _checks.real("noise", noise, low=0.0, high=1.0) == 0.0
+    if checks.is_concrete(noise):
+        noiseless = checks.real("noise", noise, low=0.0, high=1.0) == 0.0
     n = jnp.shape(p)[-1]
     k_x, k_noise = jax.random.split(key)
     if precision_bits is None:
@@ -155,20 +164,44 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
         else:
             y = y ^ packed_bernoulli(k_noise, noise, m, precision_bits=precision_bits)
     valid = bits.valid_mask(m)
-    return Sample(X, y & valid, valid)
+    return Data(X, y & valid, valid)
 
 
-def prefix(sample: Sample, m) -> Sample:
+def with_weights(data: Data, weight) -> Data:
+    """``data`` with per-example weights: ``weight: [m]`` (or already ``[32 W]``), float or integer,
+    finite and >= 0 (checked when concrete); slots past m get weight 0 (they are not examples).
+
+    >>> d = with_weights(from_arrays([[0], [1], [1]], [0, 1, 1]), [0.5, 0.25, 0.25])
+    >>> d.weight.shape, d.weight.dtype.name
+    ((32,), 'float32')
+    """
+    slots = data.valid.shape[-1] * bits.WORD_BITS
+    w = jnp.asarray(weight)
+    if w.ndim != 1 or w.shape[0] > slots or w.shape[0] == 0:
+        raise ValueError(f"weight must be a 1-d array of one weight per example (at most {slots} for "
+                         f"this data), got shape {w.shape}")
+    integer = jnp.issubdtype(w.dtype, jnp.integer) or w.dtype == bool
+    if checks.is_concrete(w):
+        arr = np.asarray(w, np.float64)
+        bad = ~np.isfinite(arr) | (arr < 0)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"weight must be finite and >= 0; weight[{i}] = {arr[i]!r}")
+    w = jnp.pad(w.astype(jnp.int32 if integer else jnp.float32), (0, slots - w.shape[0]))
+    return data._replace(weight=jnp.where(bits.unpack(data.valid, slots), w, 0))
+
+
+def prefix(sample: Data, m) -> Data:
     """The first m examples of ``sample`` (``m`` may be traced; shapes are unchanged).
 
     Growing on the prefixes of one sample for a grid of m uses common random numbers: the trees
     for different m are then coupled, and one compiled program serves the whole grid.
     """
     valid = sample.valid & bits.prefix_mask(sample.valid.shape[-1], m)
-    return Sample(sample.X, sample.y & valid, valid)
+    return sample._replace(y=sample.y & valid, valid=valid)
 
 
-def from_arrays(X, y) -> Sample:
+def from_arrays(X, y) -> Data:
     """Pack a plain data set: ``X: {0,1}[m, n]`` (rows are examples) and ``y: {0,1}[m]``."""
     X = np.asarray(X)
     y = np.asarray(y)
@@ -181,4 +214,4 @@ def from_arrays(X, y) -> Sample:
     if not np.isin(y, (0, 1)).all():
         raise ValueError("y must be binary: every entry 0 or 1 (bool or numeric)")
     Xp = bits.pack(jnp.asarray(X.T.astype(bool)))
-    return Sample(Xp, bits.pack(jnp.asarray(y.astype(bool))), bits.valid_mask(X.shape[0]))
+    return Data(Xp, bits.pack(jnp.asarray(y.astype(bool))), bits.valid_mask(X.shape[0]))

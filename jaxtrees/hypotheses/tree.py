@@ -31,20 +31,34 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees import bits
+from jaxtrees.core import bits
 
 
 class Tree(NamedTuple):
+    """A heap-layout tree; a :class:`~jaxtrees.hypotheses.base.Hypothesis` with an exact error."""
+
     feature: jax.Array
     label: jax.Array
     weight: jax.Array
     mean: jax.Array
     gain: jax.Array
 
+    #: The error under a product distribution and a target is computed exactly (:func:`exact_error`).
+    exact = True
+
     @property
     def max_depth(self) -> int:
         """D, fixed by the array shapes (the tree may stop earlier: see :func:`depth`)."""
         return heap_depth(self.feature.shape[-1])
+
+    def predict(self, x):
+        return predict(self, x)
+
+    def predict_bits(self, X):
+        return predict_bits(self, X)
+
+    def exact_error(self, p, target):
+        return exact_error(self, p, target)
 
 
 def heap_size(max_depth: int) -> int:
@@ -145,11 +159,77 @@ def predict_bits(tree: Tree, X):
             break
         right = jnp.where(leaf, jnp.uint32(0), masks & X[jnp.maximum(f, 0)])
         left = jnp.where(leaf, jnp.uint32(0), masks & ~right)
-        masks = jnp.stack([left, right], axis=1).reshape(-1, words)
+        masks = interleave(left, right)
     return out
 
 
-def sample_error(tree: Tree, sample):
-    """Fraction of the sample's examples that the tree mislabels (float32)."""
-    wrong = (predict_bits(tree, sample.X) ^ sample.y) & sample.valid
-    return bits.count(wrong) / bits.count(sample.valid)
+def interleave(left, right):
+    """The children of node j of a level at 2j (left) and 2j+1 (right) of the next level."""
+    return jnp.stack([left, right], axis=1).reshape((-1,) + left.shape[1:])
+
+
+# ------------------------------------------------------------------ exact scoring under a product distribution
+
+
+class Restrictions(NamedTuple):
+    """The restrictions of the L nodes of one level: ``fixed, values: bool[L, n]``, ``weight: [L]``."""
+
+    fixed: jax.Array
+    values: jax.Array
+    weight: jax.Array
+
+
+def node_restrictions(tree: Tree, p) -> Restrictions:
+    """The restriction of every heap slot and its probability Pr[node] under p.
+
+    ``fixed, values: bool[N, n]``, ``weight: float32[N]``; slots that are not nodes of the tree
+    get the restriction of the path to them (see :func:`reached`).
+    """
+    p = jnp.asarray(p, jnp.float32)
+    n = p.shape[-1]
+    fixed = [jnp.zeros((1, n), bool)]
+    values = [jnp.zeros((1, n), bool)]
+    for level in range(tree.max_depth):
+        lo, hi = 2**level - 1, 2 ** (level + 1) - 1
+        onehot = tree.feature[lo:hi, None] == jnp.arange(n)
+        f = fixed[-1] | onehot
+        fixed.append(interleave(f, f))
+        values.append(interleave(values[-1] & ~onehot, values[-1] | onehot))
+    fixed, values = jnp.concatenate(fixed), jnp.concatenate(values)
+    prob = jnp.prod(jnp.where(fixed, jnp.where(values, p, 1.0 - p), 1.0), axis=-1)
+    return Restrictions(fixed, values, prob)
+
+
+def node_errors(tree: Tree, p, target):
+    """``float32[N]``: Pr[v] |label(v) - E[f | v]| for every node v of the tree (0 elsewhere)."""
+    r = node_restrictions(tree, p)
+    mu, _ = jax.vmap(target.means, in_axes=(None, 0, 0))(jnp.asarray(p, jnp.float32), r.fixed, r.values)
+    return jnp.where(reached(tree), r.weight * jnp.abs(tree.label - mu), 0.0)
+
+
+def exact_error(tree: Tree, p, target):
+    """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32)."""
+    leaf = reached(tree) & (tree.feature < 0)
+    return jnp.sum(jnp.where(leaf, node_errors(tree, p, target), 0.0))
+
+
+def error_by_depth(tree: Tree, p, target):
+    """``float32[D+1]``: the exact error of the tree truncated at depth d, for d = 0..D.
+
+    Truncating at d turns the nodes at depth d into leaves labelled by their majority label.
+    """
+    errors = node_errors(tree, p, target)
+    levels = jnp.asarray(node_levels(tree.max_depth))
+    node = reached(tree)
+    leaf = node & (tree.feature < 0)
+    d = jnp.arange(tree.max_depth + 1)[:, None]
+    counted = node & ((levels == d) | (leaf & (levels < d)))
+    return jnp.sum(jnp.where(counted, errors, 0.0), axis=-1)
+
+
+def reached(tree: Tree):
+    """``bool[N]``: slots that are nodes of the tree: the root and the children of split nodes.
+
+    Unlike ``weight > 0`` this holds for any tree, e.g. one built by hand.
+    """
+    return jnp.concatenate([jnp.ones((1,), bool), jnp.repeat(tree.feature >= 0, 2)[: tree.feature.shape[-1] - 1]])

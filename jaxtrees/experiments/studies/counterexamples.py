@@ -2,7 +2,7 @@
 
 Each trial draws a c-smoothed distribution around 1/2 (p_i in [1/2 - s, 1/2 + s], so it is
 delta-balanced with delta = 1/2 - s) and an input x ~ p, and follows x's path in the
-infinite-sample tree (:func:`jaxtrees.population.follow_path`) with exact gains and
+infinite-sample tree (:func:`jaxtrees.learners.population.follow_path`) with exact gains and
 ``tie_tol=0``. Averages over trials are unbiased for the tree's quantities.
 
 - ``addressing`` (002 Thm 3, Lemma 14): f_{c,k} (``code="block"``: k groups of ck bits) or f_{c,k,S}
@@ -22,9 +22,13 @@ import math
 import jax
 import jax.numpy as jnp
 
-from jaxtrees import _checks, distributions, growth, population, summary, targets
-from jaxtrees.impurity import BUILTIN as IMPURITIES
-from jaxtrees.runner import Study
+from jaxtrees import targets
+from jaxtrees.core import checks, distributions
+from jaxtrees.core.impurity import BUILTIN as IMPURITIES
+from jaxtrees.experiments import summary
+from jaxtrees.experiments.runner import Study
+from jaxtrees.experiments.studies.common import trial_keys
+from jaxtrees.learners import growth, population
 
 CODES = ("block", "coded")
 
@@ -78,7 +82,8 @@ def _n_free(params):
 
 
 def _follow(key, f, params, depth):
-    kp, kx = jax.random.split(key)
+    keys = trial_keys(key, "distribution", "input")
+    kp, kx = keys["distribution"], keys["input"]
     p = distributions.Smoothed(jnp.float32(0.5), params["s"]).marginals(kp, f.n)
     rule = growth.GrowthRule(max_depth=depth, impurity=params["impurity"], tie_tol=0.0)
     path = population.follow_path(p, f, rule, jax.random.bernoulli(kx, p))
@@ -100,22 +105,23 @@ def _addressing_trial(key, params):
 
 
 def _check_common(params):
-    _checks.integer("k", params["k"], low=1, high=12)
-    _checks.integer("c", params["c"], low=1, high=64)
-    _checks.real("s", params["s"], low=0.0, high=0.5, high_open=True)
-    _checks.choice("impurity", params["impurity"], IMPURITIES)
+    checks.integer("k", params["k"], low=1, high=12)
+    checks.integer("c", params["c"], low=1, high=64)
+    checks.real("s", params["s"], low=0.0, high=0.5, high_open=True)
+    checks.choice("impurity", params["impurity"], IMPURITIES)
 
 
 def _addressing_check(params):
     _check_common(params)
-    _checks.choice("code", params["code"], CODES)
+    checks.choice("code", params["code"], CODES)
     A = params["c"] * params["k"] ** (2 if params["code"] == "block" else 1)
     if A + 2 ** params["k"] > 2**16:
         raise ValueError(f"n = c k^2 + 2^k (block) or c k + 2^k (coded) must be <= 65536, got {A + 2 ** params['k']}")
 
 
 def _agnostic_trial(key, params):
-    kf, kp = jax.random.split(key)
+    keys = trial_keys(key, "target", "distribution")
+    kf, kp = keys["target"], keys["distribution"]
     f = targets.agnostic_addressing(kf, targets.addressing(params["c"], params["k"]), params["eps"])
     g = targets.nearby_junta(f)
     n_free = _n_free(params)
@@ -128,7 +134,7 @@ def _agnostic_trial(key, params):
 
 def _agnostic_check(params):
     _check_common(params)
-    eps = _checks.real("eps", params["eps"], low=0.0, high=1.0, low_open=True)
+    eps = checks.real("eps", params["eps"], low=0.0, high=1.0, low_open=True)
     n_free = _n_free(params)
     if n_free == 0 or n_free < eps * 2 ** params["k"] / 4:
         raise ValueError(f"eps = {eps} with k = {params['k']} leaves no even |A^free| in "

@@ -1,6 +1,6 @@
 """Gradient-descent studies (issue 5, 000 Open Question 1): how long does SGD take on juntas?
 
-Each trial trains one network with :func:`jaxtrees.gd.train` (online mode: a fresh batch from
+Each trial trains one network with :func:`jaxtrees.learners.sgd.train` (online mode: a fresh batch from
 the distribution at every step, as in Barak et al. 2022, "Hidden progress in deep learning: SGD
 learns parities near the computational limit"): a width-``width`` ReLU MLP (He init), SGD with
 learning rate ``lr``, batch ``batch_size``, hinge loss by default, inputs encoded in {-1,+1}. The
@@ -14,7 +14,7 @@ accuracy), so it is resolved to K steps; a trial that never gets there within ``
   {10, 20, 30} x {2, 3, 4}; median steps per (n, k) next to their claim (every configuration
   converges within 10^5 steps, steps growing like n^O(k)).
 - ``gd-smoothed``: the same networks and targets on c-smoothed product distributions
-  p_i = 1/2 + U[-c, c] (:class:`jaxtrees.distributions.Smoothed`; c = 0 is uniform): median steps
+  p_i = 1/2 + U[-c, c] (:class:`jaxtrees.core.distributions.Smoothed`; c = 0 is uniform): median steps
   vs n at fixed k, per c. Smoothing gives the parity degree-1 correlations
   E_p[chi_J(x) x_j] != 0 (the signal ID3 uses in 000); does SGD become polynomial in n?
 - ``gd-vs-id3``: random non-degenerate k-juntas on identical c-smoothed distributions: p and f
@@ -24,30 +24,29 @@ accuracy), so it is resolved to K steps; a trial that never gets there within ``
   needs to reach error <= eps.
 
 In the parity studies the support size k is a traced parameter (one compilation per n serves
-every k): the target is a :class:`MaskParity` on a uniformly random k-subset of the n
-coordinates. n, the network and the step budget are static (they fix shapes).
+every k): the target is a mask parity on a uniformly random k-subset of the n
+coordinates (:class:`jaxtrees.targets.MaskParity`). n, the network and the step budget are
+static (they fix shapes).
 
->>> f = MaskParity(jnp.array([True, False, True]))
->>> f(jnp.array([[1, 1, 0], [1, 0, 1]])).tolist()
-[1, 0]
->>> int(random_subset(jax.random.key(0), 10, 3).sum())
-3
+>>> sorted(STATIC_TRAINING)
+['batch_size', 'eval_every', 'loss', 'max_steps', 'test_size', 'width']
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxtrees import _checks, distributions, gd, sampling, summary, targets
-from jaxtrees.impurity import BUILTIN as IMPURITIES
-from jaxtrees.runner import Study
-from jaxtrees.studies import learning
+from jaxtrees import targets
+from jaxtrees.core import checks, distributions, sampling
+from jaxtrees.experiments import summary
+from jaxtrees.experiments.runner import Study
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
+                                                 sample_sizes, trial_keys)
+from jaxtrees.learners import sgd
 
 #: Barak et al. 2022: every (n, k) in {10, 20, 30} x {2, 3, 4} converged within this many steps.
 BARAK_BUDGET = 100_000
@@ -57,26 +56,9 @@ TRAINING = ("lr", "width", "batch_size", "loss", "max_steps", "eval_every", "tes
 EXACT_MAX_N = 13
 
 
-class MaskParity(NamedTuple):
-    """chi_J(x) = sum_{j in J} x_j mod 2 for J given as a mask ``bool[n]`` (|J| may be traced)."""
-
-    mask: jax.Array
-
-    def __call__(self, x):
-        x = jnp.asarray(x)
-        return (jnp.sum((x != 0) & self.mask, axis=-1, dtype=jnp.int32) % 2).astype(jnp.int32)
-
-
-def random_subset(key, n: int, k):
-    """``bool[n]``: a uniformly random subset of size ``k`` (k may be traced): the k smallest of
-    n i.i.d. uniforms."""
-    u = jax.random.uniform(key, (n,))
-    return jnp.argsort(jnp.argsort(u)) < k
-
-
-def train_config(params) -> gd.TrainConfig:
-    """The :class:`jaxtrees.gd.TrainConfig` of a cell (online mode, SGD, eps = 0)."""
-    return gd.TrainConfig(gd.mlp(params["width"]), loss=params["loss"], optimizer=optax.sgd,
+def train_config(params) -> sgd.TrainConfig:
+    """The :class:`jaxtrees.learners.sgd.TrainConfig` of a cell (online mode, SGD, eps = 0)."""
+    return sgd.TrainConfig(sgd.mlp(params["width"]), loss=params["loss"], optimizer=optax.sgd,
                           steps=params["max_steps"], batch_size=params["batch_size"],
                           eval_every=params["eval_every"], mode="online", encoding="pm1",
                           test_size=params["test_size"], exact_max_n=EXACT_MAX_N, eps=0.0)
@@ -93,35 +75,36 @@ def _support_share(params, mask):
 
 def _parity_trial(key, params):
     n = params["n"]
-    kp, kf, kt = jax.random.split(key, 3)  # the key derivation of the tree studies
+    keys = trial_keys(key, "distribution", "target", "training")  # as the tree studies derive theirs
+    kp, kf, kt = keys["distribution"], keys["target"], keys["training"]
     if "c" in params:
         p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n)
     else:
         p = jnp.full((n,), 0.5, jnp.float32)
-    f = MaskParity(random_subset(kf, n, params["k"]))
-    result = gd.train(kt, p, f, train_config(params), learning_rate=params["lr"])
+    f = targets.MaskParity(targets.random_subset(kf, n, params["k"]))
+    result = sgd.train(kt, p, f, train_config(params), learning_rate=params["lr"])
     return {"steps": result.steps_to_eps, "learned": result.steps_to_eps >= 0,
             "final_error": result.trace.test_error[-1], "support_share": _support_share(result.params, f.mask),
             "drift": result.trace.drift[-1]}
 
 
 def _check_training(params):
-    _checks.real("lr", params["lr"], low=0.0, high=100.0, low_open=True)
-    _checks.integer("width", params["width"], low=1, high=65536)
-    _checks.integer("batch_size", params["batch_size"], low=1, high=65536)
-    _checks.choice("loss", params["loss"], gd.LOSSES)
-    steps = _checks.integer("max_steps", params["max_steps"], low=1, high=10**8)
-    every = _checks.integer("eval_every", params["eval_every"], low=1, high=steps)
+    checks.real("lr", params["lr"], low=0.0, high=100.0, low_open=True)
+    checks.integer("width", params["width"], low=1, high=65536)
+    checks.integer("batch_size", params["batch_size"], low=1, high=65536)
+    checks.choice("loss", params["loss"], sgd.LOSSES)
+    steps = checks.integer("max_steps", params["max_steps"], low=1, high=10**8)
+    every = checks.integer("eval_every", params["eval_every"], low=1, high=steps)
     if steps % every:
         raise ValueError(f"eval_every must divide max_steps = {steps}, got {every}")
-    _checks.integer("test_size", params["test_size"], low=1, high=2**20)
+    checks.integer("test_size", params["test_size"], low=1, high=2**20)
 
 
 def _check_parity(params):
-    n = _checks.integer("n", params["n"], low=2, high=4096)
-    _checks.integer("k", params["k"], low=1, high=n)
+    n = checks.integer("n", params["n"], low=2, high=4096)
+    checks.integer("k", params["k"], low=1, high=n)
     if "c" in params:
-        _checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+        checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
     _check_training(params)
     train_config(params)  # anything TrainConfig still refuses
 
@@ -292,15 +275,16 @@ GD_SMOOTHED = Study(
 
 def _vs_trial(key, params):
     n, k = params["n"], params["k"]
-    kp, kf, ks = jax.random.split(key, 3)  # as the juntas study: p from kp, f from kf, the sample from ks
+    keys = trial_keys(key, "distribution", "target", "sample")  # as the juntas study: the same p and f
+    kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n),
-                          learning.PRECISION_BITS)  # the p both learners see, sampled exactly
+                          PRECISION_BITS)  # the p both learners see, sampled exactly
     f = targets.random_junta(kf, n, k)
-    tree_error, _ = learning._learn(ks, p, f, n, k, params)
-    ms = jnp.asarray(learning.sample_sizes(params), jnp.int32)
-    tree_ok = tree_error <= params["eps"] + learning.SUCCESS_TOL
+    tree_error, _ = learn_on_prefixes(ks, p, f, n, k, params)
+    ms = jnp.asarray(sample_sizes(params), jnp.int32)
+    tree_ok = tree_error <= params["eps"] + SUCCESS_TOL
     tree_examples = jnp.where(jnp.any(tree_ok), ms[jnp.argmax(tree_ok)], -1)
-    result = gd.train(jax.random.fold_in(ks, 1), p, f, train_config(params), learning_rate=params["lr"])
+    result = sgd.train(jax.random.fold_in(ks, 1), p, f, train_config(params), learning_rate=params["lr"])
     net_ok = result.trace.test_error <= params["eps"]
     steps = jnp.where(jnp.any(net_ok), (jnp.argmax(net_ok) + 1) * params["eval_every"], -1)
     return {"tree_examples": tree_examples.astype(jnp.int32), "tree_error": tree_error[-1],
@@ -310,11 +294,11 @@ def _vs_trial(key, params):
 
 
 def _vs_check(params):
-    n = _checks.integer("n", params["n"], low=2, high=4096)
-    _checks.integer("k", params["k"], low=1, high=min(n, 12))
-    _checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
-    _checks.real("eps", params["eps"], low=0.0, high=0.5, high_open=True)
-    learning._check_common(params, n)
+    n = checks.integer("n", params["n"], low=2, high=4096)
+    checks.integer("k", params["k"], low=1, high=min(n, 12))
+    checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    checks.real("eps", params["eps"], low=0.0, high=0.5, high_open=True)
+    check_sample_grid(params, n)
     _check_training(params)
     if params["max_steps"] * params["batch_size"] >= 2**31:
         raise ValueError(f"max_steps * batch_size must be < 2^31 (examples seen), got "

@@ -1,0 +1,43 @@
+"""Learners: one protocol (:mod:`~jaxtrees.learners.base`), one module per family, one registry.
+
+- :mod:`~jaxtrees.learners.growth`: :class:`GrowthRule` and the level-wise loop every tree learner shares;
+- :mod:`~jaxtrees.learners.greedy`: :class:`GreedyTree` (ID3 / C4.5 / CART from a sample, weighted or not);
+- :mod:`~jaxtrees.learners.population`: :class:`PopulationTree` (exact growth), path mode;
+- :mod:`~jaxtrees.learners.stumps`: :class:`Stump` (weighted single splits);
+- :mod:`~jaxtrees.learners.sgd`: ``SGD`` (small networks trained by optax; loaded on first use).
+
+The registry names a small configuration of each (``learners.names()``, ``learners.get(name)``);
+the conformance suite runs every registered learner.
+
+>>> names()[:3]
+['id3-entropy', 'id3-error', 'id3-gini']
+"""
+
+from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
+from jaxtrees.learners.base import ACCESS, Learner, check_data, get, names, register
+from jaxtrees.learners.greedy import GreedyTree, grow
+from jaxtrees.learners.growth import MAX_DEPTH, MAX_PATH_DEPTH, GrowthRule
+from jaxtrees.learners.population import Path, PopulationTree, follow_path, grow_exact
+from jaxtrees.learners.stumps import Stump
+
+
+def _sgd():
+    import optax
+
+    from jaxtrees.learners import sgd
+
+    config = sgd.TrainConfig(sgd.mlp(16), loss="hinge", optimizer=optax.sgd, steps=40, batch_size=16,
+                             eval_every=20, exact_max_n=8, test_size=256)
+    return sgd.SGD(config, (("learning_rate", 0.1),))
+
+
+for _name in _IMPURITIES:
+    register(f"id3-{_name}", lambda name=_name: GreedyTree(GrowthRule(max_depth=3, impurity=name)))
+register("id3-random-ties", lambda: GreedyTree(GrowthRule(max_depth=3, impurity="gini", tie_break="random")))
+register("population-entropy", lambda: PopulationTree(GrowthRule(max_depth=3, impurity="entropy")))
+register("stump-error", lambda: Stump(impurity="error"))
+register("stump-gini", lambda: Stump(impurity="gini"))
+register("sgd", _sgd)
+
+__all__ = ["ACCESS", "GreedyTree", "GrowthRule", "Learner", "MAX_DEPTH", "MAX_PATH_DEPTH", "Path", "PopulationTree",
+           "Stump", "check_data", "follow_path", "get", "grow", "grow_exact", "names", "register"]

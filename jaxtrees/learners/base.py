@@ -1,0 +1,106 @@
+"""The learner protocol, the data checks every learner shares, and the registry of learners.
+
+A learner is an immutable, hashable configuration (its hyperparameters, closed over like an
+optax transformation; static under ``jax.jit``) with one pure single-instance method
+
+    learner.fit(key, data) -> hypothesis
+
+over ONE data set; a batch of data sets is ``jax.vmap(learner.fit)`` outside (as gymnax batches
+environments). What ``data`` is depends on the learner's ``access``:
+
+- ``"sample"``: a :class:`~jaxtrees.core.sampling.Data` set (packed examples, labels, valid
+  count, optional weights);
+- ``"population"``: a :class:`~jaxtrees.problems.Population` (the distribution p and the target
+  f themselves: exact oracle access, the infinite-sample setting, or fresh examples on demand).
+
+A problem (:mod:`jaxtrees.problems`) hands each learner the access it asks for, and
+:func:`jaxtrees.problems.evaluate` scores whatever hypothesis comes back, so any learner runs on
+any problem through one path. A new learner is one module plus one :func:`register` line in
+:mod:`jaxtrees.learners`; the conformance suite (tests/test_learner_conformance.py) then checks
+it with no test edits.
+
+>>> import jax
+>>> from jaxtrees import learners
+>>> learner = learners.get("id3-entropy")
+>>> learner.access, isinstance(learner, Learner)
+('sample', True)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, runtime_checkable
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxtrees.core import bits, checks
+
+ACCESS = ("sample", "population")
+
+
+@runtime_checkable
+class Learner(Protocol):
+    """``fit(key, data) -> Hypothesis`` for one data set; hashable; ``access`` in :data:`ACCESS`."""
+
+    access: str
+
+    def fit(self, key, data): ...
+
+
+def check_data(data) -> None:
+    """Raise ValueError naming the field if ``data`` is not one well-formed packed data set.
+
+    Shapes are checked always (also under ``jax.vmap``, where they are per instance); values
+    (m >= 1, weights finite and >= 0) when they are concrete.
+    """
+    X, y, valid = (jnp.asarray(a) for a in (data.X, data.y, data.valid))
+    if X.ndim != 2 or X.dtype != jnp.uint32:
+        raise ValueError(f"data.X must be uint32[n, W] (one packed row per feature; vmap for a batch), "
+                         f"got {X.dtype}{list(X.shape)}")
+    n, W = X.shape
+    if n < 1 or W < 1:
+        raise ValueError(f"data.X must have n >= 1 features and W >= 1 words, got shape {X.shape}")
+    for name, a in (("data.y", y), ("data.valid", valid)):
+        if a.shape != (W,) or a.dtype != jnp.uint32:
+            raise ValueError(f"{name} must be uint32[{W}] to match data.X, got {a.dtype}{list(a.shape)}")
+    if checks.is_concrete(valid) and int(bits.count(valid)) < 1:
+        raise ValueError("data must hold m >= 1 examples (data.valid has no bit set)")
+    if data.weight is not None:
+        w = jnp.asarray(data.weight)
+        if w.shape != (W * bits.WORD_BITS,):
+            raise ValueError(f"data.weight must have one entry per bit slot, shape ({W * bits.WORD_BITS},) "
+                             f"(use sampling.with_weights), got {w.shape}")
+        if checks.is_concrete(w):
+            arr = np.asarray(w, np.float64)
+            bad = ~np.isfinite(arr) | (arr < 0)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ValueError(f"data.weight must be finite and >= 0; data.weight[{i}] = {arr[i]!r}")
+            if not np.any(arr[np.asarray(bits.unpack(valid, arr.size))] > 0):
+                raise ValueError("data.weight must give some valid example a positive weight")
+
+
+# ------------------------------------------------------------------------------------- registry
+
+_REGISTRY: dict[str, Callable[[], Learner]] = {}
+
+
+def register(name: str, factory: Callable[[], Learner]) -> None:
+    """Register a learner under ``name``: ``factory()`` returns a small, fast configuration of it
+    (the conformance suite and ``jaxtrees learners`` use it). Factories import lazily, so a
+    registered learner costs nothing until it is asked for."""
+    if name in _REGISTRY:
+        raise ValueError(f"a learner named {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def get(name: str) -> Learner:
+    """The registered learner ``name`` (a fresh configuration from its factory)."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown learner {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]()
+
+
+def names() -> list[str]:
+    """The registered learners' names, sorted."""
+    return sorted(_REGISTRY)

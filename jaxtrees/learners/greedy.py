@@ -1,0 +1,133 @@
+"""Greedy top-down trees from a sample (ID3 / C4.5 / CART on binary features): :func:`grow` and
+the :class:`GreedyTree` learner.
+
+Counting (DESIGN.md): node bitsets ``M: uint32[L, W]`` are ANDed with every feature and with the
+labels, ``w1[l, i] = popcount(M[l] & X[i])``, ``w1y[l, i] = popcount(M[l] & y & X[i])``. Only the
+right child (x_f = 1) of each split is counted; the left child's statistics are the parent's minus
+the right child's (sibling subtraction), so a depth-D tree costs 2^(D-1) node counts, each of
+2 n W word operations.
+
+Weighted data (``data.weight``: AdaBoost's weights, bagging's bootstrap counts) cannot be
+popcounted. Its statistics are sums over the unpacked node masks, one matrix product per level,
+
+    [w1 | w1y][l, i] = sum_t M[l, t] u_t (1 | y_t) X[i, t],   i.e.  [M * u; M * u * y] @ X^T,
+
+in float32 at full matmul precision (exact for integer counts below 2^24); the node masks stay
+bitsets, and the stop rules ``min_samples_split`` / ``min_samples_leaf`` count the examples of
+positive weight (popcounts), as scikit-learn counts samples. scripts/bench_weighted.py compares
+this with a bit-sliced popcount formulation and with scikit-learn's ``sample_weight``.
+
+>>> import jax
+>>> from jaxtrees.core import distributions, sampling
+>>> from jaxtrees import targets
+>>> from jaxtrees.hypotheses import tree
+>>> key = jax.random.key(0)
+>>> p = distributions.smoothed(c=0.2).marginals(key, 16)
+>>> f = targets.random_junta(key, n=16, k=3)
+>>> s = sampling.draw(key, p, f, m=2000)
+>>> t = jax.jit(grow)(s, GrowthRule(max_depth=3, impurity="gini"))
+>>> bool(jax.numpy.all(tree.features_used(t, 16) == f.support_mask(16)))
+True
+>>> t2 = GreedyTree(GrowthRule(max_depth=3, impurity="gini")).fit(key, s)     # the learner
+>>> bool(jax.numpy.all(t2.feature == t.feature))
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from jaxtrees.core import bits
+from jaxtrees.core.sampling import Data
+from jaxtrees.hypotheses.tree import Tree, interleave
+from jaxtrees.learners.base import check_data
+from jaxtrees.learners.growth import GrowthRule, LevelStats, check_heap_depth, check_key, grow_levels
+
+
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class GreedyTree:
+    """The learner: :func:`grow` with a fixed :class:`GrowthRule` (ID3 with entropy, CART with
+    Gini, Kearns-Mansour, ...). ``fit(key, data) -> Tree``; the key is read only by
+    ``tie_break="random"``."""
+
+    rule: GrowthRule
+    access = "sample"
+
+    def fit(self, key, data: Data) -> Tree:
+        check_data(data)
+        return grow(data, self.rule, key)
+
+
+def grow(data: Data, rule: GrowthRule, key=None) -> Tree:
+    """Grow a tree on one packed data set (weighted if ``data.weight`` is set). ``key`` is needed
+    only for ``tie_break="random"``.
+
+    Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static).
+    """
+    key = check_key(rule, key)
+    check_heap_depth(rule)
+    X, y, valid = data.X, data.y, data.valid
+    if data.weight is None:
+        def count(masks):
+            c1, c1y = _popcounts(masks, X, y)
+            return c1, c1y, None
+
+        mask = valid
+        w, wy = bits.count(mask), bits.count(mask & y)
+        counted = None
+    else:
+        slots = data.weight.shape[-1]
+        u = data.weight.astype(jnp.float32)
+        mask = valid & bits.pack(u > 0)  # the examples that count
+        Xf = bits.unpack(X, slots).astype(jnp.float32)  # [n, S]
+        yf = bits.unpack(y, slots).astype(jnp.float32)
+
+        def count(masks):
+            mu = bits.unpack(masks, slots).astype(jnp.float32) * u  # [L, S]
+            both = jnp.concatenate([mu, mu * yf])  # [2L, S]
+            c = jnp.matmul(both, Xf.T, precision=jax.lax.Precision.HIGHEST)  # [2L, n]
+            n1 = bits.count_and(masks[:, None, :], X[None, :, :])  # examples, for the stop rules
+            return c[: masks.shape[0]], c[masks.shape[0]:], n1
+
+        mu_root = jnp.where(bits.unpack(mask, slots), u, 0.0)
+        w, wy = jnp.sum(mu_root), jnp.sum(mu_root * yf)
+        counted = bits.count(mask)[None]
+
+    w1, w1y, n1 = count(mask[None])
+    root = LevelStats(w[None], wy[None], w1, w1y, counted, n1)
+
+    def children(masks, stats, feature, split, with_features):
+        right = jnp.where(split[:, None], masks & X[jnp.maximum(feature, 0)], jnp.uint32(0))
+        left = jnp.where(split[:, None], masks & ~right, jnp.uint32(0))
+        w_r, wy_r = _take(stats.w1, feature, split), _take(stats.w1y, feature, split)
+        w = interleave(jnp.where(split, stats.w - w_r, 0), w_r)
+        wy = interleave(jnp.where(split, stats.wy - wy_r, 0), wy_r)
+        n = None
+        if stats.n is not None:
+            n_r = _take(stats.n1, feature, split)
+            n = interleave(jnp.where(split, stats.n - n_r, 0), n_r)
+        if not with_features:
+            return None, LevelStats(w, wy, None, None, n, None)
+        right_counts = count(right)
+        keep = split[:, None]
+        parent = (stats.w1, stats.w1y, stats.n1)
+        w1, w1y, n1 = (None if r is None else interleave(jnp.where(keep, s - r, 0), r)
+                       for s, r in zip(parent, right_counts))
+        return interleave(left, right), LevelStats(w, wy, w1, w1y, n, n1)
+
+    return grow_levels(root, mask[None], children, rule, key, min_count=True, purity_tol=0.0)
+
+
+def _popcounts(masks, X, y):
+    """``(popcount(M & X_i), popcount(M & y & X_i))`` for node masks ``[L, W]``: ``[L, n]`` each."""
+    both = jnp.concatenate([masks, masks & y])  # [2L, W]
+    c = bits.count_and(both[:, None, :], X[None, :, :])  # [2L, n]
+    return c[: masks.shape[0]], c[masks.shape[0]:]
+
+
+def _take(a, feature, split):
+    return jnp.where(split, jnp.take_along_axis(a, jnp.maximum(feature, 0)[:, None], axis=-1)[:, 0], 0)

@@ -1,0 +1,18 @@
+"""Target functions f: {0,1}^n -> {0,1}: one protocol (:class:`Target`), one module per family.
+
+>>> import jax, jax.numpy as jnp
+>>> f = parity([0, 2], n=4)
+>>> f(jnp.array([[1, 0, 1, 1], [1, 1, 0, 0]])).tolist()
+[0, 1]
+"""
+
+from jaxtrees.targets.addressing import Addressing, addressing, code_distance, coded_addressing, random_code
+from jaxtrees.targets.agnostic import agnostic_addressing, nearby_junta
+from jaxtrees.targets.base import Target, support_mask
+from jaxtrees.targets.juntas import (MAX_REJECTIONS, Junta, MaskParity, Parity, junta, parity, random_junta,
+                                     random_parity, random_subset)
+from jaxtrees.targets.trees import DecisionTree, decision_tree, random_tree
+
+__all__ = ["Addressing", "DecisionTree", "Junta", "MAX_REJECTIONS", "MaskParity", "Parity", "Target", "addressing",
+           "agnostic_addressing", "code_distance", "coded_addressing", "decision_tree", "junta", "nearby_junta",
+           "parity", "random_code", "random_junta", "random_parity", "random_subset", "random_tree", "support_mask"]

@@ -1,0 +1,235 @@
+"""Juntas and parities: targets that depend on a small support J of the n coordinates.
+
+- :func:`junta` / :func:`random_junta`: f(x) = T[a(x)] on a support J = (j_0, ..., j_{k-1}), with
+  the truth-table index a(x) = sum_t x_{j_t} 2^t (x_{j_0} is the least significant bit).
+- :func:`parity` / :func:`random_parity`: chi_J(x) = sum_{j in J} x_j mod 2 (000 Sec. 1.2).
+- :class:`MaskParity` / :func:`random_subset`: the parity of J given as a mask ``bool[n]``, so
+  that |J| may be a traced value (one compiled program for every k).
+
+>>> import jax, jax.numpy as jnp
+>>> f = parity([0, 2], n=4)
+>>> f(jnp.array([[1, 0, 1, 1], [1, 1, 0, 0]])).tolist()
+[0, 1]
+>>> g = random_junta(jax.random.key(0), n=16, k=4)
+>>> g.support.shape, g.table.shape
+((4,), (16,))
+>>> h = MaskParity(random_subset(jax.random.key(1), 10, 3))
+>>> int(h.support_mask(10).sum())
+3
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxtrees.core import bits, checks
+from jaxtrees.targets.base import assignments, indices_mask, leading_shape, scatter_support, select
+
+
+class Junta(NamedTuple):
+    """f(x) = table[sum_t x[support[t]] 2^t]."""
+
+    support: jax.Array  # int32[k], distinct indices
+    table: jax.Array  # bool[2^k]
+
+    @property
+    def k(self) -> int:
+        return self.support.shape[-1]
+
+    @property
+    def batch_shape(self) -> tuple:
+        return leading_shape(self.support, 1)
+
+    def support_mask(self, n: int):
+        return indices_mask(self.support, n)
+
+    def relevant(self):
+        """``bool[k]``: which support variables f actually depends on."""
+        return _relevant_vars(self.table, self.k)
+
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        index = jnp.sum(x[..., self.support].astype(jnp.int32) << jnp.arange(self.k), axis=-1)
+        return self.table[index].astype(jnp.int32)
+
+    def bits(self, X):
+        table = jnp.where(self.table[:, None], bits.ALL_ONES, jnp.uint32(0)) * jnp.ones((1, X.shape[-1]), jnp.uint32)
+        return select(table, X[self.support])
+
+
+    def means(self, p, fixed, values):
+        # Pr[x_{j_t} = 1 | restriction], then sum over the 2^k assignments a of T[a] Pr[a].
+        q1 = jnp.where(fixed[self.support], values[self.support].astype(p.dtype), p[self.support])
+        a = assignments(self.k)  # bool[2^k, k]
+        factors = jnp.where(a, q1, 1.0 - q1)  # [2^k, k]
+        table = self.table.astype(p.dtype)
+        mu = jnp.sum(table * jnp.prod(factors, axis=-1))
+        # mu1 for x_{j_t} = 1: factor t becomes 1[a_t = 1].
+        eye = jnp.eye(self.k, dtype=bool)[:, None, :]  # [k, 1, k]
+        pinned = jnp.where(eye, a[None].astype(p.dtype), factors[None])  # [k, 2^k, k]
+        mu1_support = jnp.sum(table * jnp.prod(pinned, axis=-1), axis=-1)  # [k]
+        return mu, scatter_support(self.support, mu1_support, mu, p.shape[-1])
+
+class Parity(NamedTuple):
+    """chi_J(x) = sum_{j in support} x_j mod 2."""
+
+    support: jax.Array  # int32[k], distinct indices
+
+    @property
+    def k(self) -> int:
+        return self.support.shape[-1]
+
+    @property
+    def batch_shape(self) -> tuple:
+        return leading_shape(self.support, 1)
+
+    def support_mask(self, n: int):
+        return indices_mask(self.support, n)
+
+    def relevant(self):
+        """``bool[k]``: a parity depends on every variable of its support."""
+        return jnp.ones(self.support.shape, bool)
+
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        return (jnp.sum(x[..., self.support].astype(jnp.int32), axis=-1) % 2).astype(jnp.int32)
+
+    def bits(self, X):
+        return bits.reduce_xor(X[self.support], axis=0)
+
+    def means(self, p, fixed, values):
+        # E[(-1)^f] = prod_j E[(-1)^{x_j}] = prod_j (1 - 2 Pr[x_j = 1])  (002 Lemma 13).
+        q1 = jnp.where(fixed[self.support], values[self.support].astype(p.dtype), p[self.support])
+        s = 1.0 - 2.0 * q1
+        mu = (1.0 - jnp.prod(s)) / 2.0
+        others = jnp.prod(jnp.where(jnp.eye(self.k, dtype=bool), 1.0, s[None, :]), axis=-1)
+        return mu, scatter_support(self.support, (1.0 + others) / 2.0, mu, p.shape[-1])
+
+class MaskParity(NamedTuple):
+    """chi_J(x) = sum_{j in J} x_j mod 2 for J given as a mask ``bool[n]`` (|J| may be traced)."""
+
+    mask: jax.Array  # bool[n]
+
+    @property
+    def batch_shape(self) -> tuple:
+        return leading_shape(self.mask, 1)
+
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        return (jnp.sum((x != 0) & self.mask, axis=-1, dtype=jnp.int32) % 2).astype(jnp.int32)
+
+    def bits(self, X):
+        return bits.reduce_xor(jnp.where(self.mask[:, None], X, jnp.uint32(0)), axis=0)
+
+    def means(self, p, fixed, values):
+        # As Parity.means, with factor 1 off the mask: E[(-1)^f] = prod_{j in J} (1 - 2 q_j).
+        q1 = jnp.where(fixed, values.astype(p.dtype), p)
+        s = jnp.where(self.mask, 1.0 - 2.0 * q1, 1.0)
+        mu = (1.0 - jnp.prod(s)) / 2.0
+        others = jnp.prod(jnp.where(jnp.eye(s.shape[-1], dtype=bool), 1.0, s[None, :]), axis=-1)
+        return mu, jnp.where(self.mask, (1.0 + others) / 2.0, mu)
+
+    def support_mask(self, n: int):
+        del n
+        return self.mask
+
+
+def random_subset(key, n: int, k):
+    """``bool[n]``: a uniformly random subset of size ``k`` (k may be traced): the k smallest of
+    n i.i.d. uniforms."""
+    u = jax.random.uniform(key, (n,))
+    return jnp.argsort(jnp.argsort(u)) < k
+
+
+def junta(support, table, n: int) -> Junta:
+    """The k-junta on ``support`` (k distinct indices in [0, n)) with truth table ``table`` (2^k bits)."""
+    support = _check_support(support, n)
+    table = np.asarray(table)
+    if table.shape != (2 ** support.size,):
+        raise ValueError(f"table must have 2^k = {2 ** support.size} entries for k = {support.size}, got shape {table.shape}")
+    if not np.isin(table, (0, 1)).all():
+        raise ValueError("table must be binary (0/1 or bool)")
+    return Junta(jnp.asarray(support, jnp.int32), jnp.asarray(table, bool))
+
+
+def parity(support, n: int) -> Parity:
+    """The parity of the ``support`` coordinates (k distinct indices in [0, n))."""
+    return Parity(jnp.asarray(_check_support(support, n), jnp.int32))
+
+
+def random_junta(key, n: int, k: int, *, nondegenerate: bool = True) -> Junta:
+    """A k-junta with a uniformly random support of size k and a uniformly random truth table.
+
+    With ``nondegenerate=True`` the table is drawn uniformly among those that depend on all k
+    variables (rejection sampling inside the compiled program), so the support is identifiable.
+    A draw is degenerate with probability <= 1/2 (k = 1), so after ``MAX_REJECTIONS`` = 64 draws
+    (probability <= 2^-64, or a key whose generator repeats itself) the parity table is used.
+    """
+    n, k = _check_n_k(n, k)
+    k_support, k_table = jax.random.split(key)
+    support = _random_support(k_support, n, k)
+
+    def draw(key):
+        return jax.random.bernoulli(key, 0.5, (2**k,))
+
+    table = draw(k_table)
+    if nondegenerate:
+        def cond(state):
+            return ~jnp.all(_relevant_vars(state[2], k)) & (state[0] < MAX_REJECTIONS)
+
+        def body(state):
+            tries, key, _ = state
+            key, sub = jax.random.split(key)
+            return tries + 1, key, draw(sub)
+
+        _, _, table = jax.lax.while_loop(cond, body, (0, jax.random.fold_in(k_table, 1), table))
+        parity_table = jnp.asarray(np.bitwise_count(np.arange(2**k)) % 2 == 1)
+        table = jnp.where(jnp.all(_relevant_vars(table, k)), table, parity_table)
+    return Junta(support, table)
+
+
+#: Rejection draws of :func:`random_junta` before it falls back to the parity table.
+
+
+MAX_REJECTIONS = 64
+
+
+def random_parity(key, n: int, k: int) -> Parity:
+    """A k-parity on a uniformly random support of size k."""
+    n, k = _check_n_k(n, k)
+    return Parity(_random_support(key, n, k))
+
+
+def _random_support(key, n, k):
+    return jnp.sort(jax.random.choice(key, n, (k,), replace=False)).astype(jnp.int32)
+
+
+def _relevant_vars(table, k):
+    out = []
+    for t in range(k):
+        halves = table.reshape(2 ** (k - 1 - t), 2, 2**t)
+        out.append(jnp.any(halves[:, 0] != halves[:, 1]))
+    return jnp.stack(out) if out else jnp.zeros((0,), bool)
+
+
+def _check_n_k(n, k):
+    n = checks.integer("n", n, low=1)
+    k = checks.integer("k", k, low=1, high=n)
+    return n, k
+
+
+def _check_support(support, n):
+    n = checks.integer("n", n, low=1)
+    s = np.asarray(support)
+    if s.ndim != 1 or (s.size and not np.issubdtype(s.dtype, np.integer)):
+        raise ValueError(f"support must be a 1-d array of integer indices, got {support!r}")
+    checks.integer("k = len(support)", s.size, low=1, high=n)
+    if s.min() < 0 or s.max() >= n:
+        raise ValueError(f"support indices must be in [0, {n - 1}] for n = {n}, got {s.tolist()}")
+    if np.unique(s).size != s.size:
+        raise ValueError(f"support indices must be distinct, got {s.tolist()}")
+    return s.astype(np.int32)
