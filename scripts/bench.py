@@ -66,7 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxtrees as jt
-from jaxtrees.experiments.studies.learning import PRECISION_BITS
+from jaxtrees.experiments.studies.common import PRECISION_BITS
 
 
 def best_time(fn, reps):

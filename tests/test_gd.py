@@ -141,7 +141,7 @@ def test_exact_test_error_matches_weighted_enumeration():
     params = model.init(jax.random.key(9), n)
     p = jnp.array([0.1, 0.3, 0.5, 0.6, 0.8, 0.95], jnp.float32)
     f = targets.junta([1, 4], [0, 1, 1, 1], n=n)
-    score = sgd._scorer(jax.random.key(0), p, f, model, cfg)
+    score = sgd._scorer(*sgd._test_set(jax.random.key(0), p, f, cfg), cfg)
     want = 0.0
     for bits in itertools.product([0, 1], repeat=n):
         x = np.array(bits)

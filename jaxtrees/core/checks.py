@@ -55,6 +55,18 @@ def probabilities(name: str, values, *, low=0.0, high=1.0, low_open=False, high_
     return np.asarray(arr, dtype=np.float32)
 
 
+def nonnegative(name: str, values) -> None:
+    """Raise ValueError naming the first entry of ``values`` that is negative or not finite
+    (nothing to check when traced)."""
+    if not is_concrete(values):
+        return
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name} must be finite and >= 0; {name}[{i}] = {arr[i]!r}")
+
+
 def choice(name: str, value, allowed) -> str:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")

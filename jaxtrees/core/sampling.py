@@ -181,12 +181,7 @@ def with_weights(data: Data, weight) -> Data:
         raise ValueError(f"weight must be a 1-d array of one weight per example (at most {slots} for "
                          f"this data), got shape {w.shape}")
     integer = jnp.issubdtype(w.dtype, jnp.integer) or w.dtype == bool
-    if checks.is_concrete(w):
-        arr = np.asarray(w, np.float64)
-        bad = ~np.isfinite(arr) | (arr < 0)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ValueError(f"weight must be finite and >= 0; weight[{i}] = {arr[i]!r}")
+    checks.nonnegative("weight", w)
     w = jnp.pad(w.astype(jnp.int32 if integer else jnp.float32), (0, slots - w.shape[0]))
     return data._replace(weight=jnp.where(bits.unpack(data.valid, slots), w, 0))
 

@@ -70,12 +70,9 @@ def check_data(data) -> None:
         if w.shape != (W * bits.WORD_BITS,):
             raise ValueError(f"data.weight must have one entry per bit slot, shape ({W * bits.WORD_BITS},) "
                              f"(use sampling.with_weights), got {w.shape}")
+        checks.nonnegative("data.weight", w)
         if checks.is_concrete(w):
             arr = np.asarray(w, np.float64)
-            bad = ~np.isfinite(arr) | (arr < 0)
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise ValueError(f"data.weight must be finite and >= 0; data.weight[{i}] = {arr[i]!r}")
             if not np.any(arr[np.asarray(bits.unpack(valid, arr.size))] > 0):
                 raise ValueError("data.weight must give some valid example a positive weight")
 

@@ -122,6 +122,13 @@ def mlp(widths=100, depth: int | None = None, activation: str = "relu", init: st
     widths = tuple(checks.integer(f"widths[{i}]", w, low=1) for i, w in enumerate(widths))
     checks.choice("activation", activation, ACTIVATIONS)
     checks.choice("init", init, INITS)
+    return _mlp(widths, activation, init)
+
+
+@functools.lru_cache(maxsize=None)
+def _mlp(widths: tuple, activation: str, init: str) -> Model:
+    """One Model per configuration, so equal configurations are equal (and hash equal) and
+    share compiled programs."""
     act = ACTIVATIONS[activation]
     scheme = ("he" if activation == "relu" else "lecun") if init == "auto" else init
 

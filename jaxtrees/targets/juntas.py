@@ -30,11 +30,10 @@ from jaxtrees.core import bits, checks
 from jaxtrees.targets.base import assignments, indices_mask, leading_shape, scatter_support, select
 
 
-class Junta(NamedTuple):
-    """f(x) = table[sum_t x[support[t]] 2^t]."""
+class OnSupport:
+    """The members every target on an explicit support ``support: int32[k]`` shares."""
 
-    support: jax.Array  # int32[k], distinct indices
-    table: jax.Array  # bool[2^k]
+    __slots__ = ()
 
     @property
     def k(self) -> int:
@@ -46,6 +45,17 @@ class Junta(NamedTuple):
 
     def support_mask(self, n: int):
         return indices_mask(self.support, n)
+
+
+class _JuntaArrays(NamedTuple):
+    support: jax.Array  # int32[k], distinct indices
+    table: jax.Array  # bool[2^k]
+
+
+class Junta(_JuntaArrays, OnSupport):
+    """f(x) = table[sum_t x[support[t]] 2^t]."""
+
+    __slots__ = ()
 
     def relevant(self):
         """``bool[k]``: which support variables f actually depends on."""
@@ -60,7 +70,6 @@ class Junta(NamedTuple):
         table = jnp.where(self.table[:, None], bits.ALL_ONES, jnp.uint32(0)) * jnp.ones((1, X.shape[-1]), jnp.uint32)
         return select(table, X[self.support])
 
-
     def means(self, p, fixed, values):
         # Pr[x_{j_t} = 1 | restriction], then sum over the 2^k assignments a of T[a] Pr[a].
         q1 = jnp.where(fixed[self.support], values[self.support].astype(p.dtype), p[self.support])
@@ -74,21 +83,15 @@ class Junta(NamedTuple):
         mu1_support = jnp.sum(table * jnp.prod(pinned, axis=-1), axis=-1)  # [k]
         return mu, scatter_support(self.support, mu1_support, mu, p.shape[-1])
 
-class Parity(NamedTuple):
-    """chi_J(x) = sum_{j in support} x_j mod 2."""
 
+class _ParityArrays(NamedTuple):
     support: jax.Array  # int32[k], distinct indices
 
-    @property
-    def k(self) -> int:
-        return self.support.shape[-1]
 
-    @property
-    def batch_shape(self) -> tuple:
-        return leading_shape(self.support, 1)
+class Parity(_ParityArrays, OnSupport):
+    """chi_J(x) = sum_{j in support} x_j mod 2."""
 
-    def support_mask(self, n: int):
-        return indices_mask(self.support, n)
+    __slots__ = ()
 
     def relevant(self):
         """``bool[k]``: a parity depends on every variable of its support."""
