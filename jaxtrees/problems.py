@@ -33,6 +33,8 @@ import numpy as np
 from jaxtrees.core import bits, checks, sampling
 from jaxtrees.hypotheses.base import sample_error
 
+#: What a learner may ask a problem for: a sample (a Data set) or the population itself.
+ACCESS = ("sample", "population")
 #: Default size of a fresh test sample (hypotheses without an exact error, synthetic problems).
 TEST_SIZE = 8192
 
@@ -133,7 +135,7 @@ def data_set(X, y) -> DataSet:
 
 def data_for(learner, problem, key, m: int):
     """The access ``learner.access`` asks for: ``problem.train(key, m)`` or ``problem.population()``."""
-    checks.choice("learner.access", learner.access, ("sample", "population"))
+    checks.choice("learner.access", learner.access, ACCESS)
     return problem.population() if learner.access == "population" else problem.train(key, m)
 
 

@@ -93,3 +93,16 @@ def test_mask_parity_matches_parity_and_subset_is_uniform():
     assert np.allclose(freq, k / n, atol=0.04)  # every coordinate equally likely
     traced = jax.jit(lambda key, kk: targets.random_subset(key, n, kk).sum())(jax.random.key(1), jnp.int32(4))
     assert int(traced) == 4
+
+
+def test_mask_parity_oracle_equals_the_parity_oracle():
+    """MaskParity.means (leave-one-out products over the mask) equals Parity.means on the same J."""
+    n, support = 9, [1, 4, 7]
+    mask = np.isin(np.arange(n), support)
+    p = jnp.asarray(np.random.default_rng(0).uniform(0.05, 0.95, n), jnp.float32)
+    fixed = jnp.asarray(np.arange(n) % 3 == 0)
+    values = jnp.asarray(np.arange(n) % 2 == 0)
+    mu, mu1 = targets.MaskParity(jnp.asarray(mask)).means(p, fixed, values)
+    mu_ref, mu1_ref = targets.parity(support, n).means(p, fixed, values)
+    np.testing.assert_allclose(mu, mu_ref, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(mu1, mu1_ref, rtol=0, atol=1e-6)

@@ -34,8 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxtrees.core import bits, checks
-
-ACCESS = ("sample", "population")
+from jaxtrees.problems import ACCESS
 
 
 @runtime_checkable

@@ -42,7 +42,11 @@ class Stump:
     access = "sample"
 
     def __post_init__(self):
-        object.__setattr__(self, "rule", GrowthRule(max_depth=1, impurity=self.impurity, tie_break=self.tie_break))
+        self.rule  # validate the fields now, not at the first fit
+
+    @property
+    def rule(self) -> GrowthRule:
+        return GrowthRule(max_depth=1, impurity=self.impurity, tie_break=self.tie_break)
 
     def fit(self, key, data: Data) -> Tree:
         check_data(data)

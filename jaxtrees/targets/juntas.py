@@ -133,8 +133,10 @@ class MaskParity(NamedTuple):
         q1 = jnp.where(fixed, values.astype(p.dtype), p)
         s = jnp.where(self.mask, 1.0 - 2.0 * q1, 1.0)
         mu = (1.0 - jnp.prod(s)) / 2.0
-        others = jnp.prod(jnp.where(jnp.eye(s.shape[-1], dtype=bool), 1.0, s[None, :]), axis=-1)
-        return mu, jnp.where(self.mask, (1.0 + others) / 2.0, mu)
+        ones = jnp.ones((1,), s.dtype)
+        before = jnp.cumprod(jnp.concatenate([ones, s[:-1]]))  # prod_{j < i} s_j
+        after = jnp.flip(jnp.cumprod(jnp.concatenate([ones, jnp.flip(s)[:-1]])))  # prod_{j > i} s_j
+        return mu, jnp.where(self.mask, (1.0 + before * after) / 2.0, mu)
 
     def support_mask(self, n: int):
         del n

@@ -50,8 +50,10 @@ def learn_on_prefixes(key, p, f, n, depth, params):
     learner = GreedyTree(GrowthRule(max_depth=depth, impurity=params["impurity"]))
     sample = sampling.draw(key, p, f, params["m_max"], precision_bits=PRECISION_BITS)
 
+    fit_key = jax.random.fold_in(key, 2)  # read only by random tie-breaks (gd-vs-id3 trains on fold_in(key, 1))
+
     def at(m):
-        t = learner.fit(key, sampling.prefix(sample, m))  # the key is read only by random tie-breaks
+        t = learner.fit(fit_key, sampling.prefix(sample, m))
         return t.exact_error(p, f), tree.features_used(t, n)
 
     return jax.lax.map(at, ms)
