@@ -48,7 +48,7 @@ _LAZY = {
     "train_on": ("jaxtrees.learners.sgd", "train_on"),
     "experiments": ("jaxtrees.experiments", None), "runner": ("jaxtrees.experiments.runner", None),
     "studies": ("jaxtrees.experiments.studies", None), "summary": ("jaxtrees.experiments.summary", None),
-    "Study": ("jaxtrees.experiments.runner", "Study"),
+    "Study": ("jaxtrees.experiments.study", "Study"),
 }
 
 

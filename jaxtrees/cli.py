@@ -114,21 +114,24 @@ def _study_of(directory: str):
 
 
 def _plot_files(study, directory):
-    from jaxtrees.experiments import runner
+    from jaxtrees.experiments import store
 
-    return study.plot(runner.read_results(directory), os.path.join(directory, study.name))
+    return study.plot(store.read_results(directory), os.path.join(directory, study.name))
 
 
 def _write_report(study, directory):
-    from jaxtrees.experiments import runner
+    from jaxtrees.experiments import store
 
     with open(os.path.join(directory, "metadata.json")) as fh:
         metadata = json.load(fh)
-    rows = runner.read_results(directory)
+    rows = store.read_results(directory)
+    done, total = store.completeness(directory, rows)
+    incomplete = "" if done == total else (
+        f"**incomplete: {done} of {total} trials** (rerun `jaxtrees run` with the same arguments to resume).\n\n")
     config = metadata["config"]
     env = metadata["runs"][-1]["environment"]
     seconds = sum(r.get("seconds", 0.0) for r in metadata["runs"])
-    text = (f"# jaxtrees study `{study.name}`\n\n{study.description}.\n\n"
+    text = (f"# jaxtrees study `{study.name}`\n\n{study.description}.\n\n{incomplete}"
             f"Seed {config['seed']}, {config['replicates']} replicates per cell, {len(rows)} rows, "
             f"{'quick' if config['quick'] else 'full'} size; grid: "
             + ", ".join(f"{k} = {v}" for k, v in sorted(config["grid"].items()))

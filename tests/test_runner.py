@@ -156,6 +156,9 @@ def test_list_names_every_study(capsys):
     (["run", "juntas", "--set", "k"], "NAME=VALUE"),
     (["run", "agnostic", "--set", "k=3", "--set", "eps=0.25"], "eps = 0.25"),
     (["run", "addressing", "--set", "code=gray"], "code must be one of"),
+    (["run", "juntas", "--set", "c=0.1,0.10"], "lists the value 0.1 more than once"),
+    (["run", "juntas", "--set", "replicates=50000000"], "replicates must be in [1, "),
+    (["run", "juntas", "--set", "replicates=5e7"], "replicates must be int"),
     (["report", "/nonexistent"], "not a results directory"),
 ])
 def test_bad_input_exits_2_with_a_clear_message(tmp_path, capsys, args, message):
@@ -210,3 +213,75 @@ def test_split_groups_rows_in_natural_cell_order():
     assert list(parts) == [("0.05", "3"), ("0.2", "3"), ("0.2", "10")]
     assert [len(p) for p in parts.values()] == [2, 1, 1]
     assert summary.cells(rows, ["k"]) == [("3",), ("10",)]
+
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path, capsys):
+    """Two runs into one --out would each write every row: the second is refused (exit 2) while the
+    first holds the directory's lock, and runs (resuming) once the lock is released."""
+    from jaxtrees.experiments.store import Store
+
+    config = runner.configure(studies.get("juntas"), quick=True,
+                              overrides={"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6})
+    first = Store(str(tmp_path), "juntas")
+    first.open(config.as_json())
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS]) == 2
+    assert "another run is writing into" in capsys.readouterr().err
+    first.close()
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS]) == 0
+    rows = _rows(tmp_path / "juntas" / "results.csv")
+    assert len(rows) == len({(r["cell"], r["replicate"], r["m"]) for r in rows}) == 2 * 6 * 3
+
+
+def test_a_killed_runs_temporaries_are_removed_and_a_partial_report_says_so(tmp_path, capsys):
+    study = studies.get("juntas")
+    config = runner.configure(study, quick=True,
+                              overrides={"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6})
+    directory = tmp_path / "juntas"
+    (directory / "parts").mkdir(parents=True)
+    leftovers = [directory / "metadata.json.4242.tmp", directory / "results.csv.4242.tmp",
+                 directory / "parts" / "x.csv.4242.tmp"]
+    for path in leftovers:
+        path.write_text("half a file")
+    runner.run(study, config, str(tmp_path), chunk=4, progress=False, max_trials=5)
+    assert not any(path.exists() for path in leftovers)
+    assert cli.main(["report", str(directory)]) == 0
+    assert "**incomplete: 5 of 12 trials**" in capsys.readouterr().out
+    runner.run(study, config, str(tmp_path), chunk=4, progress=False)
+    assert cli.main(["report", str(directory)]) == 0
+    assert "incomplete" not in capsys.readouterr().out
+
+
+def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys):
+    target = tmp_path / "a-file"
+    target.write_text("")
+    assert cli.main(["run", "juntas", "--quick", "--out", str(target), *TINY_JUNTAS]) == 2
+    assert "out: cannot write the results directory" in capsys.readouterr().err
+
+
+def test_a_rounded_chunk_is_announced_and_metadata_describes_the_run(tmp_path, capsys):
+    args = [a for a in TINY_JUNTAS if a != "--no-progress"]
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--chunk", "5", *args]) == 0
+    assert "chunk 5 rounded up to 32" in capsys.readouterr().err
+    metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
+    run = metadata["runs"][-1]
+    env = run["environment"]
+    for field in ("git_commit", "optax", "matplotlib", "host", "command", "device_kind"):
+        assert field in env, field
+    assert env["git_commit"] is None or len(env["git_commit"].split("+")[0]) == 40
+    assert list(run["compile_seconds"].values())[0] > 0
+
+
+def test_study_figures_leave_the_callers_backend_and_rcparams_alone(tmp_path):
+    """A notebook's inline backend must survive a study's plot (summary.figure used to force Agg)."""
+    code = ("import matplotlib; matplotlib.use('pdf'); size = matplotlib.rcParams['font.size']\n"
+            "from jaxtrees.experiments import studies\n"
+            "rows = [dict(study='juntas', n='8', k='2', c=c, impurity='entropy', m=m, success=s, cell='0',\n"
+            "             replicate='0', exact_error='0', support_recovered='1')\n"
+            "        for c in ('0.0', '0.2') for m in ('16', '32') for s in ('0', '1')]\n"
+            f"studies.get('juntas').plot(rows, {str(tmp_path / 'j')!r})\n"
+            "print(matplotlib.get_backend(), matplotlib.rcParams['font.size'] == size)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["pdf", "True"]
+    assert (tmp_path / "j.png").stat().st_size > 10_000

@@ -9,6 +9,7 @@ Rows are dicts of strings, as read from a results file (:func:`jaxtrees.experime
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 
@@ -107,21 +108,37 @@ def markdown_table(header, rows) -> str:
 PANELS_PER_ROW = 4
 
 
+#: Font sizes of study figures (applied by :func:`styled`, never to the user's global rcParams).
+STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fontsize": 10}
+
+
+def styled(plot):
+    """Decorate a study's ``plot(rows, stem)``: it draws with :data:`STYLE` in a
+    ``matplotlib.rc_context``, so the caller's rcParams are untouched."""
+
+    @functools.wraps(plot)
+    def wrapper(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context(STYLE):
+            return plot(*args, **kwargs)
+
+    return wrapper
+
+
 def figure(n_panels: int, width: float = 5.2, height: float = 4.2):
-    """Panels sized for a projector, ``PANELS_PER_ROW`` to a row (Agg backend, no display needed).
+    """Panels sized for a projector, ``PANELS_PER_ROW`` to a row, constrained layout.
+
+    A plain :class:`matplotlib.figure.Figure`: no pyplot, so the caller's backend (a notebook's
+    inline one, a GUI) is left as it was, and nothing accumulates in pyplot's figure list.
     Returns the figure and its ``n_panels`` axes in reading order; :func:`save` repeats the y label
     of ``axes[0]`` on the first panel of every further row."""
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fontsize": 10})
     cols = min(n_panels, PANELS_PER_ROW)
     rows = -(-n_panels // cols)
-    fig, grid = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
-                             constrained_layout=True)
-    axes = list(grid.ravel())
+    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    axes = list(fig.subplots(rows, cols, squeeze=False).ravel())
     for ax in axes[n_panels:]:
         ax.set_visible(False)
     return fig, axes[:n_panels]
@@ -129,8 +146,6 @@ def figure(n_panels: int, width: float = 5.2, height: float = 4.2):
 
 def save(fig, stem: str) -> list[str]:
     """Write ``stem.png`` and ``stem.svg``; return the paths."""
-    import matplotlib.pyplot as plt
-
     first, *others = fig.axes
     for ax in others:
         spec = ax.get_subplotspec()
@@ -139,7 +154,6 @@ def save(fig, stem: str) -> list[str]:
     paths = [f"{stem}.png", f"{stem}.svg"]
     fig.savefig(paths[0], dpi=130)
     fig.savefig(paths[1])
-    plt.close(fig)
     return paths
 
 

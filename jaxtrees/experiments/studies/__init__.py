@@ -1,4 +1,4 @@
-"""Built-in studies (``jaxtrees list``): each a :class:`~jaxtrees.experiments.runner.Study` with a quick size
+"""Built-in studies (``jaxtrees list``): each a :class:`~jaxtrees.experiments.study.Study` with a quick size
 for a laptop CPU and a full size for a GPU.
 
 >>> sorted(STUDIES)

@@ -26,7 +26,7 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.experiments import summary
-from jaxtrees.experiments.runner import Study
+from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies.common import trial_keys
 from jaxtrees.learners import growth, population
 
@@ -163,6 +163,19 @@ def _error_plot(rows, stem, by, horizon_name, title, label):
     return summary.save(fig, stem)
 
 
+def _at_horizon(sel, metric):
+    """The rows of a cell at its deepest recorded depth (one per path), the rate of the 0/1
+    ``metric`` there and the mean error there."""
+    last = max(int(r["depth"]) for r in sel)
+    per_path = [r for r in sel if int(r["depth"]) == last]
+    return per_path, summary.rates(per_path, ["depth"], metric)[0], summary.means(per_path, ["depth"], "error")[0]
+
+
+def _rate_text(rate):
+    return f"{rate['rate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}]"
+
+
+@summary.styled
 def _addressing_plot(rows, stem):
     return _error_plot(rows, stem, ["code", "k", "c", "s"], "2^k", "f_{c,k}: exact path mode",
                        lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {float(c['s']):g}")
@@ -176,18 +189,15 @@ def _addressing_report(rows):
     for cell, sel in summary.split(rows, by).items():
         params = dict(zip(by, cell))
         params = {**params, "k": int(params["k"]), "c": int(params["c"]), "s": float(params["s"])}
-        last = max(int(r["depth"]) for r in sel)
-        per_path = [r for r in sel if int(r["depth"]) == last]
-        rate = summary.rates(per_path, ["depth"], "memory_first")[0]
+        per_path, rate, err = _at_horizon(sel, "memory_first")
         first = sorted(int(r["first_address_depth"]) for r in per_path)
         median = first[len(first) // 2]
-        err = summary.means(per_path, ["depth"], "error")[0]
         lemma = lemma14(params)
         hyp = ("n/a (not (alpha, L))" if lemma["k0"] is None else
                f"{'yes' if lemma['applies'] else 'no'} (c0 = {lemma['c0']:.2f}, k0 = {lemma['k0']:.2f})")
         A = params["c"] * params["k"] ** (2 if params["code"] == "block" else 1)
-        table.append([*cell, hyp, rate["trials"], f"{rate['rate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}]",
-                      "none (> 2^k)" if median < 0 else median, f"{err['mean']:.3f} +- {1.96 * err['sem']:.3f}", A + 1])
+        table.append([*cell, hyp, rate["trials"], _rate_text(rate), "none (> 2^k)" if median < 0 else median,
+                      f"{err['mean']:.3f} +- {1.96 * err['sem']:.3f}", A + 1])
     return ("## Addressing counterexample f_{c,k} (002 Thm 3, Lemma 14), exact path mode\n\n"
             "Each path: a c-smoothed distribution (p_i in [1/2 - s, 1/2 + s], delta = 1/2 - s), x ~ p, "
             "exact gains, ties within 0. 'All memory bits first': every one of the 2^k memory bits is "
@@ -195,6 +205,7 @@ def _addressing_report(rows):
             "k >= k0.\n\n" + summary.markdown_table(header, table) + "\n")
 
 
+@summary.styled
 def _agnostic_plot(rows, stem):
     return _error_plot(rows, stem, ["k", "c", "eps", "s"], "|A^free|", "f_pi: exact path mode",
                        lambda c: f"k = {c['k']}, c = {c['c']}, eps = {float(c['eps']):g}")
@@ -207,12 +218,9 @@ def _agnostic_report(rows):
     table = []
     for cell, sel in summary.split(rows, by).items():
         params = {"k": int(cell[0]), "eps": float(cell[2])}
-        last = max(int(r["depth"]) for r in sel)
-        per_path = [r for r in sel if int(r["depth"]) == last]
-        rate = summary.rates(per_path, ["depth"], "free_first")[0]
-        err = summary.means(per_path, ["depth"], "error")[0]
+        per_path, rate, err = _at_horizon(sel, "free_first")
         dist = summary.means(per_path, ["depth"], "distance_to_junta")[0]
-        table.append([*cell, _n_free(params), rate["trials"], f"{rate['rate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}]",
+        table.append([*cell, _n_free(params), rate["trials"], _rate_text(rate),
                       f"{err['mean']:.3f} +- {1.96 * err['sem']:.3f}", f"{dist['mean']:.4f}", int(cell[1]) * int(cell[0]) ** 2])
     return ("## Agnostic counterexample f_pi (002 Thm 4, Sec. 6), exact path mode\n\n"
             "f_pi pins the memory bits outside A^free; it is eps-close to the junta g(x) = 1[z(x) in A^1], "

@@ -34,7 +34,9 @@ static (they fix shapes).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,7 +45,7 @@ import optax
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
-from jaxtrees.experiments.runner import Study
+from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
                                                  sample_sizes, trial_keys)
 from jaxtrees.learners import sgd
@@ -116,6 +118,7 @@ STATIC_TRAINING = ("width", "batch_size", "loss", "max_steps", "eval_every", "te
 # ----------------------------------------------------------------------------- gd-parity-uniform
 
 
+@summary.styled
 def _uniform_plot(rows, stem):
     fig, (ax, ax_cdf) = summary.figure(2)
     extra = _varying(rows, TRAINING)
@@ -203,6 +206,7 @@ GD_PARITY_UNIFORM = Study(
 # ----------------------------------------------------------------------------- gd-smoothed
 
 
+@summary.styled
 def _smoothed_plot(rows, stem):
     extra = _varying(rows, TRAINING)
     panels = summary.split(rows, ["k", *extra])
@@ -255,16 +259,14 @@ def _smoothed_report(rows):
             + ("\n".join(lines) if lines else "- not enough n with an uncensored median") + "\n")
 
 
-GD_SMOOTHED = Study(
+GD_SMOOTHED = dataclasses.replace(  # the same trial as gd-parity-uniform, on a grid over c
+    GD_PARITY_UNIFORM,
     name="gd-smoothed",
     description="SGD on k-parities under c-smoothed product distributions (c = 0: uniform): steps to learn vs n",
     quick={"n": [10, 20, 30], "k": 3, "c": [0.0, 0.1, 0.2, 0.3], **BARAK, "max_steps": 4000, "eval_every": 100},
     full={"n": [10, 20, 30, 40, 50], "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2, 0.3], **BARAK,
           "max_steps": BARAK_BUDGET, "eval_every": 100},
-    static=("n", *STATIC_TRAINING),
-    trial=_parity_trial,
     replicates=(64, 100),
-    check=_check_parity,
     plot=_smoothed_plot,
     report=_smoothed_report,
 )
@@ -306,6 +308,7 @@ def _vs_check(params):
     train_config(params)
 
 
+@summary.styled
 def _vs_plot(rows, stem):
     extra = _varying(rows, TRAINING + ("impurity", "eps"))
     panels = summary.split(rows, ["n", "k", *extra])

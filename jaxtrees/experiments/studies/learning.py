@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
-from jaxtrees.experiments.runner import Study
+from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, bytes_per_trial, check_sample_grid,
                                                  learn_on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.learners import MAX_DEPTH
@@ -48,21 +48,17 @@ def _juntas_check(params):
     check_sample_grid(params, n)
 
 
+@summary.styled
 def _juntas_plot(rows, stem):
-    panels = summary.split(rows, ["n", "k"])
-    fig, axes = summary.figure(len(panels))
-    for ax, ((n, k), sel) in zip(axes, panels.items()):
-        curves = summary.split(sel, ["impurity", "c"])
-        several = len({impurity for impurity, _ in curves}) > 1
-        for (impurity, c), part in curves.items():
-            label = ("uniform (c = 0)" if float(c) == 0 else f"smoothed, c = {float(c):g}") + (
-                f", {impurity}" if several else "")
-            summary.rate_curve(ax, summary.rates(part, ["m"], "success"), "m", label)
-        _m_axis(ax, f"random {k}-juntas, n = {n}")
-    axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
-    axes[0].legend(loc="lower right")
-    fig.suptitle("ID3-style growth to depth k on c-smoothed product distributions")
-    return summary.save(fig, stem)
+    several = len({r["impurity"] for r in rows}) > 1
+
+    def label(impurity, c):
+        return ("uniform (c = 0)" if float(c) == 0 else f"smoothed, c = {float(c):g}") + (
+            f", {impurity}" if several else "")
+
+    return _success_plot(rows, stem, ["n", "k"], ["impurity", "c"], label,
+                         lambda n, k: f"random {k}-juntas, n = {n}",
+                         "ID3-style growth to depth k on c-smoothed product distributions")
 
 
 def _juntas_report(rows):
@@ -110,19 +106,15 @@ def _parity_check(params):
     check_sample_grid(params, 2 ** params["log2_n"])
 
 
+@summary.styled
 def _parity_plot(rows, stem):
-    panels = summary.split(rows, ["impurity"])
-    fig, axes = summary.figure(len(panels))
-    for ax, ((impurity,), part) in zip(axes, panels.items()):
-        for (log2_n, c), sel in summary.split(part, ["log2_n", "c"]).items():
-            label = f"n = {2**int(log2_n)}, " + (
-                "uniform" if float(c) == 0 else f"(alpha, c) = ({float(sel[0]['alpha']):g}, {float(c):g})")
-            summary.rate_curve(ax, summary.rates(sel, ["m"], "success"), "m", label)
-        _m_axis(ax, f"log2(n)-parities, {impurity}")
-    axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
-    axes[0].legend(loc="lower right")
-    fig.suptitle("Parities under (alpha, c)-distributions vs uniform")
-    return summary.save(fig, stem)
+    def label(log2_n, alpha, c):
+        return f"n = {2**int(log2_n)}, " + (
+            "uniform" if float(c) == 0 else f"(alpha, c) = ({float(alpha):g}, {float(c):g})")
+
+    return _success_plot(rows, stem, ["impurity"], ["log2_n", "alpha", "c"], label,
+                         lambda impurity: f"log2(n)-parities, {impurity}",
+                         "Parities under (alpha, c)-distributions vs uniform")
 
 
 def _parity_report(rows):
@@ -168,18 +160,14 @@ def _trees_check(params):
     check_sample_grid(params, 2**log2_n)
 
 
+@summary.styled
 def _trees_plot(rows, stem):
-    panels = summary.split(rows, ["log2_n"])
-    fig, axes = summary.figure(len(panels))
-    for ax, ((log2_n,), sel) in zip(axes, panels.items()):
-        for (c, extra), part in summary.split(sel, ["c", "extra_depth"]).items():
-            label = ("uniform" if float(c) == 0 else f"smoothed, c = {float(c):g}") + f", depth {log2_n}+{extra}"
-            summary.rate_curve(ax, summary.rates(part, ["m"], "success"), "m", label)
-        _m_axis(ax, f"random depth-{log2_n} trees, n = {2**int(log2_n)}")
-    axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
-    axes[0].legend(loc="lower right")
-    fig.suptitle("Conjecture 3: depth-log n decision trees under smoothing")
-    return summary.save(fig, stem)
+    def label(c, extra):
+        return ("uniform" if float(c) == 0 else f"smoothed, c = {float(c):g}") + f", extra depth {extra}"
+
+    return _success_plot(rows, stem, ["log2_n"], ["c", "extra_depth"], label,
+                         lambda log2_n: f"random depth-{log2_n} trees, n = {2**int(log2_n)}",
+                         "Conjecture 3: depth-log n decision trees under smoothing")
 
 
 def _trees_report(rows):
@@ -206,12 +194,23 @@ TREES = Study(
 # ----------------------------------------------------------------------------- shared report
 
 
-def _m_axis(ax, title):
-    ax.set_xscale("log", base=2)
-    ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("training examples m")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
+def _success_plot(rows, stem, panel_by, curve_by, label, title, suptitle):
+    """One panel per value of ``panel_by`` (titled ``title(*values)``), in it one success-rate
+    curve over m per value of ``curve_by`` (labelled ``label(*values)``)."""
+    panels = summary.split(rows, panel_by)
+    fig, axes = summary.figure(len(panels))
+    for ax, (panel, sel) in zip(axes, panels.items()):
+        for curve, part in summary.split(sel, curve_by).items():
+            summary.rate_curve(ax, summary.rates(part, ["m"], "success"), "m", label(*curve))
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("training examples m")
+        ax.set_title(title(*panel))
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
+    axes[0].legend(loc="lower right")
+    fig.suptitle(suptitle)
+    return summary.save(fig, stem)
 
 
 def _threshold_report(rows, by, title, extra=None):

@@ -1,0 +1,168 @@
+"""A study's definition (:class:`Study`) and one resolved run of it (:class:`Config`).
+
+A :class:`Study` names its parameters (with the defaults of a ``quick`` and a ``full`` size),
+says which of them are *static* (they change shapes or the compiled program: one compilation per
+distinct combination) and gives a pure ``trial(key, params) -> {metric: array}``.
+:func:`configure` resolves the grid (defaults, then overrides) into a :class:`Config` and checks
+every cell before any heavy work.
+
+Randomness: trial (cell, r) uses ``fold_in(fold_in(key(seed), h), r)`` where h is a 31-bit hash
+of the cell's parameter values (not its position in the grid), so a row depends only on the seed
+and its parameters, never on chunk size, device count, host count or which other cells run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import zlib
+from typing import Callable
+
+import jax
+
+from jaxtrees.core import checks
+
+#: At most this many trials per run (cells x replicates); the runner lists the trials to do.
+MAX_TRIALS = 2**24
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """A Monte Carlo study: parameters, their quick and full grids, and the trial.
+
+    Attributes:
+      name, description: shown by ``jaxtrees list``.
+      quick, full: parameter -> list of values (the grid) or a single value, for ``--quick`` and
+        the full size. Both must name the same parameters; the value types (int, float, str) of
+        the full grid are the types ``--set`` parses to.
+      static: parameters that fix shapes or the program (compiled once per combination); they
+        reach ``trial`` as Python values, the others as traced float32 / int32 scalars.
+      trial: ``trial(key, params) -> dict`` of float / int / bool arrays, each a scalar or of
+        shape ``[len(axis values)]``.
+      axis: optional ``(name, values(params) -> list)``: the trial's outputs run along it (one
+        row per value).
+      replicates: trials per cell, ``(quick, full)``.
+      check: ``check(params)`` raises ValueError for a bad cell, before any heavy work.
+      plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``.
+      bytes_per_trial: optional ``bytes_per_trial(params)``, the device memory one trial of a
+        cell needs at its peak; the default chunk then keeps a device under the runner's
+        ``MEMORY_BUDGET``.
+    """
+
+    name: str
+    description: str
+    quick: dict
+    full: dict
+    static: tuple
+    trial: Callable
+    replicates: tuple
+    check: Callable
+    plot: Callable
+    report: Callable
+    axis: tuple | None = None
+    bytes_per_trial: Callable | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """A resolved run: the grid (parameter -> list of values), replicates, seed, size."""
+
+    study: str
+    grid: dict
+    replicates: int
+    seed: int
+    quick: bool
+
+    def cells(self) -> list[dict]:
+        """The grid's cells in a fixed order (the product of the value lists)."""
+        names = sorted(self.grid)
+        return [dict(zip(names, values)) for values in itertools.product(*(self.grid[n] for n in names))]
+
+    @property
+    def trials(self) -> int:
+        """Cells x replicates."""
+        return len(self.cells()) * self.replicates
+
+    def as_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def configure(study: Study, *, quick: bool = False, overrides: dict | None = None, seed: int = 0,
+              replicates: int | None = None) -> Config:
+    """Resolve the grid of ``study``: its quick or full defaults, then ``overrides``.
+
+    ``overrides`` maps a parameter to a value or a list of values (strings are parsed to the
+    parameter's type, and "a,b,c" is a list). A value given twice (``c=0.1,0.10``) is an error,
+    as is a run of more than ``MAX_TRIALS`` trials. Every cell is checked here.
+
+    >>> from jaxtrees.experiments import studies
+    >>> config = configure(studies.get("juntas"), quick=True, overrides={"c": "0,0.2", "k": 3})
+    >>> config.grid["c"], config.trials
+    ([0.0, 0.2], 400)
+    """
+    seed = checks.integer("seed", seed, low=0, high=2**31 - 1)
+    base = study.quick if quick else study.full
+    grid = {name: _as_list(value) for name, value in base.items()}
+    for name, value in (overrides or {}).items():
+        if name == "replicates":
+            replicates = value
+            continue
+        if name not in grid:
+            raise ValueError(f"unknown parameter {name!r} for study {study.name!r}; known: "
+                             f"{', '.join(sorted(grid))}, replicates")
+        grid[name] = [_parse(name, v, _as_list(study.full[name])[0]) for v in _as_list(value, split=True)]
+        if not grid[name]:
+            raise ValueError(f"parameter {name!r} needs at least one value")
+        repeated = sorted({json.dumps(v) for v in grid[name] if grid[name].count(v) > 1})
+        if repeated:
+            raise ValueError(f"parameter {name!r} lists the value {', '.join(repeated)} more than once "
+                             f"(a cell would run twice); give each value once")
+    if replicates is None:
+        replicates = study.replicates[0 if quick else 1]
+    if isinstance(replicates, str):
+        replicates = _parse("replicates", replicates, 1)
+    config = Config(study.name, grid, 1, seed, quick)
+    cells = config.cells()
+    replicates = checks.integer("replicates", replicates, low=1, high=max(1, MAX_TRIALS // len(cells)))
+    for cell in cells:
+        study.check(cell)
+    return dataclasses.replace(config, replicates=replicates)
+
+
+def trial_key(seed: int, cell: dict, replicate):
+    """The key of one trial: fold_in(fold_in(key(seed), cell_hash(cell)), replicate)."""
+    return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), cell_hash(cell)), replicate)
+
+
+def cell_hash(cell: dict) -> int:
+    """A 31-bit hash of the cell's parameter values (stable across runs, machines and grids)."""
+    return zlib.crc32(json.dumps(cell, sort_keys=True).encode()) & 0x7FFFFFFF
+
+
+def _as_list(value, split=False) -> list:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if split and isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [value]
+
+
+def _parse(name: str, value, example):
+    """``value`` (a string, or a number from a JSON config) as the type of ``example``, so that
+    equal cells get equal keys however they were given (``c=0`` and ``"c": 0`` are both 0.0)."""
+    kind = type(example)
+    if isinstance(value, str):
+        try:
+            if kind is bool:
+                return {"true": True, "false": False, "1": True, "0": False}[value.lower()]
+            if kind in (int, float):
+                return kind(value)
+        except (ValueError, KeyError):
+            raise ValueError(f"{name} must be {kind.__name__}, got {value!r}") from None
+        return value
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is not str and kind is not type(value):
+        raise ValueError(f"{name} must be {kind.__name__}, got {value!r}")
+    return value
