@@ -18,3 +18,34 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("jaxtrees reference comparisons")
         for name, line in sorted(helpers.REPORT.items()):
             terminalreporter.write_line(f"{name}: {line}")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def unclipped_figures(monkeypatch):
+    """Record every figure a study saves; at teardown, check that each was saved and that nothing
+    drawn (titles, labels, tick labels, the legend) reaches outside the canvas: the tight bounding
+    box of the drawn artists lies inside the figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from jaxtrees.experiments import summary
+
+    figures = []
+    save = summary.save
+
+    def recording_save(fig, stem):
+        figures.append(fig)
+        return save(fig, stem)
+
+    monkeypatch.setattr(summary, "save", recording_save)
+    yield figures
+    assert figures, "no figure was saved"
+    for fig in figures:
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        drawn, page = fig.get_tightbbox(canvas.get_renderer()), fig.bbox_inches
+        tol = 1 / fig.dpi  # one pixel
+        assert (drawn.x0 >= page.x0 - tol and drawn.y0 >= page.y0 - tol and drawn.x1 <= page.x1 + tol
+                and drawn.y1 <= page.y1 + tol), f"drawn area {drawn} reaches outside the figure {page}"

@@ -26,7 +26,7 @@ COLUMNS = {
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_study_runs_plots_and_reports(tmp_path, capsys, name):
+def test_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures, name):
     assert cli.main(["run", name, "--quick", "--out", str(tmp_path), *TINY[name]]) == 0
     directory = tmp_path / name
     with open(directory / "results.csv", newline="") as fh:

@@ -125,7 +125,7 @@ def test_seed_changes_rows_and_rows_depend_only_on_their_cell(tmp_path, referenc
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_every_study_runs_plots_and_reports(tmp_path, capsys, name):
+def test_every_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures, name):
     assert cli.main(["run", name, "--quick", "--out", str(tmp_path), *TINY[name]]) == 0
     directory = tmp_path / name
     assert (directory / f"{name}.png").stat().st_size > 10_000

@@ -157,9 +157,57 @@ def save(fig, stem: str) -> list[str]:
     return paths
 
 
-def rate_curve(ax, groups, x: str, label: str, colour=None):
+#: Series styles: 20 distinct colours (tab20's dark shades, then its light ones) and 10 markers;
+#: series i of a panel gets colour i and marker i (mod their counts), so no two of 20 look alike.
+MARKERS = "osD^vPX*h<"
+
+
+def series_style(ax) -> dict:
+    """Colour and marker of the next labelled series on ``ax``: ``ax.plot(..., **series_style(ax))``."""
+    from matplotlib import colormaps
+
+    i = sum(1 for line in ax.get_lines() if not line.get_label().startswith("_"))
+    tab20 = colormaps["tab20"].colors
+    return {"color": (tab20[0::2] + tab20[1::2])[i % 20], "marker": MARKERS[i % len(MARKERS)]}
+
+
+def rate_curve(ax, groups, x: str, label: str):
     """Plot a success-rate curve with its Wilson band from :func:`rates` output (one series)."""
     groups = sorted(groups, key=lambda g: float(g[x]))
     xs = [float(g[x]) for g in groups]
-    line, = ax.plot(xs, [g["rate"] for g in groups], "o-", color=colour, label=label, ms=4)
+    line, = ax.plot(xs, [g["rate"] for g in groups], "-", label=label, ms=5, **series_style(ax))
     ax.fill_between(xs, [g["low"] for g in groups], [g["high"] for g in groups], color=line.get_color(), alpha=0.2)
+
+
+def legend(fig, axes):
+    """One legend for the figure, below the panels, with every distinct series label of ``axes``
+    once (in as many columns as fit the figure's width); per-panel legends are removed."""
+    import matplotlib
+
+    entries = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    size = matplotlib.font_manager.FontProperties(size=matplotlib.rcParams["legend.fontsize"]).get_size_in_points()
+    column = 0.9 + 0.6 * size / 72 * max(map(len, entries), default=0)  # inches per legend column
+    columns = max(1, min(len(entries), int(fig.get_figwidth() // column)))
+    fig.legend(list(entries.values()), list(entries), loc="outside lower center", ncols=columns)
+
+
+def suptitle(fig, text: str):
+    """The figure's title, wrapped to the figure's width (a long title is never cut off)."""
+    import textwrap
+
+    import matplotlib
+
+    size = matplotlib.font_manager.FontProperties(size=matplotlib.rcParams["figure.titlesize"]).get_size_in_points()
+    width = max(20, int(fig.get_figwidth() * 72 / (0.6 * size)))
+    fig.suptitle("\n".join(textwrap.wrap(" ".join(text.split()), width)))
+
+
+def trials_text(counts) -> str:
+    """"N trials per point" (or "N-M trials per point") from the trial counts behind the points."""
+    lo, hi = min(counts), max(counts)
+    return f"{lo} trials per point" if lo == hi else f"{lo}-{hi} trials per point"

@@ -144,13 +144,15 @@ def _agnostic_check(params):
 def _error_plot(rows, stem, by, horizon_name, title, label):
     panels = summary.split(rows, ["impurity"])
     fig, axes = summary.figure(len(panels))
+    counts = []
     for ax, ((impurity,), sel) in zip(axes, panels.items()):
         for cell, part in summary.split(sel, by).items():
             groups = sorted(summary.means(part, ["depth"], "error"), key=lambda g: int(g["depth"]))
+            counts += [g["trials"] for g in groups]
             xs = [int(g["depth"]) for g in groups]
             ys = [g["mean"] for g in groups]
             err = [1.96 * (g["sem"] if g["sem"] == g["sem"] else 0.0) for g in groups]
-            line, = ax.plot(xs, ys, "o-", ms=4, label=label(dict(zip(by, cell))))
+            line, = ax.plot(xs, ys, "-", ms=4, label=label(dict(zip(by, cell))), **summary.series_style(ax))
             ax.fill_between(xs, [y - e for y, e in zip(ys, err)], [y + e for y, e in zip(ys, err)],
                             color=line.get_color(), alpha=0.2)
         ax.set_xscale("symlog", base=2, linthresh=1)
@@ -158,8 +160,9 @@ def _error_plot(rows, stem, by, horizon_name, title, label):
         ax.set_xlabel(f"tree depth d (up to {horizon_name})")
         ax.set_title(f"{title}, {impurity}")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("error of the tree truncated at depth d (mean, 95% CI)")
-    axes[0].legend(loc="lower left", fontsize=9)
+    axes[0].set_ylabel("error of the tree truncated at depth d\n(mean, 95% CI)")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, f"Greedy growth, exact gains ({summary.trials_text(counts)})")
     return summary.save(fig, stem)
 
 

@@ -137,7 +137,7 @@ def _uniform_plot(rows, stem):
     ax_cdf.set_ylabel("P[100% test accuracy by step t]\n(95% Wilson band)")
     ax_cdf.set_title("time to learn")
     ax_cdf.legend(fontsize=8, loc="lower right")
-    fig.suptitle(_network_title(rows) + ", online, uniform inputs (Barak et al. 2022 baseline)")
+    summary.suptitle(fig, _network_title(rows) + ", online, uniform inputs (Barak et al. 2022 baseline)")
     return summary.save(fig, stem)
 
 
@@ -218,9 +218,9 @@ def _smoothed_plot(rows, stem):
         _budget_lines(ax, budget, barak=False)
         ax.set_xlabel("input bits n")
         ax.set_title(f"k = {key[0]}-parities" + _suffix(extra, key[1:]))
-        ax.legend(fontsize=9)
     axes[0].set_ylabel("SGD steps to 0 test error\n(median, interquartile band)")
-    fig.suptitle(f"SGD ({_network_title(rows)[:-5]}), online,\non p_i = 1/2 + U[-c, c] (c-smoothed)")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, f"SGD ({_network_title(rows)[:-5]}), online,\non p_i = 1/2 + U[-c, c] (c-smoothed)")
     return summary.save(fig, stem)
 
 
@@ -329,10 +329,10 @@ def _vs_plot(rows, stem):
         ax.set_xlabel("examples (ID3: sample size m; SGD: steps x batch)")
         ax.set_title(f"random {key[1]}-juntas, n = {key[0]}" + _suffix(extra, key[2:]))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right")
+    summary.legend(fig, axes)
     eps = sorted({float(r["eps"]) for r in rows})
     axes[0].set_ylabel(f"P[error <= {', '.join(f'{e:g}' for e in eps)} within that many examples]\n(95% Wilson band)")
-    fig.suptitle("ID3 (depth k) vs SGD (" + _network_title(rows)[:-5] + ") on identical (p, f)")
+    summary.suptitle(fig, "ID3 (depth k) vs SGD (" + _network_title(rows)[:-5] + ") on identical (p, f)")
     return summary.save(fig, stem)
 
 
@@ -439,7 +439,7 @@ def _median_curve(ax, rows, x, label):
         points.append((float(xv), q1, q2, q3, budget))
     xs = [p[0] for p in points]
     med = [p[2] if np.isfinite(p[2]) else np.nan for p in points]
-    line, = ax.plot(xs, med, "o-", ms=4, label=label)
+    line, = ax.plot(xs, med, "-", ms=4, label=label, **summary.series_style(ax))
     lo = [min(p[1], p[4]) for p in points]
     hi = [min(p[3], p[4]) for p in points]
     ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2)
@@ -466,7 +466,8 @@ def _rate_line(ax, points, label, colour, style):
     xs = [m for m, _ in points]
     rate = [k / t for _, (k, t) in points]
     bands = [summary.wilson(k, t) for _, (k, t) in points]
-    line, = ax.plot(xs, rate, style, color=colour, label=label, ms=3, marker="o")
+    look = summary.series_style(ax) if colour is None else {"color": colour, "marker": "o"}
+    line, = ax.plot(xs, rate, style, label=label, ms=3, **look)
     ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands], color=line.get_color(), alpha=0.12)
 
 

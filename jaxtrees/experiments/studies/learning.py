@@ -199,17 +199,20 @@ def _success_plot(rows, stem, panel_by, curve_by, label, title, suptitle):
     curve over m per value of ``curve_by`` (labelled ``label(*values)``)."""
     panels = summary.split(rows, panel_by)
     fig, axes = summary.figure(len(panels))
+    counts = []
     for ax, (panel, sel) in zip(axes, panels.items()):
         for curve, part in summary.split(sel, curve_by).items():
-            summary.rate_curve(ax, summary.rates(part, ["m"], "success"), "m", label(*curve))
+            groups = summary.rates(part, ["m"], "success")
+            counts += [g["trials"] for g in groups]
+            summary.rate_curve(ax, groups, "m", label(*curve))
         ax.set_xscale("log", base=2)
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("training examples m")
         ax.set_title(title(*panel))
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("P[exact error = 0] (95% Wilson band)")
-    axes[0].legend(loc="lower right")
-    fig.suptitle(suptitle)
+    axes[0].set_ylabel("P[exact error = 0]\n(95% Wilson band)")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, f"{suptitle} ({summary.trials_text(counts)})")
     return summary.save(fig, stem)
 
 
