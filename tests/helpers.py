@@ -237,3 +237,28 @@ def np_unpack(words, m: int) -> np.ndarray:
     words = np.asarray(words, np.uint32)
     b = (words[..., None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
     return b.reshape(words.shape[:-1] + (-1,))[..., :m].astype(bool)
+
+
+def assert_valid_markdown_tables(text: str) -> int:
+    """Every GitHub-markdown table in ``text`` renders: a header row, a ``|---|`` delimiter row with
+    as many columns, and body rows with exactly that many cells (unescaped ``|`` separate cells).
+    Returns the number of tables."""
+    import re
+
+    def cells(line):
+        return [c for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+    lines, tables, i = text.splitlines(), 0, 0
+    while i < len(lines):
+        if lines[i].startswith("|") and i + 1 < len(lines) and re.fullmatch(r"\|(---\|)+", lines[i + 1]):
+            width = len(cells(lines[i]))
+            assert len(cells(lines[i + 1])) == width, f"delimiter row of {lines[i]!r}"
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                assert len(cells(lines[i])) == width, f"row {lines[i]!r} has not {width} cells"
+                i += 1
+            tables += 1
+        else:
+            assert not lines[i].startswith("|"), f"table row outside a table: {lines[i]!r}"
+            i += 1
+    return tables

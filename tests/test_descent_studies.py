@@ -7,6 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import helpers
+
 from jaxtrees import cli, targets
 from jaxtrees.experiments.studies import descent
 
@@ -52,6 +54,7 @@ def test_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures, name)
     assert (directory / f"{name}.svg").exists()
     report = (directory / "report.md").read_text()
     assert report.startswith(f"# jaxtrees study `{name}`") and "|---|" in report
+    assert helpers.assert_valid_markdown_tables(report) >= 1
     if name == "gd-parity-uniform":  # the Barak et al. claim next to the medians; a tiny budget decides nothing
         assert "all within 100,000 steps" in report and "is below Barak et al.'s 100,000" in report
     if name == "gd-smoothed":
@@ -106,3 +109,10 @@ def test_mask_parity_oracle_equals_the_parity_oracle():
     mu_ref, mu1_ref = targets.parity(support, n).means(p, fixed, values)
     np.testing.assert_allclose(mu, mu_ref, rtol=0, atol=1e-6)
     np.testing.assert_allclose(mu1, mu1_ref, rtol=0, atol=1e-6)
+
+
+def test_report_warns_of_diverged_networks():
+    """Networks whose weights went non-finite (too large a learning rate) are named in the report."""
+    rows = [{"drift": "nan", "lr": "50.0"}, {"drift": "inf", "lr": "50.0"}, {"drift": "0.5", "lr": "50.0"}]
+    assert "**diverged: 2 of 3 trials**" in descent._divergence_note(rows)
+    assert descent._divergence_note(rows[2:]) == ""

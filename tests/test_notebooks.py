@@ -27,7 +27,13 @@ def test_notebook_has_colab_badge_and_install_cell(path):
     assert _cells(path, "code")[0].lstrip("# \n").find("pip install") >= 0
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+#: Notebooks executed by the default test run; the others run under ``pytest -m slow`` (every
+#: notebook's names are checked by test_notebook_names_exist either way).
+QUICK_NOTEBOOKS = {"counterexamples"}
+
+
+@pytest.mark.parametrize("path", [p if p.stem in QUICK_NOTEBOOKS else pytest.param(p, marks=pytest.mark.slow)
+                                  for p in NOTEBOOKS], ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path):
     """Every code cell, in order, in a fresh interpreter (shell and magic lines skipped: the
     package is installed already)."""
@@ -39,3 +45,20 @@ def test_notebook_runs(path, tmp_path):
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_names_exist(path):
+    """Every cell compiles, and every ``jt.X``, ``runner.X`` and ``studies.X`` a notebook uses
+    exists (a renamed function breaks the notebook here, without running it)."""
+    import ast
+
+    import jaxtrees
+    from jaxtrees.experiments import runner, studies
+
+    modules = {"jt": jaxtrees, "runner": runner, "studies": studies}
+    for cell in _cells(path, "code"):
+        code = "\n".join(line for line in cell.splitlines() if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+                assert hasattr(modules[node.value.id], node.attr), f"{node.value.id}.{node.attr} in {path.name}"

@@ -34,7 +34,7 @@ def brute_means(f, p, fixed, values):
     return mu, mu1
 
 
-@pytest.mark.parametrize("n", [6, 9, 12])
+@pytest.mark.parametrize("n", [6, 9, pytest.param(12, marks=pytest.mark.slow)])
 def test_oracles_equal_brute_force(n):
     rng = np.random.default_rng(n)
     key = jax.random.key(n)
@@ -293,7 +293,7 @@ def test_lemma12_and_16_address_is_almost_uniform(k):
                 assert np.max(np.abs(prob_b - 2.0**-k)) <= 5.0**-k
 
 
-@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("k", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_exact_growth_on_addressing_queries_memory_bits_first(k):
     """002 Thm 3 / Lemma 14: with c >= ln 5 / delta the tree of depth 2^k queries only memory
     bits, so it stays far from f_{c,k} (which a depth ck^2 + 1 tree computes exactly)."""

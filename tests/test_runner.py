@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import helpers
+
 from jaxtrees import cli
 from jaxtrees.experiments import runner, studies
 
@@ -132,6 +134,7 @@ def test_every_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures,
     assert (directory / f"{name}.svg").exists()
     report = (directory / "report.md").read_text()
     assert report.startswith(f"# jaxtrees study `{name}`") and "|---|" in report
+    assert helpers.assert_valid_markdown_tables(report) >= 1
     capsys.readouterr()
     assert cli.main(["report", str(directory)]) == 0
     assert capsys.readouterr().out.strip() == report.strip()

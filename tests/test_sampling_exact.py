@@ -248,6 +248,7 @@ def test_other_prng_implementations():
 # ----------------------------------------------------------------------------- study outcomes
 
 
+@pytest.mark.slow
 def test_study_outcomes_same_distribution_as_float_sampler():
     """What a learning study measures does not depend on the sampler. With p on the 2^-16 grid
     the float sampler is exact too (its uniform is a multiple of 2^-23, so Pr[u < P 2^-16] =

@@ -16,9 +16,11 @@ def _main(name):
 
 
 @pytest.mark.parametrize("name, args, last", [
-    ("bench", ["--B", "8", "--m", "64", "--n", "4", "--k", "2", "--depth", "2", "--sklearn-trials", "2",
-               "--test-m", "128", "--reps", "1", "--skip", "scaling,memory"], "end_to_end_speedup_vs_numpy_sklearn"),
-    ("bench_gd", ["--B", "4", "--n", "8", "--width", "8", "--steps", "20", "--reps", "1"], "speedup_vs_loop"),
+    pytest.param("bench", ["--B", "8", "--m", "64", "--n", "4", "--k", "2", "--depth", "2", "--sklearn-trials", "2",
+                           "--test-m", "128", "--reps", "1", "--skip", "scaling,memory"],
+                 "end_to_end_speedup_vs_numpy_sklearn", marks=pytest.mark.slow),
+    pytest.param("bench_gd", ["--B", "4", "--n", "8", "--width", "8", "--steps", "20", "--reps", "1"], "speedup_vs_loop",
+                 marks=pytest.mark.slow),
     ("bench_sampling", ["--B", "8", "--m", "64", "--n", "8", "--k", "2", "--precisions", "8", "--reps", "1"], None),
     ("bench_weighted", ["--B", "4", "--m", "64", "--n", "6", "--k", "2", "--depth", "2", "--group", "2",
                         "--sklearn-trials", "2", "--reps", "1"], "weighted_growth_speedup_vs_sklearn"),

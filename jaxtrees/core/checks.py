@@ -50,7 +50,7 @@ def probabilities(name: str, values, *, low=0.0, high=1.0, low_open=False, high_
         i = int(np.argmax(bad))
         raise ValueError(
             f"{name} must lie in {_interval(low, high, low_open, high_open)}; "
-            f"{name}[{i}] = {arr[i]!r}"
+            f"{name}[{i}] = {float(arr[i])!r}"
         )
     return np.asarray(arr, dtype=np.float32)
 
@@ -64,7 +64,7 @@ def nonnegative(name: str, values) -> None:
     bad = ~np.isfinite(arr) | (arr < 0)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"{name} must be finite and >= 0; {name}[{i}] = {arr[i]!r}")
+        raise ValueError(f"{name} must be finite and >= 0; {name}[{i}] = {float(arr[i])!r}")
 
 
 def choice(name: str, value, allowed) -> str:

@@ -146,6 +146,7 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
     probability by at most 2^-(b+1). The two settings give different samples for the same key.
     """
     m = checks.integer("m", m, low=1)
+    p = checks.probabilities("p", p)
     if precision_bits is not None:
         precision_bits = _precision(precision_bits)
     noiseless = False

@@ -98,10 +98,17 @@ def threshold(points, level: float = 0.9):
 
 
 def markdown_table(header, rows) -> str:
-    """A GitHub-markdown table."""
-    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
-    return "\n".join(lines)
+    """A GitHub-markdown table; a ``|`` inside a cell (e.g. ``|A^free|``) is escaped.
+
+    >>> print(markdown_table(["k", "|A|"], [[3, 4]]))
+    | k | \\|A\\| |
+    |---|---|
+    | 3 | 4 |
+    """
+    def line(cells):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *map(line, rows)])
 
 
 #: Panels per row of a figure; more panels wrap onto further rows.

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees.core import bits
+from jaxtrees.core import bits, checks
 
 
 class Tree(NamedTuple):
@@ -209,6 +209,7 @@ def node_errors(tree: Tree, p, target):
 
 def exact_error(tree: Tree, p, target):
     """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32)."""
+    p = _check_marginals(tree, p)
     leaf = reached(tree) & (tree.feature < 0)
     return jnp.sum(jnp.where(leaf, node_errors(tree, p, target), 0.0))
 
@@ -218,13 +219,25 @@ def error_by_depth(tree: Tree, p, target):
 
     Truncating at d turns the nodes at depth d into leaves labelled by their majority label.
     """
-    errors = node_errors(tree, p, target)
+    errors = node_errors(tree, _check_marginals(tree, p), target)
     levels = jnp.asarray(node_levels(tree.max_depth))
     node = reached(tree)
     leaf = node & (tree.feature < 0)
     d = jnp.arange(tree.max_depth + 1)[:, None]
     counted = node & ((levels == d) | (leaf & (levels < d)))
     return jnp.sum(jnp.where(counted, errors, 0.0), axis=-1)
+
+
+def _check_marginals(tree: Tree, p):
+    """``p`` checked (when concrete): a 1-d array of probabilities in [0, 1], one per feature the
+    tree may test."""
+    p = checks.probabilities("p", p)
+    if checks.is_concrete((p, tree.feature)):
+        used = int(np.max(np.asarray(tree.feature), initial=-1))
+        if used >= np.shape(p)[-1]:
+            raise ValueError(f"p must have one marginal per feature: the tree tests feature {used}, "
+                             f"p has length {np.shape(p)[-1]}")
+    return p
 
 
 def reached(tree: Tree):

@@ -166,6 +166,10 @@ def parity(support, n: int) -> Parity:
     return Parity(jnp.asarray(_check_support(support, n), jnp.int32))
 
 
+#: Largest k of a random truth table (2^k entries, times k to check that all k variables matter).
+MAX_TABLE_K = 20
+
+
 def random_junta(key, n: int, k: int, *, nondegenerate: bool = True) -> Junta:
     """A k-junta with a uniformly random support of size k and a uniformly random truth table.
 
@@ -174,6 +178,11 @@ def random_junta(key, n: int, k: int, *, nondegenerate: bool = True) -> Junta:
     A draw is degenerate with probability <= 1/2 (k = 1), so after ``MAX_REJECTIONS`` = 64 draws
     (probability <= 2^-64, or a key whose generator repeats itself) the parity table is used.
     """
+    n = checks.integer("n", n, low=1)
+    if checks.integer("k", k) > MAX_TABLE_K:  # before the range check: say why k is bounded
+        raise ValueError(f"k must be in [1, {min(n, MAX_TABLE_K)}]: a k-junta's truth table has 2^k entries "
+                         f"(2^{k} would need {2**k / 2**30:.3g} GiB per target); got k = {k}. For parities "
+                         f"of any k use random_parity")
     n, k = _check_n_k(n, k)
     k_support, k_table = jax.random.split(key)
     support = _random_support(k_support, n, k)

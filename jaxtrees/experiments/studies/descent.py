@@ -174,7 +174,16 @@ def _uniform_report(rows):
             f"{{0,1}}^n for n <= {EXACT_MAX_N}, else on {_vals(rows, 'test_size')} fresh examples. Censored trials (no 100% accuracy "
             f"within the budget) count as > budget.\n\n" + summary.markdown_table(header, table)
             + caveat + "\n\nGrowth in n (least squares on log median vs log n, uncensored medians):\n\n"
-            + ("\n".join(lines) if lines else "- not enough n with an uncensored median") + "\n")
+            + ("\n".join(lines) if lines else "- not enough n with an uncensored median") + "\n"
+            + _divergence_note(rows))
+
+
+def _divergence_note(rows) -> str:
+    """A warning line when some networks diverged (non-finite weights: the drift is NaN or inf)."""
+    diverged = sum(1 for r in rows if not math.isfinite(float(r["drift"])))
+    return "" if diverged == 0 else (
+        f"\n**diverged: {diverged} of {len(rows)} trials** ended with non-finite weights (learning rate "
+        f"{_vals(rows, 'lr')} too large for this loss and width?); they count as not learned.\n")
 
 
 def _barak_verdict(s, budget):
@@ -256,7 +265,8 @@ def _smoothed_report(rows):
             "coordinates at the end (k/n by chance).\n\n" + summary.markdown_table(header, table)
             + "\n\nGrowth in n (least squares on log median vs log n, uncensored medians; a polynomial "
               "is a straight line on the figure's log-log axes):\n\n"
-            + ("\n".join(lines) if lines else "- not enough n with an uncensored median") + "\n")
+            + ("\n".join(lines) if lines else "- not enough n with an uncensored median") + "\n"
+            + _divergence_note(rows))
 
 
 GD_SMOOTHED = dataclasses.replace(  # the same trial as gd-parity-uniform, on a grid over c
