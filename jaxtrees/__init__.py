@@ -16,8 +16,9 @@ tree level-wise, score it. Batch trials with ``jax.vmap`` and compile with ``jax
 (64,)
 
 The package face re-exports core (bits, prng, sampling, distributions, impurity), targets,
-hypotheses, problems and learners. The gradient-descent learner (``sgd``: optax) and the
-experiments (``runner``, ``studies``, ``summary``: matplotlib) load on first use.
+hypotheses, problems and learners. The gradient-descent learner (``sgd``: optax), the
+experiments (``runner``, ``studies``, ``summary``: matplotlib) and the scikit-learn estimator
+(``DecisionTreeClassifier``: scikit-learn) load on first use.
 """
 
 import importlib
@@ -27,7 +28,6 @@ from jaxtrees.core import bits, distributions, impurity, prng, sampling
 from jaxtrees.core.distributions import alpha_c, marginals, product, smoothed, uniform
 from jaxtrees.core.impurity import Impurity
 from jaxtrees.core.sampling import Data, draw, from_arrays, packed_bernoulli, prefix, quantize, with_weights
-from jaxtrees.estimator import DecisionTreeClassifier
 from jaxtrees.hypotheses import Hypothesis, Tree, sample_error
 from jaxtrees.hypotheses.tree import (depth, error_by_depth, exact_error, features_used, n_leaves, predict,
                                       predict_bits, truncate)
@@ -49,6 +49,7 @@ _LAZY = {
     "experiments": ("jaxtrees.experiments", None), "runner": ("jaxtrees.experiments.runner", None),
     "studies": ("jaxtrees.experiments.studies", None), "summary": ("jaxtrees.experiments.summary", None),
     "Study": ("jaxtrees.experiments.study", "Study"),
+    "DecisionTreeClassifier": ("jaxtrees.sklearn", "DecisionTreeClassifier"),
 }
 
 

@@ -31,6 +31,7 @@ import pytest
 import helpers
 import jaxtrees as jt
 from helpers import Tally
+from jaxtrees.sklearn import NONE_DEPTH
 from reference import id3
 
 # name: (rule kwargs, n, W). Shapes vary across groups; each group is one compile.
@@ -159,10 +160,11 @@ def test_complement_column_tie():
 def test_estimator_matches_reference(name):
     kwargs, n, W = FRONT[name]
     rng = np.random.default_rng([7, list(FRONT).index(name)])
-    ref_kwargs = dict(kwargs)
-    ref_kwargs["max_depth"] = n if kwargs["max_depth"] is None else kwargs["max_depth"]
     t = Tally()
     for i, (X, y) in enumerate(helpers.datasets(rng, n, W, FRONT_COUNT)):
+        ref_kwargs = dict(kwargs)  # max_depth=None: min(n, m - 1, NONE_DEPTH) levels
+        ref_kwargs["max_depth"] = (min(n, max(len(y) - 1, 0), NONE_DEPTH) if kwargs["max_depth"] is None
+                                   else kwargs["max_depth"])
         ref = id3(X, y, **ref_kwargs)
         if not t.add(ref):
             continue

@@ -66,7 +66,8 @@ def test_chunk_size_does_not_change_results(tmp_path, reference):
 def test_eight_devices_give_identical_rows(tmp_path, reference):
     """The batch axis sharded over 8 virtual CPU devices: the same rows as on 1 device."""
     proc = _cli("run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS,
-                env={"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"})
+                env={"XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8",
+                     "JAX_PLATFORMS": "cpu"})
     assert proc.returncode == 0, proc.stderr
     metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
     assert metadata["runs"][-1]["environment"]["local_device_count"] == 8

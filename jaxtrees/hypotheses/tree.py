@@ -130,15 +130,20 @@ def truncate(tree: Tree, depth_limit: int) -> Tree:
     )
 
 
-def predict(tree: Tree, x):
-    """Labels ``int32[...]`` for plain inputs ``x: {0,1}[..., n]``."""
+def leaf(tree: Tree, x):
+    """The heap slot ``int32[...]`` of the leaf each plain input ``x: {0,1}[..., n]`` reaches."""
     x = jnp.asarray(x).astype(jnp.int32)
     node = jnp.zeros(x.shape[:-1], jnp.int32)
     for _ in range(tree.max_depth):
         f = tree.feature[node]
         bit = jnp.take_along_axis(x, jnp.maximum(f, 0)[..., None], axis=-1)[..., 0]
         node = jnp.where(f >= 0, 2 * node + 1 + bit, node)
-    return tree.label[node]
+    return node
+
+
+def predict(tree: Tree, x):
+    """Labels ``int32[...]`` for plain inputs ``x: {0,1}[..., n]``: the labels of their leaves."""
+    return tree.label[leaf(tree, x)]
 
 
 def predict_bits(tree: Tree, X):

@@ -28,7 +28,7 @@ this with a bit-sliced popcount formulation and with scikit-learn's ``sample_wei
 >>> t = jax.jit(grow)(s, GrowthRule(max_depth=3, impurity="gini"))
 >>> bool(jax.numpy.all(tree.features_used(t, 16) == f.support_mask(16)))
 True
->>> t2 = GreedyTree(GrowthRule(max_depth=3, impurity="gini")).fit(key, s)     # the learner
+>>> t2 = jax.jit(GreedyTree(GrowthRule(max_depth=3, impurity="gini")).fit)(key, s)     # the learner
 >>> bool(jax.numpy.all(t2.feature == t.feature))
 True
 """

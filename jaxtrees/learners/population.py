@@ -26,7 +26,7 @@ For x ~ p, functions of the path are unbiased estimates of the tree's: E_x[min(m
 >>> t = jax.jit(grow_exact)(p, f, jt.GrowthRule(max_depth=3))
 >>> float(jax.jit(jt.exact_error)(t, p, f))
 0.0
->>> t2 = PopulationTree(jt.GrowthRule(max_depth=3)).fit(key, jt.problems.Population(p, f))   # the learner
+>>> t2 = jax.jit(PopulationTree(jt.GrowthRule(max_depth=3)).fit)(key, jt.problems.Population(p, f))  # the learner
 >>> bool(jax.numpy.all(t2.feature == t.feature))
 True
 """

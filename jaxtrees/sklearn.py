@@ -1,0 +1,135 @@
+"""scikit-learn estimators over jaxtrees learners (``pip install "jaxtrees[sklearn]"``).
+
+This module imports scikit-learn; ``import jaxtrees`` does not (``jaxtrees.DecisionTreeClassifier``
+loads it on first use). The estimators pass ``sklearn.utils.estimator_checks.check_estimator``
+(tests/test_sklearn_estimator.py runs every check).
+
+Features are Boolean: a column enters the tree as the bit ``x > threshold`` (default 0.5, so
+{0, 1} data is used as it is); labels are any two classes.
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X = rng.integers(0, 2, size=(500, 10))
+>>> y = X[:, 3] ^ (X[:, 5] & X[:, 7])
+>>> clf = DecisionTreeClassifier(impurity="gini", max_depth=3).fit(X, y)
+>>> clf.score(X, y)
+1.0
+>>> sorted(np.flatnonzero(clf.features_used_).tolist())
+[3, 5, 7]
+>>> clf.predict_proba(X[:2]).round(2).tolist()
+[[1.0, 0.0], [1.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from jaxtrees.core import bits, checks, sampling
+from jaxtrees.hypotheses import tree as tree_lib
+from jaxtrees.learners.greedy import grow
+from jaxtrees.learners.growth import MAX_DEPTH, GrowthRule
+
+_grow = jax.jit(grow)
+_leaf = jax.jit(tree_lib.leaf)
+
+#: Upper bound on the bytes of node bitsets at the deepest level when max_depth=None.
+MAX_LEVEL_BYTES = 2**30
+#: max_depth=None grows at most this many levels (the heap layout holds 2^(D+1) - 1 slots).
+NONE_DEPTH = 16
+
+
+class DecisionTreeClassifier(ClassifierMixin, BaseEstimator):
+    """Top-down impurity-based decision tree on Boolean features (ID3 / C4.5 / CART).
+
+    Parameters mirror :class:`jaxtrees.GrowthRule`; ``random_state`` (an int) seeds the random
+    tie-break; ``threshold`` binarizes features (bit = x > threshold). ``max_depth=None`` grows
+    until the leaves are pure or a stop rule holds, to at most min(n_features, m - 1, NONE_DEPTH)
+    levels (features are not reused on a path, m examples need at most m - 1 splits on a path;
+    the heap layout holds 2^(D+1) - 1 slots), and raises ValueError when that many levels would
+    not fit in memory. ``fit`` takes ``sample_weight`` (weighted counts).
+
+    After ``fit``: ``tree_`` (a :class:`jaxtrees.Tree` of numpy arrays, heap layout),
+    ``classes_``, ``n_features_in_``, ``depth_``, ``n_leaves_``, ``features_used_``.
+    """
+
+    def __init__(self, impurity="entropy", max_depth=None, tie_break="lowest", random_state=None,
+                 min_samples_split=2, min_samples_leaf=1, min_gain=0.0, threshold=0.5):
+        self.impurity = impurity
+        self.max_depth = max_depth
+        self.tie_break = tie_break
+        self.random_state = random_state
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_gain = min_gain
+        self.threshold = threshold
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def fit(self, X, y, sample_weight=None):
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        threshold = checks.real("threshold", self.threshold)
+        classes, y_index = np.unique(y, return_inverse=True)
+        if classes.size > 2:
+            raise ValueError(f"Only binary classification is supported: y has {classes.size} classes "
+                             f"({classes[:5].tolist()}...)")
+        data = sampling.from_arrays(X > threshold, y_index == 1)
+        if sample_weight is not None:
+            data = sampling.with_weights(data, _check_sample_weight(sample_weight, X, dtype=np.float32))
+        depth = self.max_depth if self.max_depth is not None else _default_depth(*X.shape)
+        rule = GrowthRule(max_depth=depth, impurity=self.impurity, tie_break=self.tie_break,
+                          min_samples_split=self.min_samples_split, min_samples_leaf=self.min_samples_leaf,
+                          min_gain=self.min_gain)
+        seed = 0 if self.random_state is None else checks.integer("random_state", self.random_state, low=0)
+        self.tree_ = tree_lib.Tree(*(np.asarray(a) for a in _grow(data, rule, jax.random.key(seed))))
+        self.classes_ = classes
+        return self
+
+    @property
+    def depth_(self) -> int:
+        check_is_fitted(self)
+        return int(tree_lib.depth(self.tree_))
+
+    @property
+    def n_leaves_(self) -> int:
+        check_is_fitted(self)
+        return int(tree_lib.n_leaves(self.tree_))
+
+    @property
+    def features_used_(self) -> np.ndarray:
+        check_is_fitted(self)
+        return np.asarray(tree_lib.features_used(self.tree_, self.n_features_in_))
+
+    def predict_proba(self, X):
+        """``[m, n_classes]``: the (weighted) class frequencies of the leaf each row reaches."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        q = self.tree_.mean[np.asarray(_leaf(self.tree_, X > self.threshold))]
+        return np.stack([1 - q, q], axis=1)[:, : self.classes_.size] if self.classes_.size == 2 else \
+            np.ones((X.shape[0], 1))
+
+    def predict(self, X):
+        """The class of each row's leaf (its majority label; ties as the tree's labels)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        labels = np.asarray(self.tree_.label[np.asarray(_leaf(self.tree_, X > self.threshold))])
+        return self.classes_[np.minimum(labels, self.classes_.size - 1)]
+
+
+def _default_depth(m, n):
+    def fits(depth):  # node bitsets (and their label-masked copies) at the deepest counted level
+        return depth <= MAX_DEPTH and 2 ** max(depth - 1, 0) * bits.n_words(m) * 8 <= MAX_LEVEL_BYTES
+
+    depth = min(n, max(m - 1, 0), NONE_DEPTH)
+    if not fits(depth):
+        deepest = max(d for d in range(depth + 1) if fits(d))
+        raise ValueError(f"max_depth=None resolves to {depth} levels, too deep for {m} examples; "
+                         f"pass max_depth in [0, {deepest}]")
+    return depth

@@ -1,0 +1,101 @@
+"""jaxtrees.sklearn.DecisionTreeClassifier is a scikit-learn estimator: scikit-learn's own checks,
+its model-selection tools, probabilities, sample weights, binarization, parameter errors."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import jaxtrees as jt
+from jaxtrees.sklearn import DecisionTreeClassifier
+
+RNG = np.random.default_rng(0)
+X = RNG.integers(0, 2, size=(300, 8))
+Y = X[:, 1] ^ (X[:, 2] & X[:, 5])
+
+
+@pytest.mark.slow  # 63 checks, each compiling growth for its own data shapes: about a minute on 2 cores
+@parametrize_with_checks([DecisionTreeClassifier()])
+def test_scikit_learn_checks(estimator, check):
+    check(estimator)
+
+
+def test_import_jaxtrees_does_not_import_sklearn_until_the_estimator_is_used():
+    code = ("import sys, jaxtrees as jt; before = 'sklearn' in sys.modules; jt.DecisionTreeClassifier; "
+            "print(before, 'sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
+    assert jt.DecisionTreeClassifier is DecisionTreeClassifier
+
+
+def test_model_selection_tools():
+    scores = cross_val_score(DecisionTreeClassifier(max_depth=3), X, Y, cv=3)
+    assert scores.shape == (3,) and scores.min() > 0.95
+    pipe = make_pipeline(FunctionTransformer(lambda a: a[:, ::-1]), DecisionTreeClassifier(max_depth=3))
+    assert pipe.fit(X, Y).score(X, Y) == 1.0
+    grid = GridSearchCV(DecisionTreeClassifier(), {"max_depth": [1, 3], "impurity": ["gini", "entropy"]}, cv=3)
+    assert grid.fit(X, Y).best_params_["max_depth"] == 3
+
+
+def test_predict_before_fit_raises_not_fitted():
+    with pytest.raises(NotFittedError):
+        DecisionTreeClassifier().predict(X)
+
+
+def test_predict_proba_is_the_leaf_frequency_and_agrees_with_predict():
+    noisy = Y ^ (RNG.random(Y.shape) < 0.2)
+    clf = DecisionTreeClassifier(max_depth=2).fit(X, noisy)
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-6)
+    leaves = np.asarray(jt.hypotheses.tree.leaf(clf.tree_, X))
+    for node in np.unique(leaves):
+        np.testing.assert_allclose(proba[leaves == node, 1], noisy[leaves == node].mean(), atol=1e-6)
+    majority = proba[:, 1] != 0.5  # ties: the tree's own label rule decides
+    np.testing.assert_array_equal(clf.predict(X)[majority], clf.classes_[proba.argmax(1)][majority])
+
+
+def test_integer_sample_weights_equal_repeated_rows():
+    w = RNG.integers(0, 4, size=len(Y))
+    noisy = Y ^ (np.arange(len(Y)) % 7 == 0)
+    a = DecisionTreeClassifier(max_depth=3).fit(X, noisy, sample_weight=w).tree_
+    b = DecisionTreeClassifier(max_depth=3).fit(np.repeat(X, w, axis=0), np.repeat(noisy, w)).tree_
+    np.testing.assert_array_equal(a.feature, b.feature)
+    np.testing.assert_array_equal(a.label[a.weight > 0], b.label[b.weight > 0])
+
+
+def test_real_features_are_binarized_at_the_threshold_and_labels_may_be_any_two_classes():
+    real = X + RNG.uniform(-0.4, 0.4, X.shape)
+    labels = np.where(Y == 1, "yes", "no")
+    clf = DecisionTreeClassifier(max_depth=3).fit(real, labels)
+    ref = DecisionTreeClassifier(max_depth=3).fit(X, Y)
+    np.testing.assert_array_equal(clf.tree_.feature, ref.tree_.feature)
+    assert set(clf.predict(real)) <= {"yes", "no"} and clf.score(real, labels) == 1.0
+    shifted = DecisionTreeClassifier(max_depth=3, threshold=10.0).fit(real, labels)
+    assert shifted.depth_ == 0  # every bit is 0: nothing to split on
+
+
+def test_more_than_two_classes_is_refused():
+    with pytest.raises(ValueError, match="Only binary classification"):
+        DecisionTreeClassifier().fit(X, np.arange(len(Y)) % 3)
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"max_depth": -1}, "max_depth"), ({"impurity": "information"}, "impurity"), ({"tie_break": "first"}, "tie_break"),
+    ({"min_samples_split": 1}, "min_samples_split"), ({"min_samples_leaf": -1}, "min_samples_leaf"),
+    ({"threshold": float("nan")}, "threshold"), ({"random_state": -3}, "random_state"),
+])
+def test_bad_parameters_name_themselves(params, name):
+    with pytest.raises(ValueError, match=rf"^{name}\b"):
+        DecisionTreeClassifier(**params).fit(X, Y)
+
+
+def test_max_depth_none_is_bounded_and_too_deep_is_refused():
+    assert DecisionTreeClassifier().fit(X[:5], Y[:5]).tree_.max_depth == 4  # m - 1
+    with pytest.raises(ValueError, match="max_depth"):
+        DecisionTreeClassifier().fit(np.zeros((2**18, 20), np.uint8), np.zeros(2**18, int))
