@@ -151,6 +151,28 @@ def test_draw_noise(noise):
         jt.draw(KEY, jnp.full(3, 0.5), jt.parity([0], n=3), 10, noise=noise)
 
 
+@pytest.mark.parametrize("p", [[0.5, 1.2, 0.5], [0.5, np.nan, 0.5], [-0.1, 0.5, 0.5], [[0.5, 0.5, 0.5]]])
+def test_draw_p(p):
+    with raises("p"):
+        jt.draw(KEY, np.asarray(p), jt.parity([0], n=3), 10)
+
+
+@pytest.mark.parametrize("p", [[0.5, 1.2, 0.5], [0.5, np.nan, 0.5], [0.5, 0.5]])
+def test_exact_error_p(p):
+    """Out of [0, 1], NaN, or fewer marginals than the features the tree tests."""
+    tree = jt.hypotheses.tree.stump(2)
+    with raises("p"):
+        jt.exact_error(tree, np.asarray(p), jt.parity([0], n=3))
+    with raises("p"):
+        jt.error_by_depth(tree, np.asarray(p), jt.parity([0], n=3))
+
+
+def test_random_junta_k_beyond_a_truth_table():
+    with pytest.raises(ValueError, match=r"^k must be in \[1, 20\]: a k-junta's truth table has 2\^k entries"):
+        jt.random_junta(KEY, n=64, k=30)
+    assert jt.random_parity(KEY, n=64, k=30).support.shape == (30,)  # parities need no table
+
+
 @pytest.mark.parametrize("X", [[[0, 2], [1, 0], [1, 1]], [[0, 1], [1, -1], [1, 1]], [[0, 0.5], [1, 0], [1, 1]]])
 def test_from_arrays_non_binary_X(X):
     with raises("X"):

@@ -27,13 +27,8 @@ def test_notebook_has_colab_badge_and_install_cell(path):
     assert _cells(path, "code")[0].lstrip("# \n").find("pip install") >= 0
 
 
-#: Notebooks executed by the default test run; the others run under ``pytest -m slow`` (every
-#: notebook's names are checked by test_notebook_names_exist either way).
-QUICK_NOTEBOOKS = {"counterexamples"}
-
-
-@pytest.mark.parametrize("path", [p if p.stem in QUICK_NOTEBOOKS else pytest.param(p, marks=pytest.mark.slow)
-                                  for p in NOTEBOOKS], ids=lambda p: p.stem)
+@pytest.mark.slow  # 14-62 s each on 2 cores; every notebook's names are checked by test_notebook_names_exist
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path):
     """Every code cell, in order, in a fresh interpreter (shell and magic lines skipped: the
     package is installed already)."""

@@ -34,7 +34,7 @@ def brute_means(f, p, fixed, values):
     return mu, mu1
 
 
-@pytest.mark.parametrize("n", [6, 9, pytest.param(12, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [6, pytest.param(9, marks=pytest.mark.slow), pytest.param(12, marks=pytest.mark.slow)])
 def test_oracles_equal_brute_force(n):
     rng = np.random.default_rng(n)
     key = jax.random.key(n)

@@ -265,7 +265,9 @@ def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys):
 def test_a_rounded_chunk_is_announced_and_metadata_describes_the_run(tmp_path, capsys):
     args = [a for a in TINY_JUNTAS if a != "--no-progress"]
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--chunk", "5", *args]) == 0
-    assert "chunk 5 rounded up to 32" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "chunk 5 rounded up to 32" in err
+    assert "[compiling impurity=entropy, k=2, m_max=64, m_min=16, n=8]" in err and "[done]" in err  # phases
     metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
     run = metadata["runs"][-1]
     env = run["environment"]
