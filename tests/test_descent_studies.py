@@ -1,6 +1,7 @@
 """The gradient-descent studies (gd-parity-uniform, gd-smoothed, gd-vs-id3) at a tiny size through the CLI."""
 
 import csv
+import json
 
 import jax
 import jax.numpy as jnp
@@ -55,6 +56,8 @@ def test_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures, name)
     report = (directory / "report.md").read_text()
     assert report.startswith(f"# jaxtrees study `{name}`") and "|---|" in report
     assert helpers.assert_valid_markdown_tables(report) >= 1
+    columns = json.loads((directory / "metadata.json").read_text())["columns"]
+    assert set(rows[0]) <= set(columns), "every result column is described in metadata.json"
     if name == "gd-parity-uniform":  # the Barak et al. claim next to the medians; a tiny budget decides nothing
         assert "all within 100,000 steps" in report and "is below Barak et al.'s 100,000" in report
     if name == "gd-smoothed":

@@ -136,6 +136,9 @@ def test_every_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures,
     report = (directory / "report.md").read_text()
     assert report.startswith(f"# jaxtrees study `{name}`") and "|---|" in report
     assert helpers.assert_valid_markdown_tables(report) >= 1
+    columns = json.loads((directory / "metadata.json").read_text())["columns"]
+    with open(directory / "results.csv", newline="") as fh:
+        assert set(next(csv.reader(fh))) <= set(columns), "every result column is described in metadata.json"
     capsys.readouterr()
     assert cli.main(["report", str(directory)]) == 0
     assert capsys.readouterr().out.strip() == report.strip()

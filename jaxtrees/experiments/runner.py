@@ -31,7 +31,7 @@ from jax.sharding import Mesh, PartitionSpec
 from jaxtrees.core import checks
 from jaxtrees.experiments.progress import Progress
 from jaxtrees.experiments.store import Store, environment, now, read_parts, read_results
-from jaxtrees.experiments.study import Config, Study, cell_hash, configure, trial_key
+from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
 
 __all__ = ["GROUP", "MEMORY_BUDGET", "run", "Study", "Config", "configure", "cell_hash", "trial_key",
            "read_results", "read_parts"]
@@ -71,6 +71,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, pro
 def _run_locked(study, config, store, metadata, devices, chunk, per_call, progress, max_trials):
     this_run = {"started": now(), "environment": environment(), "chunk": {}, "compile_seconds": {}}
     metadata["runs"].append(this_run)
+    metadata["columns"] = column_descriptions(study, config)
     store.write_metadata(metadata)
 
     done = {(int(r["cell"]), int(r["replicate"])) for r in store.read_parts()}

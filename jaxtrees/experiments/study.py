@@ -48,6 +48,8 @@ class Study:
       bytes_per_trial: optional ``bytes_per_trial(params)``, the device memory one trial of a
         cell needs at its peak; the default chunk then keeps a device under the runner's
         ``MEMORY_BUDGET``.
+      columns: what each output column (and the axis) means, for metadata.json (see
+        :func:`column_descriptions`).
     """
 
     name: str
@@ -62,6 +64,24 @@ class Study:
     report: Callable
     axis: tuple | None = None
     bytes_per_trial: Callable | None = None
+    columns: dict = dataclasses.field(default_factory=dict)
+
+
+#: The columns every results file starts with.
+ID_COLUMNS = {
+    "study": "the study's name",
+    "seed": "the root seed of the run",
+    "cell": "index of the cell (one combination of grid values) in the run's grid",
+    "replicate": "trial number within the cell; the trial's key is fold_in(fold_in(key(seed), "
+                 "crc32 of the cell's parameters), replicate)",
+}
+
+
+def column_descriptions(study: Study, config: Config) -> dict:
+    """Every column of the study's results file -> what it means: the id columns, the grid's
+    parameters, then the study's own columns (its axis and its trial's outputs)."""
+    grid = {name: f"parameter (grid: {', '.join(map(str, values))})" for name, values in sorted(config.grid.items())}
+    return {**ID_COLUMNS, **grid, **study.columns}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -166,6 +166,15 @@ def _error_plot(rows, stem, by, horizon_name, title, label):
     return summary.save(fig, stem)
 
 
+#: Output columns of the exact path-mode studies.
+PATH_COLUMNS = {
+    "depth": "depth d at which the path is read (0 and 1/8, 1/4, 1/2, 3/4, 1 of the horizon)",
+    "error": "for x ~ p: min(mu_d, 1 - mu_d), mu_d = E[f | x's node at depth d]; its mean over paths is "
+             "the exact error of the tree truncated at d",
+    "first_address_depth": "depth of the path's first query of an addressing bit (-1: none within the horizon)",
+}
+
+
 def _at_horizon(sel, metric):
     """The rows of a cell at its deepest recorded depth (one per path), the rate of the 0/1
     ``metric`` there and the mean error there."""
@@ -245,6 +254,8 @@ ADDRESSING = Study(
     plot=_addressing_plot,
     report=_addressing_report,
     axis=("depth", depths),
+    columns={**PATH_COLUMNS,
+             "memory_first": "1 if all 2^k memory bits are queried before the first addressing bit"},
 )
 
 AGNOSTIC = Study(
@@ -260,4 +271,7 @@ AGNOSTIC = Study(
     plot=_agnostic_plot,
     report=_agnostic_report,
     axis=("depth", depths),
+    columns={**PATH_COLUMNS,
+             "free_first": "1 if every free memory bit (A^free) is queried before the first addressing bit",
+             "distance_to_junta": "Pr_{x ~ p}[f_pi(x) != g(x)], g the nearby junta (exact)"},
 )

@@ -209,6 +209,14 @@ GD_PARITY_UNIFORM = Study(
     check=_check_parity,
     plot=_uniform_plot,
     report=_uniform_report,
+    columns={
+        "steps": "first recorded SGD step with test error 0 (-1: not within max_steps)",
+        "learned": "1 if steps >= 0",
+        "final_error": f"test error at the last step (exact over {{0,1}}^n for n <= {EXACT_MAX_N}, else on "
+                       "test_size fresh examples)",
+        "support_share": "share of the first layer's absolute weight on the parity's coordinates at the end",
+        "drift": "||w_T - w_0||_inf over all parameters at the end (NaN / inf: diverged)",
+    },
 )
 
 
@@ -391,6 +399,14 @@ GD_VS_ID3 = Study(
     check=_vs_check,
     plot=_vs_plot,
     report=_vs_report,
+    columns={
+        "tree_examples": "smallest m on the m-grid whose depth-k tree has exact error <= eps (-1: none)",
+        "tree_error": "exact error of the tree grown on m_max examples",
+        "net_steps": "first recorded SGD step with test error <= eps (-1: none within max_steps)",
+        "net_examples": "net_steps x batch_size: examples SGD saw (online; -1: none)",
+        "net_error": "the network's test error at the last step",
+        "net_support_share": "share of the first layer's absolute weight on the junta's support at the end",
+    },
 )
 
 

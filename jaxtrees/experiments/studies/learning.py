@@ -27,6 +27,13 @@ from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, by
                                                  learn_on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.learners import MAX_DEPTH
 
+#: What the sample-complexity studies' output columns mean.
+COLUMNS = {
+    "m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
+    "exact_error": "Pr_{x ~ p}[tree(x) != f(x)], computed exactly (float32)",
+    "success": "1 if exact_error <= 1e-6 (exact learning), else 0",
+}
+
 # ----------------------------------------------------------------------------- juntas
 
 
@@ -80,6 +87,7 @@ JUNTAS = Study(
     report=_juntas_report,
     axis=("m", sample_sizes),
     bytes_per_trial=bytes_per_trial(lambda params: params["n"]),
+    columns={**COLUMNS, "support_recovered": "1 if the features the tree tests are exactly the junta's support"},
 )
 
 
@@ -136,6 +144,7 @@ PARITY = Study(
     report=_parity_report,
     axis=("m", sample_sizes),
     bytes_per_trial=bytes_per_trial(lambda params: 2 ** params["log2_n"]),
+    columns=COLUMNS,
 )
 
 
@@ -188,6 +197,7 @@ TREES = Study(
     report=_trees_report,
     axis=("m", sample_sizes),
     bytes_per_trial=bytes_per_trial(lambda params: 2 ** params["log2_n"]),
+    columns=COLUMNS,
 )
 
 
