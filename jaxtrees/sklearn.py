@@ -112,8 +112,7 @@ class DecisionTreeClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         q = self.tree_.mean[np.asarray(_leaf(self.tree_, X > self.threshold))]
-        return np.stack([1 - q, q], axis=1)[:, : self.classes_.size] if self.classes_.size == 2 else \
-            np.ones((X.shape[0], 1))
+        return np.stack([1 - q, q], axis=1) if self.classes_.size == 2 else np.ones((X.shape[0], 1))
 
     def predict(self, X):
         """The class of each row's leaf (its majority label; ties as the tree's labels)."""

@@ -189,16 +189,13 @@ def rate_curve(ax, groups, x: str, label: str):
 def legend(fig, axes):
     """One legend for the figure, below the panels, with every distinct series label of ``axes``
     once (in as many columns as fit the figure's width); per-panel legends are removed."""
-    import matplotlib
-
     entries = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             entries.setdefault(label, handle)
         if ax.get_legend() is not None:
             ax.get_legend().remove()
-    size = matplotlib.font_manager.FontProperties(size=matplotlib.rcParams["legend.fontsize"]).get_size_in_points()
-    column = 0.9 + 0.6 * size / 72 * max(map(len, entries), default=0)  # inches per legend column
+    column = 0.9 + 0.6 * _points("legend.fontsize") / 72 * max(map(len, entries), default=0)  # inches
     columns = max(1, min(len(entries), int(fig.get_figwidth() // column)))
     fig.legend(list(entries.values()), list(entries), loc="outside lower center", ncols=columns)
 
@@ -207,11 +204,15 @@ def suptitle(fig, text: str):
     """The figure's title, wrapped to the figure's width (a long title is never cut off)."""
     import textwrap
 
+    width = max(20, int(fig.get_figwidth() * 72 / (0.6 * _points("figure.titlesize"))))
+    fig.suptitle("\n".join(textwrap.wrap(" ".join(text.split()), width)))
+
+
+def _points(rc_key: str) -> float:
+    """The font size of an rcParams entry (a number or a name like "large") in points."""
     import matplotlib
 
-    size = matplotlib.font_manager.FontProperties(size=matplotlib.rcParams["figure.titlesize"]).get_size_in_points()
-    width = max(20, int(fig.get_figwidth() * 72 / (0.6 * size)))
-    fig.suptitle("\n".join(textwrap.wrap(" ".join(text.split()), width)))
+    return matplotlib.font_manager.FontProperties(size=matplotlib.rcParams[rc_key]).get_size_in_points()
 
 
 def trials_text(counts) -> str:
