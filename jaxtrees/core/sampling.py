@@ -25,6 +25,7 @@ random words (:func:`packed_bernoulli`): 32/b times fewer words.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -144,6 +145,9 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
     the rounded marginals ``quantize(p, b)`` and noise rate ``quantize(noise, b)`` exactly, from b
     random words per 32 bits instead of 32 (see :func:`packed_bernoulli`); the rounding moves each
     probability by at most 2^-(b+1). The two settings give different samples for the same key.
+
+    Arguments are checked here (values when concrete); the sampling itself is compiled on first
+    call for each shape, m and target type (``jax.jit``).
     """
     m = checks.integer("m", m, low=1)
     p = checks.probabilities("p", p)
@@ -152,6 +156,11 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
     noiseless = False
     if checks.is_concrete(noise):
         noiseless = checks.real("noise", noise, low=0.0, high=1.0) == 0.0
+    return _draw(key, p, target, m, noise, precision_bits, noiseless)
+
+
+@functools.partial(jax.jit, static_argnames=("m", "precision_bits", "noiseless"))
+def _draw(key, p, target, m: int, noise, precision_bits: int | None, noiseless: bool) -> Data:
     n = jnp.shape(p)[-1]
     k_x, k_noise = jax.random.split(key)
     if precision_bits is None:

@@ -130,6 +130,7 @@ def truncate(tree: Tree, depth_limit: int) -> Tree:
     )
 
 
+@jax.jit
 def leaf(tree: Tree, x):
     """The heap slot ``int32[...]`` of the leaf each plain input ``x: {0,1}[..., n]`` reaches."""
     x = jnp.asarray(x).astype(jnp.int32)
@@ -141,11 +142,13 @@ def leaf(tree: Tree, x):
     return node
 
 
+@jax.jit
 def predict(tree: Tree, x):
     """Labels ``int32[...]`` for plain inputs ``x: {0,1}[..., n]``: the labels of their leaves."""
     return tree.label[leaf(tree, x)]
 
 
+@jax.jit
 def predict_bits(tree: Tree, X):
     """Packed labels ``uint32[W]`` for packed inputs ``X: uint32[n, W]``.
 
@@ -214,7 +217,11 @@ def node_errors(tree: Tree, p, target):
 
 def exact_error(tree: Tree, p, target):
     """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32)."""
-    p = _check_marginals(tree, p)
+    return _exact_error(tree, _check_marginals(tree, p), target)
+
+
+@jax.jit
+def _exact_error(tree: Tree, p, target):
     leaf = reached(tree) & (tree.feature < 0)
     return jnp.sum(jnp.where(leaf, node_errors(tree, p, target), 0.0))
 
@@ -224,7 +231,12 @@ def error_by_depth(tree: Tree, p, target):
 
     Truncating at d turns the nodes at depth d into leaves labelled by their majority label.
     """
-    errors = node_errors(tree, _check_marginals(tree, p), target)
+    return _error_by_depth(tree, _check_marginals(tree, p), target)
+
+
+@jax.jit
+def _error_by_depth(tree: Tree, p, target):
+    errors = node_errors(tree, p, target)
     levels = jnp.asarray(node_levels(tree.max_depth))
     node = reached(tree)
     leaf = node & (tree.feature < 0)

@@ -36,6 +36,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -66,10 +67,15 @@ def grow(data: Data, rule: GrowthRule, key=None) -> Tree:
     """Grow a tree on one packed data set (weighted if ``data.weight`` is set). ``key`` is needed
     only for ``tie_break="random"``.
 
-    Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static).
+    Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first
+    call for each rule and data shape (``jax.jit``), so an eager call costs one compile, not one per op.
     """
-    key = check_key(rule, key)
     check_heap_depth(rule)
+    return _grow(data, rule, check_key(rule, key))
+
+
+@functools.partial(jax.jit, static_argnames="rule")
+def _grow(data: Data, rule: GrowthRule, key) -> Tree:
     X, y, valid = data.X, data.y, data.valid
     if data.weight is None:
         def count(masks):

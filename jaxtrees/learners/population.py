@@ -34,6 +34,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -68,11 +69,15 @@ def grow_exact(p, target, rule: growth.GrowthRule, key=None) -> Tree:
     """Grow the tree an impurity-based learner builds with infinitely many examples from p.
 
     ``p: float32[n]``; ``target`` any target with a ``means`` oracle. Same rule and outputs as
-    :func:`jaxtrees.grow` (``min_samples_*`` are ignored). Batch with ``jax.vmap``.
+    :func:`jaxtrees.grow` (``min_samples_*`` are ignored). Batch with ``jax.vmap``; compiled on
+    first call for each rule, target type and shape.
     """
-    key = growth.check_key(rule, key)
     growth.check_heap_depth(rule)
-    p = jnp.asarray(p, jnp.float32)
+    return _grow_exact(jnp.asarray(p, jnp.float32), target, rule, growth.check_key(rule, key))
+
+
+@functools.partial(jax.jit, static_argnames="rule")
+def _grow_exact(p, target, rule: growth.GrowthRule, key) -> Tree:
     n = p.shape[-1]
     means = jax.vmap(target.means, in_axes=(None, 0, 0))
 
