@@ -103,13 +103,13 @@ def count_and(a, b):
 
 
 def reduce_or(words, axis=0):
-    """Bitwise OR over ``axis``."""
-    return lax.reduce(words, jnp.uint32(0), lax.bitwise_or, (axis,))
+    """Bitwise OR over ``axis`` (negative counts from the end)."""
+    return lax.reduce(words, jnp.uint32(0), lax.bitwise_or, (axis % jnp.ndim(words),))
 
 
 def reduce_xor(words, axis=0):
-    """Bitwise XOR over ``axis``."""
-    return lax.reduce(words, jnp.uint32(0), lax.bitwise_xor, (axis,))
+    """Bitwise XOR over ``axis`` (negative counts from the end)."""
+    return lax.reduce(words, jnp.uint32(0), lax.bitwise_xor, (axis % jnp.ndim(words),))
 
 
 def carry_out(digits, addend, *, n_digits: int | None = None):

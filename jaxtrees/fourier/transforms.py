@@ -1,0 +1,124 @@
+"""Fast Walsh-Hadamard transforms of truth tables: uniform and p-biased, and their inverses.
+
+Conventions (../DESIGN.md, "Fourier conventions"): a table over {0,1}^n is indexed by
+x = sum_i x_i 2^i (x_0 least significant); a set S is the mask sum_{i in S} 2^i, so a table of
+coefficients is indexed the same way. A 0/1 label y is the real value F = 1 - 2y in {+1, -1}
+(:func:`signs`).
+
+- Uniform: chi_S(x) = (-1)^(sum_{i in S} x_i), f^(S) = E_x[F(x) chi_S(x)] = 2^-n sum_x F(x) chi_S(x).
+- p-biased (product measure, p_i = Pr[x_i = 1], sigma_i = sqrt(p_i (1 - p_i))):
+  phi_S(x) = prod_{i in S} (x_i - p_i) / sigma_i, orthonormal under the measure, and
+  f^(S) = E_p[F(x) phi_S(x)]. At p = 1/2, phi_i = -chi_i: odd-|S| coefficients change sign.
+
+Both are the same n 2^n butterfly: coordinate i maps the pair (F at x_i = 0, F at x_i = 1) by a
+2 x 2 matrix, [[1/2, 1/2], [1/2, -1/2]] (uniform) or [[1 - p_i, p_i], [-sigma_i, sigma_i]]
+(p-biased); the inverses map coefficients back to values. Leading axes are a batch.
+
+>>> import jax.numpy as jnp
+>>> table = signs(jnp.array([0, 1, 1, 0]))          # x_0 XOR x_1 as +-1
+>>> walsh_hadamard(table).tolist()                   # all weight on S = {0, 1} (mask 3)
+[0.0, 0.0, 0.0, 1.0]
+>>> inverse_walsh_hadamard(walsh_hadamard(table)).tolist()
+[1.0, -1.0, -1.0, 1.0]
+>>> [round(c, 4) for c in biased_transform(table, jnp.array([0.5, 0.5])).tolist()]
+[0.0, 0.0, 0.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxtrees.core import checks
+
+#: Largest n of a dense 2^n truth table built here (4 MiB of float32 per table at n = 20; a GPU
+#: holds far more, so pass larger tables straight to the transforms).
+MAX_TABLE_N = 24
+
+
+def signs(labels):
+    """0/1 labels -> real values F = 1 - 2y in {+1, -1} (float32)."""
+    return 1.0 - 2.0 * jnp.asarray(labels).astype(jnp.float32)
+
+
+def table_size(values) -> int:
+    """n for a table ``[..., 2^n]``; ValueError unless the last axis is a power of two."""
+    size = np.shape(values)[-1] if np.ndim(values) else 0
+    n = int(size).bit_length() - 1
+    if size < 1 or 2**n != size:
+        raise ValueError(f"values must have a last axis of length 2^n (a truth table), got shape {np.shape(values)}")
+    return n
+
+
+def walsh_hadamard(values):
+    """Uniform coefficients f^(S), S = 0 .. 2^n - 1, of tables ``values: float[..., 2^n]``."""
+    return _uniform(jnp.asarray(values, jnp.float32), inverse=False)
+
+
+def inverse_walsh_hadamard(coefficients):
+    """Values F(x) = sum_S f^(S) chi_S(x) from uniform coefficients ``[..., 2^n]``."""
+    return _uniform(jnp.asarray(coefficients, jnp.float32), inverse=True)
+
+
+def biased_transform(values, p):
+    """p-biased coefficients E_p[F phi_S] of tables ``values: float[..., 2^n]``; ``p: [..., n]`` in (0, 1)."""
+    values = jnp.asarray(values, jnp.float32)
+    return _biased(values, check_marginals(p, table_size(values)), inverse=False)
+
+
+def inverse_biased_transform(coefficients, p):
+    """Values F(x) = sum_S f^(S) phi_S(x) from p-biased coefficients ``[..., 2^n]``."""
+    coefficients = jnp.asarray(coefficients, jnp.float32)
+    return _biased(coefficients, check_marginals(p, table_size(coefficients)), inverse=True)
+
+
+def biased_matrices(p, *, inverse: bool = False):
+    """``float32[..., n, 2, 2]``: the per-coordinate maps of the p-biased transform (or its inverse).
+
+    Forward: rows (coefficient without i, with i), columns (x_i = 0, x_i = 1):
+    [[1 - p, p], [-sigma, sigma]]; inverse [[1, -p / sigma], [1, (1 - p) / sigma]].
+    """
+    p = jnp.asarray(p, jnp.float32)
+    sigma = jnp.sqrt(p * (1.0 - p))
+    if inverse:
+        rows = (jnp.stack([jnp.ones_like(p), -p / sigma], -1), jnp.stack([jnp.ones_like(p), (1.0 - p) / sigma], -1))
+    else:
+        rows = (jnp.stack([1.0 - p, p], -1), jnp.stack([-sigma, sigma], -1))
+    return jnp.stack(rows, -2)
+
+
+@functools.partial(jax.jit, static_argnames="inverse")
+def _uniform(values, inverse: bool):
+    n = table_size(values)
+    scale = 1.0 if inverse else 0.5
+    for i in range(n):  # coordinate i pairs entries 2^i apart
+        v = values.reshape(values.shape[:-1] + (2 ** (n - 1 - i), 2, 2**i))
+        a, b = v[..., 0, :], v[..., 1, :]
+        values = jnp.stack([a + b, a - b], axis=-2).reshape(values.shape) * scale
+    return values
+
+
+@functools.partial(jax.jit, static_argnames="inverse")
+def _biased(values, p, inverse: bool):
+    n = table_size(values)
+    m = biased_matrices(p, inverse=inverse)  # [..., n, 2, 2]
+    batch = jnp.broadcast_shapes(values.shape[:-1], m.shape[:-3])
+    values = jnp.broadcast_to(values, batch + values.shape[-1:])
+    for i in range(n):
+        v = values.reshape(batch + (2 ** (n - 1 - i), 2, 2**i))
+        mi = m[..., i, :, :][..., None, :, :, None]  # [..., 1, 2 (out), 2 (in), 1]
+        values = jnp.sum(mi * v[..., None, :, :], axis=-2).reshape(values.shape)
+    return values
+
+
+def check_marginals(p, n: int):
+    """``p: [..., n]`` with every entry in the open interval (0, 1) (values checked when concrete);
+    as float32. The p-biased basis needs sigma_i > 0."""
+    if np.shape(p)[-1:] != (n,):
+        raise ValueError(f"p must have a last axis of n = {n} marginals (one per coordinate), got shape {np.shape(p)}")
+    if checks.is_concrete(p):
+        checks.probabilities("p", np.reshape(np.asarray(p, np.float64), -1), low_open=True, high_open=True)
+    return jnp.asarray(p, jnp.float32)
