@@ -4,6 +4,7 @@
 - :mod:`~jaxtrees.learners.greedy`: :class:`GreedyTree` (ID3 / C4.5 / CART from a sample, weighted or not);
 - :mod:`~jaxtrees.learners.population`: :class:`PopulationTree` (exact growth), path mode;
 - :mod:`~jaxtrees.learners.stumps`: :class:`Stump` (weighted single splits);
+- :mod:`~jaxtrees.learners.fourier`: :class:`LowDegree` (LMN: low-degree Fourier coefficients);
 - :mod:`~jaxtrees.learners.sgd`: ``SGD`` (small networks trained by optax; loaded on first use).
 
 The registry names a small configuration of each (``learners.names()``, ``learners.get(name)``);
@@ -15,6 +16,7 @@ the conformance suite runs every registered learner.
 
 from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
 from jaxtrees.learners.base import ACCESS, Learner, check_data, get, names, register
+from jaxtrees.learners.fourier import LowDegree
 from jaxtrees.learners.greedy import GreedyTree, grow
 from jaxtrees.learners.growth import MAX_DEPTH, MAX_PATH_DEPTH, GrowthRule
 from jaxtrees.learners.population import Path, PopulationTree, follow_path, grow_exact
@@ -38,6 +40,8 @@ register("population-entropy", lambda: PopulationTree(GrowthRule(max_depth=3, im
 register("stump-error", lambda: Stump(impurity="error"))
 register("stump-gini", lambda: Stump(impurity="gini"))
 register("sgd", _sgd)
+register("lmn-1", lambda: LowDegree(degree=1))  # degree 1: the conformance data include n = 1
+register("lmn-1-biased", lambda: LowDegree(degree=1, basis="biased", max_terms=2))
 
-__all__ = ["ACCESS", "GreedyTree", "GrowthRule", "Learner", "MAX_DEPTH", "MAX_PATH_DEPTH", "Path", "PopulationTree",
+__all__ = ["ACCESS", "GreedyTree", "GrowthRule", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH", "Path", "PopulationTree",
            "Stump", "check_data", "follow_path", "get", "grow", "grow_exact", "names", "register"]
