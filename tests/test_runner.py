@@ -26,6 +26,8 @@ TINY = {
     "trees": ["--set", "log2_n=3", "--set", "c=0.2", "--set", "m_min=32", "--set", "m_max=64",
               "--set", "replicates=4", "--no-progress"],
     "addressing": ["--set", "k=2,3", "--set", "c=1", "--set", "impurity=gini", "--set", "replicates=4", "--no-progress"],
+    "fourier": ["--set", "target=parity,tree", "--set", "n=6", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16",
+                "--set", "m_max=64", "--set", "test_m=256", "--set", "replicates=4", "--no-progress"],
     "agnostic": ["--set", "k=4", "--set", "c=1", "--set", "eps=1", "--set", "replicates=4", "--no-progress"],
 }
 

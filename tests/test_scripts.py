@@ -22,6 +22,8 @@ def _main(name):
     pytest.param("bench_gd", ["--B", "4", "--n", "8", "--width", "8", "--steps", "20", "--reps", "1"], "speedup_vs_loop",
                  marks=pytest.mark.slow),
     ("bench_sampling", ["--B", "8", "--m", "64", "--n", "8", "--k", "2", "--precisions", "8", "--reps", "1"], None),
+    ("bench_fourier", ["--tables", "2", "--table-n", "6", "--B", "8", "--m", "64", "--n", "5", "--group", "4",
+                       "--numpy-trials", "2", "--reps", "1"], "lmn_speedup_vs_numpy"),
     ("bench_weighted", ["--B", "4", "--m", "64", "--n", "6", "--k", "2", "--depth", "2", "--group", "2",
                         "--sklearn-trials", "2", "--reps", "1"], "weighted_growth_speedup_vs_sklearn"),
 ])

@@ -1,0 +1,216 @@
+"""The ``fourier`` study: Fourier learners against ID3 on the same trials, and the spectra of the
+trees ID3 learns against the seed's bounds (001).
+
+Each trial draws c-smoothed marginals around 1/2 (c = 0: uniform; rounded to multiples of 2^-16
+and sampled exactly), a target (a random k-parity, a random non-degenerate k-junta or a random
+complete depth-k tree) and one sample of m_max examples, and on every prefix m = m_min .. m_max
+fits, on the same examples:
+
+- ``id3``: greedy growth to depth k (entropy by default: ``impurity``), scored exactly (success: exact error 0);
+- ``lmn``: the low-degree algorithm with d = k in the p-biased basis of the sample's marginals,
+  keeping the estimates with |f~(S)| >= ``theta`` (at most the 4^k largest). Without the
+  threshold the sign of all K = sum_{j <= k} C(n, j) estimates errs until m >> K: each adds
+  noise of order m^-1/2 (:class:`~jaxtrees.learners.fourier.LowDegree`); scored on
+  ``test_m`` fresh examples (success: no test error, so an error rate above 3 / test_m would
+  show with probability >= 95%).
+
+Spectra (uniform basis, exact, :mod:`jaxtrees.fourier.spectra`): of the target, and of each
+learned tree, whose L1 norm is at most its number of leaves and whose degree is at most its depth
+(001); the second figure draws those bounds.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxtrees import targets
+from jaxtrees.core import checks, distributions, sampling
+from jaxtrees.experiments import summary
+from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, sample_sizes,
+                                                 trial_keys)
+from jaxtrees.fourier import spectra
+from jaxtrees.hypotheses import polynomial, tree
+from jaxtrees.hypotheses.base import sample_error
+from jaxtrees.learners import GreedyTree, GrowthRule, LowDegree
+
+#: Target families: name -> (key, n, k) -> target.
+TARGETS = {
+    "parity": targets.random_parity,
+    "junta": targets.random_junta,
+    "tree": targets.random_tree,
+}
+#: How a panel names its targets.
+PLURALS = {"parity": "{k}-parities", "junta": "{k}-juntas", "tree": "depth-{k} trees"}
+#: The learners compared, in the order of the figure's legend and the report's columns.
+LEARNERS = ("id3", "lmn")
+
+
+def lmn(n: int, k: int, theta: float) -> LowDegree:
+    """The study's LMN: degree k, p-biased basis of the sample's marginals, the estimates with
+    |f~(S)| >= theta, at most the 4^k largest (a depth-k tree has at most 4^k coefficients)."""
+    return LowDegree(degree=k, threshold=theta, basis="biased", max_terms=min(4**k, polynomial.n_subsets(n, k)))
+
+
+def _trial(key, params):
+    n, k = params["n"], params["k"]
+    keys = trial_keys(key, "distribution", "target", "sample")
+    kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
+    p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n), PRECISION_BITS)
+    f = TARGETS[params["target"]](kf, n, k)
+    sample = sampling.draw(ks, p, f, params["m_max"], precision_bits=PRECISION_BITS)
+    test = sampling.draw(jax.random.fold_in(ks, 1), p, f, params["test_m"], precision_bits=PRECISION_BITS)
+    id3, low_degree = GreedyTree(GrowthRule(max_depth=k, impurity=params["impurity"])), lmn(n, k, params["theta"])
+    fit_key = jax.random.fold_in(ks, 2)
+
+    def at(m):
+        data = sampling.prefix(sample, m)
+        t = id3.fit(fit_key, data)
+        h = low_degree.fit(fit_key, data)
+        spec = spectra.of_tree(t, n)
+        return {"id3_error": t.exact_error(p, f), "lmn_error": sample_error(h, test),
+                "tree_leaves": tree.n_leaves(t), "tree_depth": tree.depth(t),
+                "tree_l1": spectra.l1(spec), "tree_degree": spectra.degree(spec)}
+
+    out = jax.lax.map(at, jnp.asarray(sample_sizes(params)))
+    target = spectra.spectrum(f, n)
+    return {**out, "id3_success": out["id3_error"] <= SUCCESS_TOL, "lmn_success": out["lmn_error"] == 0.0,
+            "target_l1": spectra.l1(target), "target_degree": spectra.degree(target),
+            "target_sparsity": spectra.sparsity(target)}
+
+
+def _check(params):
+    kind = checks.choice("target", params["target"], tuple(TARGETS))
+    n = checks.integer("n", params["n"], low=2, high=64)
+    checks.integer("k", params["k"], low=1, high=min(n, 6 if kind == "tree" else 8))
+    checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    checks.integer("test_m", params["test_m"], low=32, high=2**20)
+    checks.real("theta", params["theta"], low=0.0, high=1.0, high_open=True)
+    check_sample_grid(params, n)
+    polynomial.subsets(n, params["k"])  # LMN's degree-k sets fit (ValueError naming n and the degree otherwise)
+
+
+def _c_label(c) -> str:
+    return "uniform" if float(c) == 0 else f"c = {float(c):g}"
+
+
+@summary.styled
+def _plot(rows, stem):
+    panels = summary.split(rows, ["target", "n", "k", "theta"])
+    fig, axes = summary.figure(len(panels))
+    counts = []
+    for ax, ((kind, n, k, theta), sel) in zip(axes, panels.items()):
+        for learner in LEARNERS:
+            for (c,), part in summary.split(sel, ["c"]).items():
+                groups = summary.rates(part, ["m"], f"{learner}_success")
+                counts += [g["trials"] for g in groups]
+                summary.rate_curve(ax, groups, "m", f"{learner.upper()}, {_c_label(c)}")
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("training examples m")
+        ax.set_title(f"random {PLURALS[kind].format(k=k)}, n = {n} (LMN theta = {float(theta):g})")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("P[success]\n(95% Wilson band)")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, "ID3 (depth k) vs LMN (degree k) on the same samples; ID3: exact error 0, LMN: no error "
+                          f"on a fresh test sample ({summary.trials_text(counts)})")
+    return summary.save(fig, stem) + _spectra_plot(rows, f"{stem}_spectra")
+
+
+def _spectra_plot(rows, stem):
+    """Learned trees at m_max: L1 vs leaves and degree vs depth, with the bounds L1 <= s, degree <= depth."""
+    top = [r for r in rows if int(r["m"]) == int(r["m_max"])]
+    fig, axes = summary.figure(2)
+    kinds = summary.split(top, ["target"])
+    for i, ((kind,), sel) in enumerate(kinds.items()):
+        shift = 0.12 * (i - (len(kinds) - 1) / 2)  # side by side, not on top of each other
+        style = summary.series_style(axes[0])
+        for ax, (x, y) in zip(axes, (("tree_leaves", "tree_l1"), ("tree_depth", "tree_degree"))):
+            ax.plot([float(r[x]) + shift for r in sel], [float(r[y]) for r in sel], ls="none", alpha=0.35,
+                    label=f"trees learned on {PLURALS[kind].format(k='k')}", **style)
+    for ax, (label_x, label_y) in zip(axes, (("leaves s", "L1 norm of the tree's spectrum"),
+                                             ("depth", "Fourier degree"))):
+        hi = max(max(line.get_xdata(), default=1) for line in ax.get_lines()) if ax.get_lines() else 1
+        ax.plot([0, hi], [0, hi], "k--", lw=1, label="bound (001): L1 <= s, degree <= depth")
+        ax.set_xlabel(label_x)
+        ax.set_ylabel(label_y)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+    axes[0].set_title("L1 vs leaves")
+    axes[1].set_title("degree vs depth")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, f"Spectra of the trees ID3 learns at m_max (exact, uniform basis; {len(top)} trees)")
+    return summary.save(fig, stem)
+
+
+def _report(rows):
+    by = ["target", "n", "k", "theta", "c"]
+    header = [*by, "trials"] + [f"{name.upper()} {what}" for name in LEARNERS
+                                for what in ("P[success] at max m", "m for 90%")]
+    table = []
+    for cell, sel in summary.split(rows, by).items():
+        line = [*cell]
+        for name in LEARNERS:
+            groups = summary.rates(sel, ["m"], f"{name}_success")
+            top = max(groups, key=lambda g: int(g["m"]))
+            if len(line) == len(by):
+                line.append(top["trials"])
+            m90 = summary.threshold([(int(g["m"]), g["rate"]) for g in groups])
+            line += [f"{top['rate']:.2f} [{top['low']:.2f}, {top['high']:.2f}]", "not reached" if m90 is None else m90]
+        table.append(line)
+    spectra_header = ["target", "n", "k", "trees", "target L1 (mean)", "target degree (max)",
+                      "trees with L1 <= leaves", "trees with degree <= depth", "tree L1 (mean)", "tree leaves (mean)"]
+    spectra_table = []
+    top = [r for r in rows if int(r["m"]) == int(r["m_max"])]
+    for cell, sel in summary.split(top, ["target", "n", "k"]).items():
+        within_l1 = sum(float(r["tree_l1"]) <= float(r["tree_leaves"]) + 1e-4 for r in sel)
+        within_degree = sum(int(float(r["tree_degree"])) <= int(float(r["tree_depth"])) for r in sel)
+        spectra_table.append([*cell, len(sel), f"{_mean(sel, 'target_l1'):.3f}",
+                              max(int(float(r["target_degree"])) for r in sel), f"{within_l1} of {len(sel)}",
+                              f"{within_degree} of {len(sel)}", f"{_mean(sel, 'tree_l1'):.3f}",
+                              f"{_mean(sel, 'tree_leaves'):.2f}"])
+    m_grid = f"{min(int(r['m']) for r in rows)}..{max(int(r['m']) for r in rows)}"
+    return ("## Fourier learners vs ID3 (001)\n\n"
+            f"m grid {m_grid} (powers of two; nested prefixes of one sample per trial, the same examples for "
+            "every learner). ID3: depth k, success = exact error 0. LMN: degree k, p-biased basis of "
+            "the sample's marginals, estimates with |f~(S)| >= theta (at most 4^k), success = no error on test_m "
+            "fresh examples. "
+            "90%: smallest m from which the success rate stays >= 0.9.\n\n"
+            + summary.markdown_table(header, table)
+            + "\n\n### Spectra of the trees ID3 learns at max m (exact, uniform basis)\n\n"
+            "001: a tree with s leaves has L1 <= s and degree <= its depth.\n\n"
+            + summary.markdown_table(spectra_header, spectra_table) + "\n")
+
+
+def _mean(rows, column) -> float:
+    return sum(float(r[column]) for r in rows) / len(rows)
+
+
+FOURIER = Study(
+    name="fourier",
+    description="001: LMN (degree k) vs ID3 (depth k) on k-parities, k-juntas, depth-k trees; tree spectra vs bounds",
+    quick={"target": ["parity", "junta", "tree"], "n": 12, "k": [2, 3], "c": [0.0, 0.1, 0.2], "impurity": "entropy",
+           "theta": 0.1, "test_m": 4096, "m_min": 16, "m_max": 4096},
+    full={"target": ["parity", "junta", "tree"], "n": [16, 32], "k": [2, 3, 4], "c": [0.0, 0.05, 0.1, 0.2],
+          "impurity": "entropy", "theta": 0.1, "test_m": 16384, "m_min": 16, "m_max": 65536},
+    static=("target", "n", "k", "impurity", "theta", "test_m", "m_min", "m_max"),
+    trial=_trial,
+    replicates=(50, 500),
+    check=_check,
+    plot=_plot,
+    report=_report,
+    axis=("m", sample_sizes),
+    columns={
+        "m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
+        "id3_error": "Pr_{x ~ p}[tree(x) != f(x)] of ID3's depth-k tree, exactly (float32)",
+        "id3_success": "1 if id3_error <= 1e-6",
+        "lmn_error": "LMN's error on test_m fresh examples",
+        "lmn_success": "1 if lmn_error = 0",
+        "tree_leaves": "leaves of ID3's tree", "tree_depth": "depth of ID3's tree",
+        "tree_l1": "L1 norm of the tree's uniform spectrum (exact)", "tree_degree": "Fourier degree of ID3's tree",
+        "target_l1": "L1 norm of the target's uniform spectrum", "target_degree": "Fourier degree of the target",
+        "target_sparsity": "nonzero uniform Fourier coefficients of the target (|f^(S)| > 1e-6)",
+    },
+)
