@@ -16,23 +16,24 @@ tree level-wise, score it. Batch trials with ``jax.vmap`` and compile with ``jax
 (64,)
 
 The package face re-exports core (bits, prng, sampling, distributions, impurity), targets,
-hypotheses, problems and learners. The gradient-descent learner (``sgd``: optax), the
-experiments (``runner``, ``studies``, ``summary``: matplotlib) and the scikit-learn estimator
-(``DecisionTreeClassifier``: scikit-learn) load on first use.
+hypotheses, problems, learners and fourier (transforms and exact spectra). The gradient-descent
+learner (``sgd``: optax), the experiments (``runner``, ``studies``, ``summary``: matplotlib) and
+the scikit-learn estimator (``DecisionTreeClassifier``: scikit-learn) load on first use.
 """
 
 import importlib
 
-from jaxtrees import hypotheses, learners, problems, targets
+from jaxtrees import fourier, hypotheses, learners, problems, targets
 from jaxtrees.core import bits, distributions, impurity, prng, sampling
 from jaxtrees.core.distributions import alpha_c, marginals, product, smoothed, uniform
 from jaxtrees.core.impurity import Impurity
 from jaxtrees.core.sampling import Data, draw, from_arrays, packed_bernoulli, prefix, quantize, with_weights
 from jaxtrees.hypotheses import Hypothesis, Tree, sample_error
+from jaxtrees.hypotheses.polynomial import Polynomial
 from jaxtrees.hypotheses.tree import (depth, error_by_depth, exact_error, features_used, n_leaves, predict,
                                       predict_bits, truncate)
-from jaxtrees.learners import (GreedyTree, GrowthRule, Learner, Path, PopulationTree, Stump, follow_path, grow,
-                               grow_exact)
+from jaxtrees.learners import (GreedyTree, GrowthRule, Learner, LowDegree, Path, PopulationTree, Stump, follow_path,
+                               grow, grow_exact)
 from jaxtrees.problems import DataSet, Population, Synthetic, data_set, evaluate, fit_and_evaluate
 from jaxtrees.targets import (Target, addressing, agnostic_addressing, code_distance, coded_addressing, decision_tree,
                               junta, nearby_junta, parity, random_code, random_junta, random_parity, random_tree,

@@ -17,7 +17,7 @@ def _cells(path, kind):
 
 
 def test_every_study_family_has_a_notebook():
-    assert {p.stem for p in NOTEBOOKS} >= {"sample_complexity", "counterexamples", "gradient_descent"}
+    assert {p.stem for p in NOTEBOOKS} >= {"sample_complexity", "counterexamples", "gradient_descent", "fourier"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -27,8 +27,13 @@ def test_notebook_has_colab_badge_and_install_cell(path):
     assert _cells(path, "code")[0].lstrip("# \n").find("pip install") >= 0
 
 
-@pytest.mark.slow  # 14-62 s each on 2 cores; every notebook's names are checked by test_notebook_names_exist
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+#: Notebooks small enough (at JAXTREES_NOTEBOOK_SMALL=1) to run in the default test command.
+FAST = {"fourier"}
+
+
+# the others take 14-62 s each on 2 cores; every notebook's names are checked by test_notebook_names_exist
+@pytest.mark.parametrize("path", [p if p.stem in FAST else pytest.param(p, marks=pytest.mark.slow) for p in NOTEBOOKS],
+                         ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path):
     """Every code cell, in order, in a fresh interpreter (shell and magic lines skipped: the
     package is installed already)."""
