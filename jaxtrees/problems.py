@@ -2,7 +2,7 @@
 
 - :class:`Synthetic` (p, f): a product distribution ``p: float32[n]`` and a target f
   (:mod:`jaxtrees.targets`), optionally with label noise. It samples (``train``, ``test``),
-  answers membership queries (``query``) and offers the exact oracle (``population``), so
+  answers membership queries (``queries``) and offers the exact oracle (``population``), so
   hypotheses with an exact error (trees, stumps) are scored with no test sample.
 - :class:`DataSet` (X, y): a fixed binary data set and its split protocol: ``train(key, m)`` is
   m examples of a random permutation drawn from the split key, ``test(key, m)`` the rest.
@@ -24,6 +24,7 @@ hypothesis and the problem allow it, else on the test data, and the :class:`Scor
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
@@ -33,8 +34,9 @@ import numpy as np
 from jaxtrees.core import bits, checks, sampling
 from jaxtrees.hypotheses.base import sample_error
 
-#: What a learner may ask a problem for: a sample (a Data set) or the population itself.
-ACCESS = ("sample", "population")
+#: What a learner may ask a problem for: a sample (a Data set), the population itself, or
+#: membership queries (:class:`Queries`).
+ACCESS = ("sample", "population", "query")
 #: Default size of a fresh test sample (hypotheses without an exact error, synthetic problems).
 TEST_SIZE = 8192
 
@@ -45,6 +47,28 @@ class Population(NamedTuple):
 
     p: jax.Array  # float32[n]
     target: object
+
+
+@dataclasses.dataclass(frozen=True)
+class Queries:
+    """Membership-query access: ``queries(x) = f(x)`` for any plain inputs ``x: {0,1}[..., n]`` the
+    learner chooses (no distribution, no noise). What ``access = "query"`` learners fit; a pytree
+    whose leaves are the target's and whose ``n`` is static."""
+
+    target: object
+    n: int
+
+    def __post_init__(self):
+        checks.integer("n", self.n, low=1)
+
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        if x.shape[-1:] != (self.n,):
+            raise ValueError(f"membership queries must be inputs {{0,1}}[..., n = {self.n}], got shape {x.shape}")
+        return self.target(x)
+
+
+jax.tree_util.register_dataclass(Queries, data_fields=["target"], meta_fields=["n"])
 
 
 class Score(NamedTuple):
@@ -80,9 +104,9 @@ class Synthetic(NamedTuple):
             raise ValueError("population access needs noise = 0 (the exact oracle is the target's)")
         return Population(jnp.asarray(self.p, jnp.float32), self.target)
 
-    def query(self, x):
-        """Membership queries: f(x) for plain inputs ``x: {0,1}[..., n]`` (no noise)."""
-        return self.target(x)
+    def queries(self) -> Queries:
+        """Membership-query access to f (noiseless: label noise belongs to the examples)."""
+        return Queries(self.target, self.p.shape[-1])
 
 
 class DataSet(NamedTuple):
@@ -107,8 +131,8 @@ class DataSet(NamedTuple):
     def population(self) -> Population:
         raise ValueError("a DataSet offers sample access only (its distribution is unknown)")
 
-    def query(self, x):
-        raise ValueError("a DataSet cannot answer membership queries")
+    def queries(self) -> Queries:
+        raise ValueError("a DataSet cannot answer membership queries (its target is unknown off the data)")
 
     def _order(self, key, m):
         size = self.y.shape[-1]
@@ -134,9 +158,12 @@ def data_set(X, y) -> DataSet:
 
 
 def data_for(learner, problem, key, m: int):
-    """The access ``learner.access`` asks for: ``problem.train(key, m)`` or ``problem.population()``."""
+    """The access ``learner.access`` asks for: ``problem.train(key, m)``, ``problem.population()``
+    or ``problem.queries()`` (m is the sample size; query learners carry their own budget)."""
     checks.choice("learner.access", learner.access, ACCESS)
-    return problem.population() if learner.access == "population" else problem.train(key, m)
+    if learner.access == "population":
+        return problem.population()
+    return problem.queries() if learner.access == "query" else problem.train(key, m)
 
 
 def evaluate(hypothesis, problem, test=None) -> Score:

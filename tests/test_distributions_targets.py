@@ -158,6 +158,14 @@ def test_bits_agree_with_call(m):
         np.testing.assert_array_equal(helpers.np_unpack(packed, m), unpacked_)
 
 
+def test_addressing_ignores_coordinates_past_its_n():
+    """f_{1,2} has n = 4 + 4 = 8 variables; at n = 11 both evaluations agree and ignore x_8..x_10."""
+    f, x = jt.addressing(1, 2), random_inputs(5, 100, 11)
+    plain, _, unpacked_ = jax.device_get(plain_and_packed(f, x))
+    np.testing.assert_array_equal(unpacked_.astype(np.int32), plain)
+    np.testing.assert_array_equal(plain, np.asarray(evaluate(f, x[:, :8])))
+
+
 def test_junta_truth_table_convention():
     """a(x) = sum_t x[support[t]] 2^t: support[0] is the least significant bit."""
     x = np.array(list(itertools.product([0, 1], repeat=3)))

@@ -1,5 +1,5 @@
 """The ``fourier`` study: its trial against the learners called directly, and its headline, LMN
-(degree k) recovering uniform k-parities that ID3 does not, in the rows and in the report."""
+(degree k) and KM (queries) recovering uniform k-parities that ID3 does not, in the rows and in the report."""
 
 from __future__ import annotations
 
@@ -32,13 +32,17 @@ def test_trial_matches_the_learners_fitted_directly():
     h = fourier.lmn(8, 3, 0.1).fit(None, data)
     assert float(out["lmn_error"][2]) == pytest.approx(float(sample_error(h, test)))
     assert float(out["lmn_error"][-1]) == 0.0 and bool(out["lmn_success"][-1])
+    km = fourier.km(8, 3, 0.1, 128)  # KM at the same grid point: 128 query triples per level
+    h = km.fit(jax.random.fold_in(keys["sample"], 3), fourier.Queries(f, 8))
+    assert float(out["km_error"][2]) == pytest.approx(float(sample_error(h, test)))
+    assert int(out["km_queries"][2]) == km.queries(8) == 17 * 128 and km.frontier == 64
     assert float(out["target_l1"]) == pytest.approx(1.0) and int(out["target_degree"]) == 3
     assert np.all(np.asarray(out["tree_l1"]) <= np.asarray(out["tree_leaves"]) + 1e-4)
     assert np.all(np.asarray(out["tree_degree"]) <= np.asarray(out["tree_depth"]))
     assert float(spectra.l1(spectra.spectrum(f, 8))) == pytest.approx(float(out["target_l1"]))
 
 
-def test_lmn_learns_uniform_parities_that_id3_does_not(tmp_path):
+def test_lmn_and_km_learn_uniform_parities_that_id3_does_not(tmp_path):
     config = runner.configure(studies.get("fourier"), quick=True, overrides={k: v for k, v in PARAMS.items()},
                               seed=0, replicates=32)
     path = runner.run(studies.get("fourier"), config, str(tmp_path), progress=False)
@@ -46,7 +50,8 @@ def test_lmn_learns_uniform_parities_that_id3_does_not(tmp_path):
     top = [r for r in rows if int(r["m"]) == 512]
     lmn = np.mean([float(r["lmn_success"]) for r in top])
     id3 = np.mean([float(r["id3_success"]) for r in top])
-    assert lmn >= 0.9 and id3 <= 0.2, (lmn, id3)
+    km = np.mean([float(r["km_success"]) for r in top])
+    assert lmn >= 0.9 and km >= 0.9 and id3 <= 0.2, (lmn, km, id3)
     report = studies.get("fourier").report(rows)
     line = next(line for line in report.splitlines() if line.startswith("| parity | 8 | 3 | 0.1 | 0.0 |"))
-    assert f"| {lmn:.2f} [" in line and f"| {id3:.2f} [" in line
+    assert f"| {lmn:.2f} [" in line and f"| {id3:.2f} [" in line and f"| {km:.2f} [" in line

@@ -4,7 +4,8 @@ these checks, with no per-learner code here; registering a learner adds it.
 - ``jax.vmap(learner.fit)`` over a batch equals a loop of single fits;
 - the same key gives the same hypothesis; a batch fitted in chunks of any size equals one batch;
 - degenerate data (m = 1, all labels equal, all weight on one example, n = 1; for population
-  learners, marginals at 0 and 1 and a constant target) gives a valid hypothesis;
+  learners, marginals at 0 and 1 and a constant target; for query learners, a constant target
+  and n = 1) gives a valid hypothesis;
 - bad input (wrong shapes, negative or NaN weights, m = 0, marginals outside [0, 1]) raises a
   ValueError naming the parameter;
 - the hypothesis predicts packed and plain inputs alike, and an exact error, where the
@@ -119,6 +120,9 @@ def degenerate_cases(learner):
         return {"p at 0 and 1": (jt.problems.Population(p_edges, f), N),
                 "constant target": (jt.problems.Population(jnp.full((N,), 0.5), constant), N),
                 "n = 1": (jt.problems.Population(jnp.full((1,), 0.3), jt.parity([0], 1)), 1)}
+    if learner.access == "query":
+        return {"constant target": (jt.problems.Queries(jt.junta([0], [1, 1], N), N), N),
+                "n = 1": (jt.problems.Queries(jt.parity([0], 1), 1), 1)}
     rng = np.random.default_rng(0)
     X, y = rng.integers(0, 2, (40, N)), rng.integers(0, 2, 40)
     return {"m = 1": (jt.from_arrays(X[:1], y[:1]), N),
@@ -146,6 +150,12 @@ def test_bad_input_raises_a_clear_error(name):
         for p, match in ((jnp.full((N,), 1.5), r"p\["), (jnp.full((N,), jnp.nan), r"p\["), (jnp.full((2, N), 0.5), "p")):
             with pytest.raises(ValueError, match=match):
                 learner.fit(key, jt.problems.Population(p, f))
+        return
+    if learner.access == "query":  # queries of the wrong kind; a Queries with n < 1 cannot be built
+        with pytest.raises(ValueError, match="membership queries"):
+            learner.fit(key, jt.from_arrays(np.eye(N, dtype=int)[:5], [0, 1, 0, 1, 1]))
+        with pytest.raises(ValueError, match="n must be"):
+            jt.problems.Queries(jt.parity([0], N), 0)
         return
     good = jt.from_arrays(np.eye(N, dtype=int)[:5], [0, 1, 0, 1, 1])
     bad = {

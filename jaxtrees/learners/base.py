@@ -12,6 +12,8 @@ environments). What ``data`` is depends on the learner's ``access``:
   count, optional weights);
 - ``"population"``: a :class:`~jaxtrees.problems.Population` (the distribution p and the target
   f themselves: exact oracle access, the infinite-sample setting, or fresh examples on demand).
+- ``"query"``: :class:`~jaxtrees.problems.Queries` (membership queries: f at any input the
+  learner chooses; the learner's own hyperparameters set its query budget).
 
 A problem (:mod:`jaxtrees.problems`) hands each learner the access it asks for, and
 :func:`jaxtrees.problems.evaluate` scores whatever hypothesis comes back, so any learner runs on

@@ -25,7 +25,8 @@ class Addressing(NamedTuple):
     """f(x) = y_{a(x)}: memory bit y_a = x[A + a], a(x) = sum_i z_i 2^i, z_i = XOR of x_j over j in S_i.
 
     ``code: bool[k, A]`` has row i the indicator of S_i over the A addressing bits; the 2^k
-    memory bits are variables A .. A + 2^k - 1, so n = A + 2^k. Memory bits with ``pinned[a]``
+    memory bits are variables A .. A + 2^k - 1, so n = A + 2^k (further coordinates are
+    irrelevant). Memory bits with ``pinned[a]``
     are constants ``pinned_value[a]`` (the restriction pi of 002 Sec. 6; the variable y_a is
     then irrelevant); f_{c,k} and f_{c,k,S} pin none.
     """
@@ -62,14 +63,14 @@ class Addressing(NamedTuple):
 
     def __call__(self, x):
         x = jnp.asarray(x)
-        memory = jnp.where(self.pinned, self.pinned_value, x[..., self.n_address:].astype(bool))
+        memory = jnp.where(self.pinned, self.pinned_value, x[..., self.n_address:self.n].astype(bool))
         return jnp.take_along_axis(memory, self.address(x)[..., None], axis=-1)[..., 0].astype(jnp.int32)
 
     def bits(self, X):
         A = self.n_address
         z = bits.reduce_xor(jnp.where(self.code[:, :, None], X[None, :A], jnp.uint32(0)), axis=1)  # [k, W]
         constant = jnp.where(self.pinned_value, bits.ALL_ONES, jnp.uint32(0))[:, None]
-        return select(jnp.where(self.pinned[:, None], constant, X[A:]), z)
+        return select(jnp.where(self.pinned[:, None], constant, X[A:self.n]), z)  # coordinates >= n: irrelevant
 
     def address_distribution(self, s):
         """Pr[z(x) = a] for every a, given s_j = E[(-1)^{x_j}] = 1 - 2 Pr[x_j = 1] (002 Lemma 16):

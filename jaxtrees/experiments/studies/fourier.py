@@ -12,7 +12,13 @@ fits, on the same examples:
   threshold the sign of all K = sum_{j <= k} C(n, j) estimates errs until m >> K: each adds
   noise of order m^-1/2 (:class:`~jaxtrees.learners.fourier.LowDegree`); scored on
   ``test_m`` fresh examples (success: no test error, so an error rate above 3 / test_m would
-  show with probability >= 95%).
+  show with probability >= 95%);
+- ``km``: Kushilevitz-Mansour with membership queries instead of the sample
+  (:class:`~jaxtrees.learners.kushilevitz_mansour.KushilevitzMansour`): heavy threshold
+  ``theta``, m query triples per level, so (2n + 1) m queries at grid point m (``km_queries``),
+  a frontier of min(4^k, 4 / theta^2) prefixes (a depth-k tree has at most 4^k nonzero
+  coefficients, so at most 4^k nonzero buckets per level); queries at uniform points (KM
+  learns the uniform spectrum), scored like LMN on the same test examples from p.
 
 Spectra (uniform basis, exact, :mod:`jaxtrees.fourier.spectra`): of the target, and of each
 learned tree, whose L1 norm is at most its number of leaves and whose degree is at most its depth
@@ -34,6 +40,8 @@ from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses import polynomial, tree
 from jaxtrees.hypotheses.base import sample_error
 from jaxtrees.learners import GreedyTree, GrowthRule, LowDegree
+from jaxtrees.learners.kushilevitz_mansour import KushilevitzMansour
+from jaxtrees.problems import Queries
 
 #: Target families: name -> (key, n, k) -> target.
 TARGETS = {
@@ -44,13 +52,19 @@ TARGETS = {
 #: How a panel names its targets.
 PLURALS = {"parity": "{k}-parities", "junta": "{k}-juntas", "tree": "depth-{k} trees"}
 #: The learners compared, in the order of the figure's legend and the report's columns.
-LEARNERS = ("id3", "lmn")
+LEARNERS = ("id3", "lmn", "km")
 
 
 def lmn(n: int, k: int, theta: float) -> LowDegree:
     """The study's LMN: degree k, p-biased basis of the sample's marginals, the estimates with
     |f~(S)| >= theta, at most the 4^k largest (a depth-k tree has at most 4^k coefficients)."""
     return LowDegree(degree=k, threshold=theta, basis="biased", max_terms=min(4**k, polynomial.n_subsets(n, k)))
+
+
+def km(n: int, k: int, theta: float, m: int) -> KushilevitzMansour:
+    """The study's KM at grid point m: m query triples per level ((2n + 1) m queries), heavy
+    threshold theta, a frontier of min(4^k, floor(4 / theta^2)) prefixes."""
+    return KushilevitzMansour(theta=theta, budget=(2 * n + 1) * m, width=min(4**k, KushilevitzMansour(theta).frontier))
 
 
 def _trial(key, params):
@@ -73,9 +87,14 @@ def _trial(key, params):
                 "tree_leaves": tree.n_leaves(t), "tree_depth": tree.depth(t),
                 "tree_l1": spectra.l1(spec), "tree_degree": spectra.degree(spec)}
 
-    out = jax.lax.map(at, jnp.asarray(sample_sizes(params)))
+    grid = sample_sizes(params)
+    out = jax.lax.map(at, jnp.asarray(grid))
+    km_key, oracle = jax.random.fold_in(ks, 3), Queries(f, n)  # one KM program per m: its shapes depend on m
+    out["km_error"] = jnp.stack([sample_error(km(n, k, params["theta"], m).fit(km_key, oracle), test) for m in grid])
+    out["km_queries"] = jnp.asarray([km(n, k, params["theta"], m).queries(n) for m in grid])
     target = spectra.spectrum(f, n)
     return {**out, "id3_success": out["id3_error"] <= SUCCESS_TOL, "lmn_success": out["lmn_error"] == 0.0,
+            "km_success": out["km_error"] == 0.0,
             "target_l1": spectra.l1(target), "target_degree": spectra.degree(target),
             "target_sparsity": spectra.sparsity(target)}
 
@@ -108,13 +127,14 @@ def _plot(rows, stem):
                 summary.rate_curve(ax, groups, "m", f"{learner.upper()}, {_c_label(c)}")
         ax.set_xscale("log", base=2)
         ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("training examples m")
-        ax.set_title(f"random {PLURALS[kind].format(k=k)}, n = {n} (LMN theta = {float(theta):g})")
+        ax.set_xlabel("training examples m (KM: (2n + 1) m queries)")
+        ax.set_title(f"random {PLURALS[kind].format(k=k)}, n = {n} (theta = {float(theta):g})")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("P[success]\n(95% Wilson band)")
     summary.legend(fig, axes)
-    summary.suptitle(fig, "ID3 (depth k) vs LMN (degree k) on the same samples; ID3: exact error 0, LMN: no error "
-                          f"on a fresh test sample ({summary.trials_text(counts)})")
+    summary.suptitle(fig, "ID3 (depth k) vs LMN (degree k) on the same samples, KM from membership queries; ID3: "
+                          "exact error 0, LMN and KM: no error on a fresh test sample "
+                          f"({summary.trials_text(counts)})")
     return summary.save(fig, stem) + _spectra_plot(rows, f"{stem}_spectra")
 
 
@@ -176,7 +196,8 @@ def _report(rows):
             f"m grid {m_grid} (powers of two; nested prefixes of one sample per trial, the same examples for "
             "every learner). ID3: depth k, success = exact error 0. LMN: degree k, p-biased basis of "
             "the sample's marginals, estimates with |f~(S)| >= theta (at most 4^k), success = no error on test_m "
-            "fresh examples. "
+            "fresh examples. KM: membership queries at uniform points, m triples per level = (2n + 1) m queries, "
+            "heavy threshold theta, frontier min(4^k, 4 / theta^2), success as LMN's. "
             "90%: smallest m from which the success rate stays >= 0.9.\n\n"
             + summary.markdown_table(header, table)
             + "\n\n### Spectra of the trees ID3 learns at max m (exact, uniform basis)\n\n"
@@ -190,7 +211,7 @@ def _mean(rows, column) -> float:
 
 FOURIER = Study(
     name="fourier",
-    description="001: LMN (degree k) vs ID3 (depth k) on k-parities, k-juntas, depth-k trees; tree spectra vs bounds",
+    description="001: LMN (degree k), KM (queries) vs ID3 (depth k) on k-parities, k-juntas, depth-k trees; tree spectra vs bounds",
     quick={"target": ["parity", "junta", "tree"], "n": 12, "k": [2, 3], "c": [0.0, 0.1, 0.2], "impurity": "entropy",
            "theta": 0.1, "test_m": 4096, "m_min": 16, "m_max": 4096},
     full={"target": ["parity", "junta", "tree"], "n": [16, 32], "k": [2, 3, 4], "c": [0.0, 0.05, 0.1, 0.2],
@@ -208,6 +229,9 @@ FOURIER = Study(
         "id3_success": "1 if id3_error <= 1e-6",
         "lmn_error": "LMN's error on test_m fresh examples",
         "lmn_success": "1 if lmn_error = 0",
+        "km_error": "KM's error on the same test_m examples (KM queries f at uniform points it chooses)",
+        "km_success": "1 if km_error = 0",
+        "km_queries": "membership queries KM made: (2n + 1) m (m triples per level, n levels, m for the coefficients)",
         "tree_leaves": "leaves of ID3's tree", "tree_depth": "depth of ID3's tree",
         "tree_l1": "L1 norm of the tree's uniform spectrum (exact)", "tree_degree": "Fourier degree of ID3's tree",
         "target_l1": "L1 norm of the target's uniform spectrum", "target_degree": "Fourier degree of the target",
