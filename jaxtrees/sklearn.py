@@ -1,8 +1,11 @@
 """scikit-learn estimators over jaxtrees learners (``pip install "jaxtrees[sklearn]"``).
 
+- :class:`DecisionTreeClassifier`: greedy growth (ID3 / C4.5 / CART), :mod:`jaxtrees.learners.greedy`;
+- :class:`LowDegreeClassifier`: the LMN low-degree algorithm, :mod:`jaxtrees.learners.fourier`.
+
 This module imports scikit-learn; ``import jaxtrees`` does not (``jaxtrees.DecisionTreeClassifier``
-loads it on first use). The estimators pass ``sklearn.utils.estimator_checks.check_estimator``
-(tests/test_sklearn_estimator.py runs every check).
+and ``jaxtrees.LowDegreeClassifier`` load it on first use). The estimators pass
+``sklearn.utils.estimator_checks.check_estimator`` (tests/test_sklearn_estimator.py runs every check).
 
 Features are Boolean: a column enters the tree as the bit ``x > threshold`` (default 0.5, so
 {0, 1} data is used as it is); labels are any two classes.
@@ -29,7 +32,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from jaxtrees.core import bits, checks, sampling
+from jaxtrees.hypotheses import polynomial
 from jaxtrees.hypotheses import tree as tree_lib
+from jaxtrees.learners.fourier import LowDegree
 from jaxtrees.learners.greedy import grow
 from jaxtrees.learners.growth import MAX_DEPTH, GrowthRule
 
@@ -42,7 +47,36 @@ MAX_LEVEL_BYTES = 2**30
 NONE_DEPTH = 16
 
 
-class DecisionTreeClassifier(ClassifierMixin, BaseEstimator):
+class _BooleanClassifier(ClassifierMixin, BaseEstimator):
+    """What the estimators share: two classes, features binarized as bits x > ``self.threshold``."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _fit_data(self, X, y, sample_weight) -> sampling.Data:
+        """Validate, set ``classes_``, and pack (bits, label = second class, weights)."""
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        threshold = checks.real("threshold", self.threshold)
+        classes, y_index = np.unique(y, return_inverse=True)
+        if classes.size > 2:
+            raise ValueError(f"Only binary classification is supported: y has {classes.size} classes "
+                             f"({classes[:5].tolist()}...)")
+        data = sampling.from_arrays(X > threshold, y_index == 1)
+        if sample_weight is not None:
+            data = sampling.with_weights(data, _check_sample_weight(sample_weight, X, dtype=np.float32))
+        self.classes_ = classes
+        return data
+
+    def _bits(self, X):
+        """Fitted check, validation, and the bits of X."""
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=np.float64, reset=False) > self.threshold
+
+
+class DecisionTreeClassifier(_BooleanClassifier):
     """Top-down impurity-based decision tree on Boolean features (ID3 / C4.5 / CART).
 
     Parameters mirror :class:`jaxtrees.GrowthRule`; ``random_state`` (an int) seeds the random
@@ -67,29 +101,14 @@ class DecisionTreeClassifier(ClassifierMixin, BaseEstimator):
         self.min_gain = min_gain
         self.threshold = threshold
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
     def fit(self, X, y, sample_weight=None):
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        threshold = checks.real("threshold", self.threshold)
-        classes, y_index = np.unique(y, return_inverse=True)
-        if classes.size > 2:
-            raise ValueError(f"Only binary classification is supported: y has {classes.size} classes "
-                             f"({classes[:5].tolist()}...)")
-        data = sampling.from_arrays(X > threshold, y_index == 1)
-        if sample_weight is not None:
-            data = sampling.with_weights(data, _check_sample_weight(sample_weight, X, dtype=np.float32))
-        depth = self.max_depth if self.max_depth is not None else _default_depth(*X.shape)
+        data = self._fit_data(X, y, sample_weight)
+        depth = self.max_depth if self.max_depth is not None else _default_depth(int(bits.count(data.valid)), self.n_features_in_)
         rule = GrowthRule(max_depth=depth, impurity=self.impurity, tie_break=self.tie_break,
                           min_samples_split=self.min_samples_split, min_samples_leaf=self.min_samples_leaf,
                           min_gain=self.min_gain)
         seed = 0 if self.random_state is None else checks.integer("random_state", self.random_state, low=0)
         self.tree_ = tree_lib.Tree(*(np.asarray(a) for a in _grow(data, rule, jax.random.key(seed))))
-        self.classes_ = classes
         return self
 
     @property
@@ -109,17 +128,72 @@ class DecisionTreeClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X):
         """``[m, n_classes]``: the (weighted) class frequencies of the leaf each row reaches."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        q = self.tree_.mean[np.asarray(_leaf(self.tree_, X > self.threshold))]
-        return np.stack([1 - q, q], axis=1) if self.classes_.size == 2 else np.ones((X.shape[0], 1))
+        x = self._bits(X)
+        q = self.tree_.mean[np.asarray(_leaf(self.tree_, x))]
+        return np.stack([1 - q, q], axis=1) if self.classes_.size == 2 else np.ones((q.shape[0], 1))
 
     def predict(self, X):
         """The class of each row's leaf (its majority label; ties as the tree's labels)."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        labels = np.asarray(self.tree_.label[np.asarray(_leaf(self.tree_, X > self.threshold))])
+        x = self._bits(X)
+        labels = np.asarray(self.tree_.label[np.asarray(_leaf(self.tree_, x))])
         return self.classes_[np.minimum(labels, self.classes_.size - 1)]
+
+
+class LowDegreeClassifier(_BooleanClassifier):
+    """The LMN low-degree algorithm on Boolean features: h(x) = second class iff
+    sum_{|S| <= degree} c_S phi_S(x) < 0, c_S the (weighted) sample means of F phi_S, F = 1 - 2y
+    (:class:`jaxtrees.LowDegree`).
+
+    Parameters: ``degree`` (>= 1; at most n_features is used: ``degree_``), ``coef_threshold``
+    (keep |c_S| >= it, in [0, 1)), ``max_terms`` (keep the T largest; None: all; at most the
+    number of sets is used), ``basis`` (``"uniform"`` or ``"biased"``: the p-biased basis of the
+    sample's marginals), ``threshold`` (features enter as bits x > threshold). ``fit`` takes
+    ``sample_weight``.
+
+    After ``fit``: ``sets_`` (``int32[K, degree_]``, each S as indices padded with n_features),
+    ``coef_`` (``[K]``), ``marginals_`` (the biased basis' p, else None), ``classes_``,
+    ``n_features_in_``, ``degree_``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.integers(0, 2, size=(400, 8))
+    >>> y = X[:, 2] ^ X[:, 6]                          # a parity: no single feature helps
+    >>> clf = LowDegreeClassifier(degree=2, max_terms=3).fit(X, y)
+    >>> clf.score(X, y), clf.sets_[0].tolist()
+    (1.0, [2, 6])
+    """
+
+    def __init__(self, degree=2, coef_threshold=0.0, max_terms=None, basis="uniform", threshold=0.5):
+        self.degree = degree
+        self.coef_threshold = coef_threshold
+        self.max_terms = max_terms
+        self.basis = basis
+        self.threshold = threshold
+
+    def fit(self, X, y, sample_weight=None):
+        data = self._fit_data(X, y, sample_weight)
+        n = self.n_features_in_
+        self.degree_ = min(checks.integer("degree", self.degree, low=1), n)
+        max_terms = self.max_terms
+        if max_terms is not None:
+            max_terms = min(checks.integer("max_terms", max_terms, low=1), polynomial.n_subsets(n, self.degree_))
+        learner = LowDegree(degree=self.degree_, threshold=self.coef_threshold, max_terms=max_terms, basis=self.basis)
+        h = jax.device_get(jax.jit(learner.fit)(jax.random.key(0), data))
+        self.sets_, self.coef_, self.marginals_ = h.sets, h.values, h.p
+        return self
+
+    def decision_function(self, X):
+        """-P(x): positive where the second class is predicted (P < 0)."""
+        x = self._bits(X)
+        return -np.asarray(_evaluate(polynomial.Polynomial(self.sets_, self.coef_, self.marginals_), x))
+
+    def predict(self, X):
+        second = self.decision_function(X) > 0
+        return self.classes_[second.astype(int) * (self.classes_.size - 1)]
+
+
+@jax.jit
+def _evaluate(h, x):
+    return h.evaluate(x)
 
 
 def _default_depth(m, n):

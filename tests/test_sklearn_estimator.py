@@ -1,5 +1,6 @@
-"""jaxtrees.sklearn.DecisionTreeClassifier is a scikit-learn estimator: scikit-learn's own checks,
-its model-selection tools, probabilities, sample weights, binarization, parameter errors."""
+"""jaxtrees.sklearn's estimators (DecisionTreeClassifier, LowDegreeClassifier) are scikit-learn
+estimators: scikit-learn's own checks, its model-selection tools, probabilities, sample weights,
+binarization, parameter errors; LowDegreeClassifier agrees with the LowDegree learner."""
 
 import subprocess
 import sys
@@ -13,15 +14,16 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import jaxtrees as jt
-from jaxtrees.sklearn import DecisionTreeClassifier
+from jaxtrees.learners import LowDegree
+from jaxtrees.sklearn import DecisionTreeClassifier, LowDegreeClassifier
 
 RNG = np.random.default_rng(0)
 X = RNG.integers(0, 2, size=(300, 8))
 Y = X[:, 1] ^ (X[:, 2] & X[:, 5])
 
 
-@pytest.mark.slow  # 63 checks, each compiling growth for its own data shapes: about a minute on 2 cores
-@parametrize_with_checks([DecisionTreeClassifier()])
+@pytest.mark.slow  # 2 x 63 checks, each compiling for its own data shapes: about a minute on 2 cores
+@parametrize_with_checks([DecisionTreeClassifier(), LowDegreeClassifier()])
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
 
@@ -31,7 +33,7 @@ def test_import_jaxtrees_does_not_import_sklearn_until_the_estimator_is_used():
             "print(before, 'sklearn' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]
-    assert jt.DecisionTreeClassifier is DecisionTreeClassifier
+    assert jt.DecisionTreeClassifier is DecisionTreeClassifier and jt.LowDegreeClassifier is LowDegreeClassifier
 
 
 def test_model_selection_tools():
@@ -99,3 +101,36 @@ def test_max_depth_none_is_bounded_and_too_deep_is_refused():
     assert DecisionTreeClassifier().fit(X[:5], Y[:5]).tree_.max_depth == 4  # m - 1
     with pytest.raises(ValueError, match="max_depth"):
         DecisionTreeClassifier().fit(np.zeros((2**18, 20), np.uint8), np.zeros(2**18, int))
+
+
+def test_low_degree_classifier_is_the_low_degree_learner():
+    noisy = Y ^ (np.arange(len(Y)) % 9 == 0)
+    w = RNG.integers(0, 3, size=len(Y)).astype(np.float32)
+    for basis in ("uniform", "biased"):
+        clf = LowDegreeClassifier(degree=2, basis=basis).fit(X, noisy, sample_weight=w)
+        h = LowDegree(degree=2, basis=basis).fit(None, jt.with_weights(jt.from_arrays(X, noisy), w))
+        np.testing.assert_array_equal(clf.sets_, np.asarray(h.sets))
+        np.testing.assert_allclose(clf.coef_, np.asarray(h.values), atol=1e-6)
+        np.testing.assert_array_equal(clf.predict(X), np.asarray(h.predict(X)))
+        np.testing.assert_allclose(clf.decision_function(X), -np.asarray(h.evaluate(X)), atol=1e-5)
+
+
+def test_low_degree_classifier_learns_a_parity_and_clips_its_degree():
+    y = np.where(X[:, 1] ^ X[:, 4], "odd", "even")
+    clf = LowDegreeClassifier(degree=2, max_terms=2).fit(X, y)
+    assert clf.score(X, y) == 1.0 and clf.sets_[0].tolist() == [1, 4] and clf.degree_ == 2
+    assert LowDegreeClassifier(degree=3).fit(X[:, :2], Y).degree_ == 2  # at most n_features
+    assert LowDegreeClassifier(max_terms=10**6).fit(X[:, :2], Y).coef_.shape == (4,)
+    grid = GridSearchCV(LowDegreeClassifier(), {"degree": [1, 2]}, cv=3).fit(X, X[:, 1] ^ X[:, 4])
+    assert grid.best_params_["degree"] == 2
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"degree": 0}, "degree"), ({"coef_threshold": 1.0}, "threshold"), ({"max_terms": 0}, "max_terms"),
+    ({"basis": "fourier"}, "basis"), ({"threshold": float("inf")}, "threshold"),
+])
+def test_low_degree_bad_parameters_name_themselves(params, name):
+    with pytest.raises(ValueError, match=rf"^{name}\b"):
+        LowDegreeClassifier(**params).fit(X, Y)
+    with pytest.raises(NotFittedError):
+        LowDegreeClassifier().predict(X)

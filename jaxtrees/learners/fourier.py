@@ -100,8 +100,8 @@ def _count_uniform(data: Data, sets):
     """f~(S) = 1 - 2 popcount(valid & (y ^ XOR_{i in S} X_i)) / m for every row of ``sets``."""
     X = jnp.concatenate([data.X, jnp.zeros_like(data.X[:1])])  # row n: the padding index, all zeros
     parity = bits.reduce_xor(X[sets], axis=-2)  # [K, W]
-    disagree = bits.count((parity ^ data.y) & data.valid)
-    return 1.0 - 2.0 * disagree.astype(jnp.float32) / bits.count(data.valid).astype(jnp.float32)
+    disagree, m = bits.count((parity ^ data.y) & data.valid), bits.count(data.valid)
+    return (m - 2 * disagree).astype(jnp.float32) / m.astype(jnp.float32)  # one rounding, as the weighted path
 
 
 def _example_weights(data: Data):
