@@ -35,9 +35,10 @@ import pytest  # noqa: E402
 
 @pytest.fixture
 def unclipped_figures(monkeypatch):
-    """Record every figure a study saves; at teardown, check that each was saved and that nothing
-    drawn (titles, labels, tick labels, the legend) reaches outside the canvas: the tight bounding
-    box of the drawn artists lies inside the figure."""
+    """Record every figure a study saves; at teardown, check that each was saved, that nothing
+    drawn (titles, labels, tick labels, the legend) reaches outside the canvas (the tight bounding
+    box of the drawn artists lies inside the figure), and that no two labelled series of a panel
+    share both colour and marker."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from jaxtrees.experiments import summary
@@ -59,3 +60,7 @@ def unclipped_figures(monkeypatch):
         tol = 1 / fig.dpi  # one pixel
         assert (drawn.x0 >= page.x0 - tol and drawn.y0 >= page.y0 - tol and drawn.x1 <= page.x1 + tol
                 and drawn.y1 <= page.y1 + tol), f"drawn area {drawn} reaches outside the figure {page}"
+        for ax in fig.axes:
+            styles = [(line.get_color() if isinstance(line.get_color(), str) else tuple(line.get_color()),
+                       line.get_marker()) for line in ax.get_lines() if not line.get_label().startswith("_")]
+            assert len(styles) == len(set(styles)), f"two series look alike on {ax.get_title()!r}: {styles}"
