@@ -5,6 +5,8 @@
 - :mod:`~jaxtrees.learners.population`: :class:`PopulationTree` (exact growth), path mode;
 - :mod:`~jaxtrees.learners.stumps`: :class:`Stump` (weighted single splits);
 - :mod:`~jaxtrees.learners.fourier`: :class:`LowDegree` (LMN: low-degree Fourier coefficients);
+- :mod:`~jaxtrees.learners.kushilevitz_mansour`: :class:`KushilevitzMansour` (heavy coefficients
+  from membership queries);
 - :mod:`~jaxtrees.learners.sgd`: ``SGD`` (small networks trained by optax; loaded on first use).
 
 The registry names a small configuration of each (``learners.names()``, ``learners.get(name)``);
@@ -19,6 +21,7 @@ from jaxtrees.learners.base import ACCESS, Learner, check_data, get, names, regi
 from jaxtrees.learners.fourier import LowDegree
 from jaxtrees.learners.greedy import GreedyTree, grow
 from jaxtrees.learners.growth import MAX_DEPTH, MAX_PATH_DEPTH, GrowthRule
+from jaxtrees.learners.kushilevitz_mansour import KushilevitzMansour
 from jaxtrees.learners.population import Path, PopulationTree, follow_path, grow_exact
 from jaxtrees.learners.stumps import Stump
 
@@ -42,6 +45,7 @@ register("stump-gini", lambda: Stump(impurity="gini"))
 register("sgd", _sgd)
 register("lmn-1", lambda: LowDegree(degree=1))  # degree 1: the conformance data include n = 1
 register("lmn-1-biased", lambda: LowDegree(degree=1, basis="biased", max_terms=2))
+register("km", lambda: KushilevitzMansour(theta=0.5, budget=4096))
 
-__all__ = ["ACCESS", "GreedyTree", "GrowthRule", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH", "Path", "PopulationTree",
+__all__ = ["ACCESS", "GreedyTree", "GrowthRule", "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH", "Path", "PopulationTree",
            "Stump", "check_data", "follow_path", "get", "grow", "grow_exact", "names", "register"]

@@ -39,8 +39,7 @@ from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, ch
 from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses import polynomial, tree
 from jaxtrees.hypotheses.base import sample_error
-from jaxtrees.learners import GreedyTree, GrowthRule, LowDegree
-from jaxtrees.learners.kushilevitz_mansour import KushilevitzMansour
+from jaxtrees.learners import GreedyTree, GrowthRule, KushilevitzMansour, LowDegree
 from jaxtrees.problems import Queries
 
 #: Target families: name -> (key, n, k) -> target.
