@@ -33,7 +33,7 @@ from jaxtrees.hypotheses.polynomial import Polynomial
 from jaxtrees.hypotheses.tree import (depth, error_by_depth, exact_error, features_used, n_leaves, predict,
                                       predict_bits, truncate)
 from jaxtrees.learners import (GreedyTree, GrowthRule, KushilevitzMansour, Learner, LowDegree, Path, PopulationTree,
-                               Stump, follow_path, grow, grow_exact)
+                               SparseRecovery, Stump, follow_path, grow, grow_exact)
 from jaxtrees.problems import DataSet, Population, Queries, Synthetic, data_set, evaluate, fit_and_evaluate
 from jaxtrees.targets import (Target, addressing, agnostic_addressing, code_distance, coded_addressing, decision_tree,
                               junta, nearby_junta, parity, random_code, random_junta, random_parity, random_tree,

@@ -1,4 +1,5 @@
-"""Fourier learners from random examples: the low-degree algorithm of Linial, Mansour and Nisan.
+"""Fourier learners from random examples: the low-degree algorithm of Linial, Mansour and Nisan,
+and sparse recovery by L1-regularized regression.
 
 LMN (seed 001, "the LMN algorithm"): for every S with |S| <= d, estimate f^(S) = E[F phi_S]
 (F = 1 - 2y) by its sample mean, keep the estimates with |f~(S)| >= ``threshold`` (the
@@ -11,6 +12,10 @@ packed rows of the sample, m f~(S) = m - 2 popcount(valid & (y XOR X_{i1} XOR ..
 each estimate is exact integer counting, n^d sets x W words of XOR + popcount. Weighted data
 (AdaBoost's weights, bootstrap counts) and the p-biased basis (marginals estimated from the same
 sample) take weighted sums over the unpacked examples, 32 at a time.
+
+Sparse recovery (001, "compressed sensing"): :class:`SparseRecovery` fits all the degree <= d
+coefficients at once by the Lasso, so a spectrum with few nonzero coefficients is found from far
+fewer examples than the K = sum_{j <= d} C(n, j) that LMN's separate estimates need.
 
 >>> import jax
 >>> from jaxtrees import targets
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -73,13 +79,31 @@ class LowDegree:
         del key
         check_data(data)
         n = data.X.shape[-2]
-        if self.degree > n:
-            raise ValueError(f"degree must be in [1, n] = [1, {n}] (sets of at most n features), got {self.degree}")
-        sets = subsets(n, self.degree)
-        if self.max_terms is not None and self.max_terms > len(sets):
-            raise ValueError(f"max_terms must be in [1, {len(sets)}] (the sets of degree <= {self.degree} over "
-                             f"n = {n}), got {self.max_terms}")
-        return _fit(data, jnp.asarray(sets), self)
+        return _fit(data, jnp.asarray(_sets(n, self.degree, self.max_terms)), self)
+
+
+def _sets(n: int, degree: int, max_terms: int | None, most: int | None = None):
+    """The sets of size <= ``degree`` over n coordinates, after checking them against n, ``max_terms``
+    and the ``most`` sets a learner handles."""
+    if degree > n:
+        raise ValueError(f"degree must be in [1, n] = [1, {n}] (sets of at most n features), got {degree}")
+    sets = subsets(n, degree)
+    if most is not None and len(sets) > most:
+        raise ValueError(f"degree <= {degree} over n = {n} coordinates spans {len(sets)} sets; sparse recovery "
+                         f"solves over their {len(sets)} x {len(sets)} Gram matrix and handles at most {most} sets "
+                         f"(lower the degree or n)")
+    if max_terms is not None and max_terms > len(sets):
+        raise ValueError(f"max_terms must be in [1, {len(sets)}] (the sets of degree <= {degree} over "
+                         f"n = {n}), got {max_terms}")
+    return sets
+
+
+def _largest(sets, values, max_terms: int | None):
+    """The ``max_terms`` rows with the largest |values| (all rows if None)."""
+    if max_terms is None:
+        return sets, values
+    _, top = lax.top_k(jnp.abs(values), max_terms)
+    return sets[top], values[top]
 
 
 @functools.partial(jax.jit, static_argnames="learner")
@@ -90,10 +114,7 @@ def _fit(data: Data, sets, learner: LowDegree) -> Polynomial:
         p = estimated_marginals(data) if learner.basis == "biased" else None
         values = _weighted_means(data, sets, p)
     values = jnp.where(jnp.abs(values) >= learner.threshold, values, 0.0)
-    if learner.max_terms is not None:
-        _, top = lax.top_k(jnp.abs(values), learner.max_terms)
-        sets, values = sets[top], values[top]
-    return Polynomial(sets, values, p)
+    return Polynomial(*_largest(sets, values, learner.max_terms), p)
 
 
 def _count_uniform(data: Data, sets):
@@ -104,7 +125,7 @@ def _count_uniform(data: Data, sets):
     return (m - 2 * disagree).astype(jnp.float32) / m.astype(jnp.float32)  # one rounding, as the weighted path
 
 
-def _example_weights(data: Data):
+def example_weights(data: Data):
     """``float32[W, 32]``: each bit slot's weight (1 for valid examples when unweighted, 0 elsewhere)."""
     W = data.valid.shape[-1]
     valid = bits.unpack(data.valid, W * bits.WORD_BITS).astype(jnp.float32)
@@ -115,7 +136,7 @@ def _example_weights(data: Data):
 def estimated_marginals(data: Data):
     """p^_i: the (weighted) fraction of examples with x_i = 1, clipped into [1 / 2m, 1 - 1 / 2m]."""
     n, W = data.X.shape
-    weight = _example_weights(data).reshape(-1)
+    weight = example_weights(data).reshape(-1)
     ones = bits.unpack(data.X, W * bits.WORD_BITS).astype(jnp.float32) @ weight
     eps = 0.5 / bits.count(data.valid).astype(jnp.float32)
     return jnp.clip(ones / jnp.sum(weight), eps, 1.0 - eps)
@@ -127,7 +148,7 @@ WORDS_PER_STEP = 8
 
 def _weighted_means(data: Data, sets, p):
     """f~(S) = sum_t w_t F_t phi_S(x_t) / sum_t w_t, 32 * WORDS_PER_STEP examples per step."""
-    weight = _example_weights(data)
+    weight = example_weights(data)
 
     def word(args):  # one word's 32 examples -> their weighted sum of F phi_S, float32[K]
         column, y, w = args
@@ -137,3 +158,139 @@ def _weighted_means(data: Data, sets, p):
 
     sums = lax.map(word, (data.X.T, data.y, weight), batch_size=WORDS_PER_STEP)
     return jnp.sum(sums, axis=0) / jnp.sum(weight)
+
+
+#: Most sets :class:`SparseRecovery` solves over: it holds their K x K Gram matrix (64 MiB at K = 4096).
+MAX_GRAM_SETS = 4096
+#: Power iterations for the Gram matrix's largest eigenvalue (FISTA's step is 1 / (1.1 lambda_max)).
+POWER_ITERATIONS = 100
+
+
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class SparseRecovery:
+    """Sparse recovery: ``fit(key, data) -> Polynomial`` whose coefficients c minimize the Lasso
+
+        1 / (2 sum_t w_t) sum_t w_t (F_t - sum_S c_S phi_S(x_t))^2 + l1 sum_{S != {}} |c_S|
+
+    over the sets S of size <= ``degree`` (F = 1 - 2y; w_t = 1 unweighted). This is scikit-learn's
+    ``Lasso(alpha=l1)`` objective with the empty set's coefficient (the mean of F) as an unpenalized
+    intercept. The solver is FISTA with adaptive restart on the Gram matrix
+    G = sum_t w_t phi(x_t) phi(x_t)^T / sum_t w_t and the correlations b = sum_t w_t F_t phi(x_t) / sum_t w_t
+    (computed 256 examples at a time): each step is one K x K product, so fitting costs m K^2 + steps K^2.
+    It stops when no coefficient moves more than ``tol`` in a step, or after ``steps`` steps.
+
+    - ``degree``: d >= 1 (and <= n, checked at fit, with K = sum_{j <= d} C(n, j) <= 4096);
+    - ``l1``: the penalty, >= 0 (0: least squares, which needs m >= K to be unique);
+    - ``max_terms``: keep only the T largest |c_S| (the hypothesis then has T rows); None keeps K;
+    - ``basis``: ``"uniform"`` or ``"biased"`` (the sample's marginals, as :class:`LowDegree`);
+    - ``steps``, ``tol``: the most FISTA steps and the stopping tolerance.
+
+    The key is not read: the solution is a deterministic function of the sample.
+
+    >>> import jax
+    >>> from jaxtrees import targets
+    >>> from jaxtrees.core import distributions, sampling
+    >>> key = jax.random.key(0)
+    >>> f = targets.parity([3, 17], n=24)          # K = 301 sets of degree <= 2: more than m
+    >>> data = sampling.draw(key, distributions.uniform().marginals(key, 24), f, m=128)
+    >>> h = jax.jit(SparseRecovery(degree=2, l1=0.05, max_terms=2).fit)(key, data)
+    >>> h.sets[0].tolist(), round(float(h.values[0]), 2)  # chi_{3,17}, shrunk by about l1
+    ([3, 17], 0.95)
+    """
+
+    degree: int = 2
+    l1: float = 0.05
+    max_terms: int | None = None
+    basis: str = "uniform"
+    steps: int = 500
+    tol: float = 1e-6
+    access = "sample"
+
+    def __post_init__(self):
+        checks.integer("degree", self.degree, low=1)
+        checks.real("l1", self.l1, low=0.0)
+        if self.max_terms is not None:
+            checks.integer("max_terms", self.max_terms, low=1)
+        checks.choice("basis", self.basis, BASES)
+        checks.integer("steps", self.steps, low=1)
+        checks.real("tol", self.tol, low=0.0)
+
+    def fit(self, key, data: Data) -> Polynomial:
+        del key
+        check_data(data)
+        sets = _sets(data.X.shape[-2], self.degree, self.max_terms, most=MAX_GRAM_SETS)
+        return _fit_sparse(data, jnp.asarray(sets), self)
+
+
+@functools.partial(jax.jit, static_argnames="learner")
+def _fit_sparse(data: Data, sets, learner: SparseRecovery) -> Polynomial:
+    p = estimated_marginals(data) if learner.basis == "biased" else None
+    gram, correlations = moments(data, sets, p)
+    penalty = jnp.full(sets.shape[0], learner.l1, jnp.float32).at[0].set(0.0)  # row 0: the empty set
+    values = lasso(gram, correlations, penalty, learner.steps, learner.tol)
+    return Polynomial(*_largest(sets, values, learner.max_terms), p)
+
+
+def moments(data: Data, sets, p=None):
+    """(G ``float32[K, K]``, b ``float32[K]``): the weighted means of phi(x) phi(x)^T and of
+    F phi(x) over the sample, for the rows of ``sets``, ``32 * WORDS_PER_STEP`` examples per step."""
+    n, W = data.X.shape
+    pad = -W % WORDS_PER_STEP
+    weight = jnp.pad(example_weights(data), ((0, pad), (0, 0))).reshape(-1, WORDS_PER_STEP * bits.WORD_BITS)
+    X = jnp.pad(data.X.T, ((0, pad), (0, 0))).reshape(-1, WORDS_PER_STEP, n)
+    y = jnp.pad(data.y, (0, pad)).reshape(-1, WORDS_PER_STEP)
+    span, K = WORDS_PER_STEP * bits.WORD_BITS, sets.shape[0]
+
+    def block(sums, args):  # 256 examples: add their weighted phi phi^T and F phi
+        columns, labels, w = args
+        x = bits.unpack(columns.T, span).T  # [256, n]
+        F = 1.0 - 2.0 * bits.unpack(labels, span).astype(jnp.float32)
+        phi = characters(sets, x, p)
+        gram = jnp.matmul(phi.T, w[:, None] * phi, precision=lax.Precision.HIGHEST)
+        return (sums[0] + gram, sums[1] + jnp.matmul(w * F, phi, precision=lax.Precision.HIGHEST)), None
+
+    zeros = (jnp.zeros((K, K), jnp.float32), jnp.zeros((K,), jnp.float32))
+    (gram, correlations), _ = lax.scan(block, zeros, (X, y, weight))
+    total = jnp.sum(weight)
+    return gram / total, correlations / total
+
+
+class _Fista(NamedTuple):
+    step: jax.Array
+    c: jax.Array  # the iterate
+    z: jax.Array  # the extrapolated point
+    t: jax.Array  # the momentum sequence
+    change: jax.Array  # max |c_new - c| of the last step
+
+
+def lasso(gram, correlations, penalty, steps: int, tol: float):
+    """argmin_c c^T G c / 2 - b^T c + sum_j penalty_j |c_j| by FISTA with gradient restart
+    (O'Donoghue and Candes 2015), step 1 / L with L = max(1.1 lambda_max(G) estimated by power
+    iteration, max_j G_jj); at most ``steps`` steps, until no coordinate moves more than ``tol``."""
+    dot = functools.partial(jnp.matmul, precision=lax.Precision.HIGHEST)
+    L = jnp.maximum(1.1 * _top_eigenvalue(gram, dot), jnp.max(jnp.diagonal(gram)))
+    threshold = penalty / L
+
+    def body(s: _Fista) -> _Fista:
+        v = s.z - (dot(gram, s.z) - correlations) / L
+        c = jnp.sign(v) * jnp.maximum(jnp.abs(v) - threshold, 0.0)
+        restart = jnp.vdot(s.z - c, c - s.c) > 0  # the momentum points uphill: drop it
+        t = jnp.where(restart, 1.0, (1.0 + jnp.sqrt(1.0 + 4.0 * s.t**2)) / 2.0)
+        z = jnp.where(restart, c, c + (s.t - 1.0) / t * (c - s.c))
+        return _Fista(s.step + 1, c, z, t, jnp.max(jnp.abs(c - s.c)))
+
+    zeros = jnp.zeros_like(correlations)
+    start = _Fista(jnp.int32(0), zeros, zeros, jnp.float32(1.0), jnp.float32(jnp.inf))
+    return lax.while_loop(lambda s: (s.step < steps) & (s.change > tol), body, start).c
+
+
+def _top_eigenvalue(gram, dot):
+    """The Rayleigh quotient after ``POWER_ITERATIONS`` power steps from a fixed random start."""
+    def step(_, v):
+        w = dot(gram, v)
+        return w / jnp.maximum(jnp.linalg.norm(w), 1e-30)
+
+    v = jax.random.normal(jax.random.key(0), gram.shape[-1:], jnp.float32)
+    v = lax.fori_loop(0, POWER_ITERATIONS, step, v / jnp.linalg.norm(v))
+    return jnp.vdot(v, dot(gram, v))

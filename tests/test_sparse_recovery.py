@@ -1,0 +1,158 @@
+"""Sparse recovery (jaxtrees.learners.fourier.SparseRecovery): its Lasso solution against
+scikit-learn's Lasso and against the optimality (KKT) conditions, its moments against numpy, least
+squares at l1 = 0, weights as repeated examples, recovery of a parity from fewer examples than
+sets where LMN fails, and bad input. Batching, determinism and degenerate data:
+tests/test_learner_conformance.py (registered as ``sparse-1``)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxtrees as jt
+from jaxtrees.hypotheses import polynomial
+from jaxtrees.learners.fourier import MAX_GRAM_SETS, LowDegree, SparseRecovery, moments
+
+TOL = 1e-5
+
+
+def design(X, sets, p=None):
+    """The numpy design matrix phi_S(x_t), one column per row of ``sets`` (padded with n)."""
+    X = np.asarray(X, np.float64)
+    factors = 1.0 - 2.0 * X if p is None else (X - p) / np.sqrt(p * (1.0 - p))
+    factors = np.concatenate([factors, np.ones((len(X), 1))], axis=1)
+    return np.prod(factors[:, sets], axis=2)
+
+
+def sample(seed, n=7, m=53):
+    rng = np.random.default_rng(seed)
+    X = (rng.random((m, n)) < rng.uniform(0.2, 0.8, n)).astype(int)
+    y = (X[:, 0] ^ (X[:, 2] & X[:, 3]) ^ (rng.random(m) < 0.1)).astype(int)
+    return X, y
+
+
+def weighted(X, y, w):
+    pad = -len(y) % 32
+    return jt.with_weights(jt.from_arrays(X, y), np.concatenate([w, np.zeros(pad)]).astype(np.float32))
+
+
+def fit(learner, data):
+    return jax.jit(learner.fit)(jax.random.key(0), data)
+
+
+@pytest.mark.parametrize("basis", ["uniform", "biased"])
+@pytest.mark.parametrize("m", [40, 300])
+def test_solution_equals_scikit_learns_lasso_with_an_intercept(basis, m):
+    """Our objective is sklearn's Lasso(alpha=l1) on the non-empty characters with the empty set as
+    its (unpenalized, weighted-centred) intercept; m = 40 < K = 29 + 1 is the underdetermined case."""
+    linear_model = pytest.importorskip("sklearn.linear_model")
+    X, y = sample(m, m=m)
+    w = np.random.default_rng(m).integers(1, 4, m).astype(np.float64)
+    h = fit(SparseRecovery(degree=2, l1=0.02, basis=basis, steps=20000, tol=1e-8), weighted(X, y, w))
+    p = None if basis == "uniform" else np.asarray(h.p, np.float64)
+    phi = design(X, polynomial.subsets(7, 2), p)
+    reference = linear_model.Lasso(alpha=0.02, tol=1e-12, max_iter=100_000).fit(phi[:, 1:], 1 - 2 * y, sample_weight=w)
+    np.testing.assert_allclose(np.asarray(h.values), [reference.intercept_, *reference.coef_], atol=TOL)
+
+
+@pytest.mark.parametrize("basis", ["uniform", "biased"])
+def test_moments_equal_the_numpy_means_across_many_words(basis):
+    X, y = sample(3, n=6, m=700)  # 22 words: two blocks of 8 and a padded third
+    data = jt.from_arrays(X, y)
+    p = None if basis == "uniform" else jt.learners.fourier.estimated_marginals(data)
+    sets = polynomial.subsets(6, 3)
+    gram, correlations = jax.jit(moments)(data, jnp.asarray(sets), p)
+    phi = design(X, sets, None if p is None else np.asarray(p, np.float64))
+    np.testing.assert_allclose(np.asarray(gram), phi.T @ phi / 700, atol=TOL)
+    np.testing.assert_allclose(np.asarray(correlations), phi.T @ (1 - 2 * y) / 700, atol=TOL)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_solver_meets_the_optimality_conditions(seed):
+    """KKT of the Lasso at the default steps and tol: with g = G c - b, g_0 = 0 (the unpenalized
+    empty set), g_j = -l1 sign(c_j) where c_j != 0, |g_j| <= l1 where c_j = 0."""
+    n, l1 = 10, 0.05
+    key = jax.random.key(seed)
+    f = jt.random_tree(key, n, 3)
+    data = jt.draw(key, jt.smoothed(c=0.2).marginals(key, n), f, 150)
+    h = fit(SparseRecovery(degree=2, l1=l1), data)
+    rows = np.asarray(jt.bits.unpack(jnp.concatenate([data.X, data.y[None]]), 150)).astype(int)
+    X, y = rows[:n].T, rows[n]
+    phi = design(X, polynomial.subsets(n, 2))
+    c = np.asarray(h.values, np.float64)
+    g = phi.T @ (phi @ c - (1.0 - 2.0 * y)) / 150
+    active = np.abs(c) > 0
+    active[0] = False
+    assert abs(g[0]) < 1e-4
+    np.testing.assert_allclose(g[active], -l1 * np.sign(c[active]), atol=1e-4)
+    assert np.all(np.abs(g[~active][1:]) <= l1 + 1e-4)
+    assert 1 < active.sum() < len(c) - 1  # the conditions bind on both kinds of coordinate
+
+
+def test_no_penalty_with_many_examples_is_least_squares():
+    X, y = sample(4, m=2000)
+    h = fit(SparseRecovery(degree=2, l1=0.0, steps=5000, tol=1e-8), jt.from_arrays(X, y))
+    phi = design(X, polynomial.subsets(7, 2))
+    solution, *_ = np.linalg.lstsq(phi, 1.0 - 2.0 * y, rcond=None)
+    np.testing.assert_allclose(np.asarray(h.values), solution, atol=1e-4)
+
+
+def test_integer_weights_equal_repeated_examples():
+    X, y = sample(5, m=60)
+    counts = np.random.default_rng(5).integers(0, 4, 60)
+    counts[0] = 1
+    repeated = fit(SparseRecovery(degree=2), jt.from_arrays(np.repeat(X, counts, 0), np.repeat(y, counts)))
+    weighted_fit = fit(SparseRecovery(degree=2), weighted(X, y, counts.astype(np.float64)))
+    np.testing.assert_allclose(np.asarray(weighted_fit.values), np.asarray(repeated.values), atol=TOL)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_recovers_a_uniform_parity_from_fewer_examples_than_sets_where_lmn_fails(seed):
+    """n = 32, degree 2: K = 529 sets, m = 96 examples. The Lasso finds chi_J exactly (every test
+    example right); LMN's 529 separate estimates each carry noise of order m^-1/2 and their sum errs."""
+    n, m = 32, 96
+    key = jax.random.key(seed)
+    f = jt.random_parity(key, n, 2)
+    problem = jt.Synthetic(jnp.full((n,), 0.5), f)
+    data, test = problem.train(key, m), problem.test(key, 4096)
+    h = fit(SparseRecovery(degree=2, max_terms=2), data)
+    assert sorted(np.asarray(h.sets[0]).tolist()) == sorted(np.asarray(f.support).tolist())
+    assert float(h.values[0]) == pytest.approx(0.95, abs=0.02)  # 1 shrunk by about l1 = 0.05
+    assert float(jt.sample_error(h, test)) == 0.0
+    assert float(jt.sample_error(fit(LowDegree(degree=2), data), test)) > 0.2
+
+
+def test_max_terms_keeps_the_largest_coefficients():
+    X, y = sample(6)
+    data = jt.from_arrays(X, y)
+    full = np.asarray(fit(SparseRecovery(degree=2), data).values)
+    top = fit(SparseRecovery(degree=2, max_terms=3), data)
+    assert top.sets.shape == (3, 2)
+    np.testing.assert_allclose(np.sort(np.abs(np.asarray(top.values))), np.sort(np.abs(full))[-3:], atol=TOL)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(degree=0), r"degree must be in \[1"),
+    (dict(l1=-0.1), r"l1 must be in \[0"),
+    (dict(l1=float("nan")), "l1"),
+    (dict(max_terms=0), r"max_terms must be in \[1"),
+    (dict(basis="chebyshev"), "basis"),
+    (dict(steps=0), r"steps must be in \[1"),
+    (dict(tol=-1.0), r"tol must be in \[0"),
+])
+def test_bad_configuration_is_refused_at_construction(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SparseRecovery(**kwargs)
+
+
+def test_bad_sizes_are_refused_before_any_work():
+    data = jt.from_arrays(np.eye(4, dtype=int), [0, 1, 1, 0])
+    with pytest.raises(ValueError, match=r"degree must be in \[1, n\] = \[1, 4\]"):
+        SparseRecovery(degree=5).fit(jax.random.key(0), data)
+    with pytest.raises(ValueError, match=r"max_terms must be in \[1, 11\]"):
+        SparseRecovery(degree=2, max_terms=12).fit(jax.random.key(0), data)
+    wide = jt.from_arrays(np.zeros((2, 100), int), [0, 1])
+    with pytest.raises(ValueError, match=f"spans 5051 sets; .* at most {MAX_GRAM_SETS} sets"):
+        SparseRecovery(degree=2).fit(jax.random.key(0), wide)
