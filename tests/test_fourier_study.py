@@ -1,5 +1,6 @@
 """The ``fourier`` study: its trial against the learners called directly, and its headline, LMN
-(degree k) and KM (queries) recovering uniform k-parities that ID3 does not, in the rows and in the report."""
+(degree k), the Lasso and KM (queries) recovering uniform k-parities that ID3 does not, in the
+rows and in the report."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from jaxtrees.experiments.studies import fourier
 from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses.base import sample_error
 
-PARAMS = {"target": "parity", "n": 8, "k": 3, "c": 0.0, "impurity": "entropy", "theta": 0.1, "test_m": 1024,
+PARAMS = {"target": "parity", "n": 8, "k": 3, "c": 0.0, "impurity": "entropy", "theta": 0.1, "l1": 0.05, "test_m": 1024,
           "m_min": 32, "m_max": 512}
 
 
@@ -32,6 +33,8 @@ def test_trial_matches_the_learners_fitted_directly():
     h = fourier.lmn(8, 3, 0.1).fit(None, data)
     assert float(out["lmn_error"][2]) == pytest.approx(float(sample_error(h, test)))
     assert float(out["lmn_error"][-1]) == 0.0 and bool(out["lmn_success"][-1])
+    h = fourier.sparse(8, 3, 0.05).fit(None, sampling.head(sample, 128))  # the Lasso on the first 128 examples
+    assert float(out["sparse_error"][2]) == pytest.approx(float(sample_error(h, test)))
     km = fourier.km(8, 3, 0.1, 128)  # KM at the same grid point: 128 query triples per level
     h = km.fit(jax.random.fold_in(keys["sample"], 3), fourier.Queries(f, 8))
     assert float(out["km_error"][2]) == pytest.approx(float(sample_error(h, test)))
@@ -42,7 +45,7 @@ def test_trial_matches_the_learners_fitted_directly():
     assert float(spectra.l1(spectra.spectrum(f, 8))) == pytest.approx(float(out["target_l1"]))
 
 
-def test_lmn_and_km_learn_uniform_parities_that_id3_does_not(tmp_path):
+def test_lmn_lasso_and_km_learn_uniform_parities_that_id3_does_not(tmp_path):
     config = runner.configure(studies.get("fourier"), quick=True, overrides={k: v for k, v in PARAMS.items()},
                               seed=0, replicates=32)
     path = runner.run(studies.get("fourier"), config, str(tmp_path), progress=False)
@@ -51,7 +54,8 @@ def test_lmn_and_km_learn_uniform_parities_that_id3_does_not(tmp_path):
     lmn = np.mean([float(r["lmn_success"]) for r in top])
     id3 = np.mean([float(r["id3_success"]) for r in top])
     km = np.mean([float(r["km_success"]) for r in top])
-    assert lmn >= 0.9 and km >= 0.9 and id3 <= 0.2, (lmn, km, id3)
+    lasso = np.mean([float(r["sparse_success"]) for r in top])
+    assert lmn >= 0.9 and km >= 0.9 and lasso >= 0.9 and id3 <= 0.2, (lmn, km, lasso, id3)
     report = studies.get("fourier").report(rows)
-    line = next(line for line in report.splitlines() if line.startswith("| parity | 8 | 3 | 0.1 | 0.0 |"))
-    assert f"| {lmn:.2f} [" in line and f"| {id3:.2f} [" in line and f"| {km:.2f} [" in line
+    line = next(line for line in report.splitlines() if line.startswith("| parity | 8 | 3 | 0.1 | 0.05 | 0.0 |"))
+    assert all(f"| {rate:.2f} [" in line for rate in (lmn, id3, km, lasso))

@@ -206,6 +206,21 @@ def prefix(sample: Data, m) -> Data:
     return sample._replace(y=sample.y & valid, valid=valid)
 
 
+def head(sample: Data, m: int) -> Data:
+    """The first m examples of ``sample`` in its first ceil(m / 32) words (``m`` a Python int: the
+    shapes shrink, so work that scales with W, such as
+    :class:`~jaxtrees.learners.fourier.SparseRecovery`'s moments, costs m).
+
+    >>> d = head(from_arrays([[0], [1], [1]] * 20, [0, 1, 1] * 20), 33)
+    >>> d.X.shape, int(d.m)
+    ((1, 2), 33)
+    """
+    w = bits.n_words(checks.integer("m", m, low=1, high=sample.valid.shape[-1] * bits.WORD_BITS))
+    part = prefix(sample, m)
+    weight = None if part.weight is None else part.weight[..., :w * bits.WORD_BITS]
+    return Data(part.X[..., :w], part.y[..., :w], part.valid[..., :w], weight)
+
+
 def from_arrays(X, y) -> Data:
     """Pack a plain data set: ``X: {0,1}[m, n]`` (rows are examples) and ``y: {0,1}[m]``."""
     X = np.asarray(X)

@@ -13,6 +13,9 @@ fits, on the same examples:
   noise of order m^-1/2 (:class:`~jaxtrees.learners.fourier.LowDegree`); scored on
   ``test_m`` fresh examples (success: no test error, so an error rate above 3 / test_m would
   show with probability >= 95%);
+- ``sparse``: sparse recovery, the Lasso over the same degree-k characters in the same basis
+  (penalty ``l1``; :class:`~jaxtrees.learners.fourier.SparseRecovery`), fitted on the first m
+  examples only (its cost is m K^2), at most the 4^k largest coefficients kept; scored like LMN;
 - ``km``: Kushilevitz-Mansour with membership queries instead of the sample
   (:class:`~jaxtrees.learners.kushilevitz_mansour.KushilevitzMansour`): heavy threshold
   ``theta``, m query triples per level, so (2n + 1) m queries at grid point m (``km_queries``),
@@ -39,7 +42,8 @@ from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, ch
 from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses import polynomial, tree
 from jaxtrees.hypotheses.base import sample_error
-from jaxtrees.learners import GreedyTree, GrowthRule, KushilevitzMansour, LowDegree
+from jaxtrees.learners.fourier import MAX_GRAM_SETS
+from jaxtrees.learners import GreedyTree, GrowthRule, KushilevitzMansour, LowDegree, SparseRecovery
 from jaxtrees.problems import Queries
 
 #: Target families: name -> (key, n, k) -> target.
@@ -51,13 +55,21 @@ TARGETS = {
 #: How a panel names its targets.
 PLURALS = {"parity": "{k}-parities", "junta": "{k}-juntas", "tree": "depth-{k} trees"}
 #: The learners compared, in the order of the figure's legend and the report's columns.
-LEARNERS = ("id3", "lmn", "km")
+LEARNERS = ("id3", "lmn", "sparse", "km")
+#: How the figure and the report name them.
+NAMES = {"id3": "ID3", "lmn": "LMN", "sparse": "Lasso", "km": "KM"}
 
 
 def lmn(n: int, k: int, theta: float) -> LowDegree:
     """The study's LMN: degree k, p-biased basis of the sample's marginals, the estimates with
     |f~(S)| >= theta, at most the 4^k largest (a depth-k tree has at most 4^k coefficients)."""
     return LowDegree(degree=k, threshold=theta, basis="biased", max_terms=min(4**k, polynomial.n_subsets(n, k)))
+
+
+def sparse(n: int, k: int, l1: float) -> SparseRecovery:
+    """The study's sparse recovery: the Lasso with penalty l1 over the degree-k characters of the
+    sample's p-biased basis, at most the 4^k largest coefficients kept."""
+    return SparseRecovery(degree=k, l1=l1, basis="biased", max_terms=min(4**k, polynomial.n_subsets(n, k)))
 
 
 def km(n: int, k: int, theta: float, m: int) -> KushilevitzMansour:
@@ -88,11 +100,14 @@ def _trial(key, params):
 
     grid = sample_sizes(params)
     out = jax.lax.map(at, jnp.asarray(grid))
+    lasso = sparse(n, k, params["l1"])  # on the first m examples only: one program per m, its cost m K^2
+    out["sparse_error"] = jnp.stack([sample_error(lasso.fit(fit_key, sampling.head(sample, m)), test) for m in grid])
     km_key, oracle = jax.random.fold_in(ks, 3), Queries(f, n)  # one KM program per m: its shapes depend on m
     out["km_error"] = jnp.stack([sample_error(km(n, k, params["theta"], m).fit(km_key, oracle), test) for m in grid])
     out["km_queries"] = jnp.asarray([km(n, k, params["theta"], m).queries(n) for m in grid])
     target = spectra.spectrum(f, n)
     return {**out, "id3_success": out["id3_error"] <= SUCCESS_TOL, "lmn_success": out["lmn_error"] == 0.0,
+            "sparse_success": out["sparse_error"] == 0.0,
             "km_success": out["km_error"] == 0.0,
             "target_l1": spectra.l1(target), "target_degree": spectra.degree(target),
             "target_sparsity": spectra.sparsity(target)}
@@ -105,8 +120,11 @@ def _check(params):
     checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
     checks.integer("test_m", params["test_m"], low=32, high=2**20)
     checks.real("theta", params["theta"], low=0.0, high=1.0, high_open=True)
+    checks.real("l1", params["l1"], low=0.0)
     check_sample_grid(params, n)
-    polynomial.subsets(n, params["k"])  # LMN's degree-k sets fit (ValueError naming n and the degree otherwise)
+    if polynomial.n_subsets(n, params["k"]) > MAX_GRAM_SETS:
+        raise ValueError(f"k must keep the degree-k sets over n = {n} coordinates at most {MAX_GRAM_SETS} (sparse "
+                         f"recovery's Gram matrix), got k = {params['k']}: {polynomial.n_subsets(n, params['k'])} sets")
 
 
 def _c_label(c) -> str:
@@ -115,24 +133,24 @@ def _c_label(c) -> str:
 
 @summary.styled
 def _plot(rows, stem):
-    panels = summary.split(rows, ["target", "n", "k", "theta"])
+    panels = summary.split(rows, ["target", "n", "k", "theta", "l1"])
     fig, axes = summary.figure(len(panels))
     counts = []
-    for ax, ((kind, n, k, theta), sel) in zip(axes, panels.items()):
+    for ax, ((kind, n, k, theta, l1), sel) in zip(axes, panels.items()):
         for learner in LEARNERS:
             for (c,), part in summary.split(sel, ["c"]).items():
                 groups = summary.rates(part, ["m"], f"{learner}_success")
                 counts += [g["trials"] for g in groups]
-                summary.rate_curve(ax, groups, "m", f"{learner.upper()}, {_c_label(c)}")
+                summary.rate_curve(ax, groups, "m", f"{NAMES[learner]}, {_c_label(c)}")
         ax.set_xscale("log", base=2)
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("training examples m (KM: (2n + 1) m queries)")
-        ax.set_title(f"random {PLURALS[kind].format(k=k)}, n = {n} (theta = {float(theta):g})")
+        ax.set_title(f"random {PLURALS[kind].format(k=k)}, n = {n}\n(theta = {float(theta):g}, l1 = {float(l1):g})")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("P[success]\n(95% Wilson band)")
     summary.legend(fig, axes)
-    summary.suptitle(fig, "ID3 (depth k) vs LMN (degree k) on the same samples, KM from membership queries; ID3: "
-                          "exact error 0, LMN and KM: no error on a fresh test sample "
+    summary.suptitle(fig, "ID3 (depth k) vs LMN and Lasso (degree k) on the same samples, KM from membership queries; "
+                          "ID3: exact error 0, the others: no error on a fresh test sample "
                           f"({summary.trials_text(counts)})")
     return summary.save(fig, stem) + _spectra_plot(rows, f"{stem}_spectra")
 
@@ -165,8 +183,8 @@ def _spectra_plot(rows, stem):
 
 
 def _report(rows):
-    by = ["target", "n", "k", "theta", "c"]
-    header = [*by, "trials"] + [f"{name.upper()} {what}" for name in LEARNERS
+    by = ["target", "n", "k", "theta", "l1", "c"]
+    header = [*by, "trials"] + [f"{NAMES[name]} {what}" for name in LEARNERS
                                 for what in ("P[success] at max m", "m for 90%")]
     table = []
     for cell, sel in summary.split(rows, by).items():
@@ -195,7 +213,8 @@ def _report(rows):
             f"m grid {m_grid} (powers of two; nested prefixes of one sample per trial, the same examples for "
             "every learner). ID3: depth k, success = exact error 0. LMN: degree k, p-biased basis of "
             "the sample's marginals, estimates with |f~(S)| >= theta (at most 4^k), success = no error on test_m "
-            "fresh examples. KM: membership queries at uniform points, m triples per level = (2n + 1) m queries, "
+            "fresh examples. Lasso: sparse recovery over the same characters, penalty l1, fitted on the first m "
+            "examples, success as LMN's. KM: membership queries at uniform points, m triples per level = (2n + 1) m queries, "
             "heavy threshold theta, frontier min(4^k, 4 / theta^2), success as LMN's. "
             "90%: smallest m from which the success rate stays >= 0.9.\n\n"
             + summary.markdown_table(header, table)
@@ -210,12 +229,12 @@ def _mean(rows, column) -> float:
 
 FOURIER = Study(
     name="fourier",
-    description="001: LMN (degree k), KM (queries) vs ID3 (depth k) on k-parities, k-juntas, depth-k trees; tree spectra vs bounds",
+    description="001: LMN, Lasso (degree k), KM (queries) vs ID3 (depth k) on k-parities, k-juntas, depth-k trees; tree spectra vs bounds",
     quick={"target": ["parity", "junta", "tree"], "n": 12, "k": [2, 3], "c": [0.0, 0.1, 0.2], "impurity": "entropy",
-           "theta": 0.1, "test_m": 4096, "m_min": 16, "m_max": 4096},
-    full={"target": ["parity", "junta", "tree"], "n": [16, 32], "k": [2, 3, 4], "c": [0.0, 0.05, 0.1, 0.2],
-          "impurity": "entropy", "theta": 0.1, "test_m": 16384, "m_min": 16, "m_max": 65536},
-    static=("target", "n", "k", "impurity", "theta", "test_m", "m_min", "m_max"),
+           "theta": 0.1, "l1": 0.05, "test_m": 4096, "m_min": 16, "m_max": 4096},
+    full={"target": ["parity", "junta", "tree"], "n": [12, 16], "k": [2, 3, 4], "c": [0.0, 0.05, 0.1, 0.2],
+          "impurity": "entropy", "theta": 0.1, "l1": 0.05, "test_m": 16384, "m_min": 16, "m_max": 65536},
+    static=("target", "n", "k", "impurity", "theta", "l1", "test_m", "m_min", "m_max"),
     trial=_trial,
     replicates=(50, 500),
     check=_check,
@@ -228,6 +247,8 @@ FOURIER = Study(
         "id3_success": "1 if id3_error <= 1e-6",
         "lmn_error": "LMN's error on test_m fresh examples",
         "lmn_success": "1 if lmn_error = 0",
+        "sparse_error": "the Lasso's error on the same test_m examples (fitted on the first m examples)",
+        "sparse_success": "1 if sparse_error = 0",
         "km_error": "KM's error on the same test_m examples (KM queries f at uniform points it chooses)",
         "km_success": "1 if km_error = 0",
         "km_queries": "membership queries KM made: (2n + 1) m (m triples per level, n levels, m for the coefficients)",
