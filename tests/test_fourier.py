@@ -100,6 +100,8 @@ def test_transforms_reject_bad_input():
         fourier.biased_transform(np.ones(4), [np.nan, 0.5])
     with pytest.raises(ValueError, match="p must have a last axis of n = 2"):
         fourier.biased_transform(np.ones(4), [0.5, 0.5, 0.5])
+    with pytest.raises(ValueError, match=r"labels must be 0 or 1 .*got values \[0.5\]"):
+        fourier.signs([0, 1, 0.5])
 
 
 # ----------------------------------------------------------------------------------- boofun
@@ -230,6 +232,8 @@ def test_spectrum_rejects_bad_input():
         fourier.spectrum(jt.parity(np.arange(21), 30), 30)
     with pytest.raises(ValueError, match="n must be <= 24"):
         fourier.spectrum(_Table(np.zeros(2, int)), 30)
+    with pytest.raises(ValueError, match=r"labels must be 0 or 1 \(a Boolean truth table\), got values \[2\]"):
+        fourier.spectrum(_Table([0, 1, 2, 1]), 2)
     with pytest.raises(ValueError, match=r"eps must be in \(0, 1\]"):
         fourier.approximate(fourier.spectrum(f, 8), 4, 0.0)
 

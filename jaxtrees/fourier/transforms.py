@@ -42,7 +42,12 @@ MAX_TABLE_N = 24
 
 
 def signs(labels):
-    """0/1 labels -> real values F = 1 - 2y in {+1, -1} (float32)."""
+    """0/1 labels -> real values F = 1 - 2y in {+1, -1} (float32); concrete labels must be 0 or 1."""
+    if checks.is_concrete(labels):
+        values = np.asarray(labels)
+        if not np.all((values == 0) | (values == 1)):
+            raise ValueError(f"labels must be 0 or 1 (a Boolean truth table), got values "
+                             f"{np.unique(values[(values != 0) & (values != 1)])[:5].tolist()}")
     return 1.0 - 2.0 * jnp.asarray(labels).astype(jnp.float32)
 
 
