@@ -38,7 +38,7 @@ def unclipped_figures(monkeypatch):
     """Record every figure a study saves; at teardown, check that each was saved, that nothing
     drawn (titles, labels, tick labels, the legend) reaches outside the canvas (the tight bounding
     box of the drawn artists lies inside the figure), and that no two labelled series of a panel
-    share both colour and marker."""
+    share colour, marker and line style."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from jaxtrees.experiments import summary
@@ -62,5 +62,6 @@ def unclipped_figures(monkeypatch):
                 and drawn.y1 <= page.y1 + tol), f"drawn area {drawn} reaches outside the figure {page}"
         for ax in fig.axes:
             styles = [(line.get_color() if isinstance(line.get_color(), str) else tuple(line.get_color()),
-                       line.get_marker()) for line in ax.get_lines() if not line.get_label().startswith("_")]
+                       line.get_marker(), line.get_linestyle())
+                      for line in ax.get_lines() if not line.get_label().startswith("_")]
             assert len(styles) == len(set(styles)), f"two series look alike on {ax.get_title()!r}: {styles}"
