@@ -31,6 +31,13 @@ def main(argv=None) -> int:
     run.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
     run.add_argument("--chunk", type=int, default=None, help="trials per compiled call (results do not depend on it)")
     run.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    hosts = run.add_argument_group("several processes (jax.distributed; each takes every P-th trial)")
+    hosts.add_argument("--distributed", action="store_true",
+                       help="call jax.distributed.initialize(), which finds the processes itself under SLURM, "
+                            "Open MPI and on Cloud TPU pods")
+    hosts.add_argument("--coordinator", metavar="HOST:PORT", help="elsewhere: process 0's address ...")
+    hosts.add_argument("--num-processes", type=int, metavar="P", help="... the number of processes ...")
+    hosts.add_argument("--process-id", type=int, metavar="I", help="... and this one's index, 0 <= I < P")
 
     for name, text in (("plot", "figures (PNG and SVG) from a results directory"),
                        ("report", "a markdown report with the key numbers")):
@@ -55,6 +62,7 @@ def _list(args) -> int:
 
 
 def _run(args) -> int:
+    _initialize_distributed(args)
     from jaxtrees.experiments import runner, studies
 
     study = studies.get(args.study)
@@ -79,6 +87,11 @@ def _run(args) -> int:
     t0 = time.perf_counter()
     results = runner.run(study, config, args.out, chunk=args.chunk, progress=not args.no_progress)
     directory = os.path.dirname(results)
+    import jax
+
+    if jax.process_index() != 0:
+        print(f"process {jax.process_index()}: its trials are in {directory}/parts; process 0 writes the results")
+        return 0
     if not os.path.exists(results):
         print(f"run incomplete; rerun the same command to resume ({directory})", file=sys.stderr)
         return 1
@@ -87,6 +100,24 @@ def _run(args) -> int:
     print(open(report).read())
     print(f"wrote {results}, {', '.join(figures)} and {report} in {time.perf_counter() - t0:.0f} s")
     return 0
+
+
+def _initialize_distributed(args):
+    """``jax.distributed.initialize`` before any JAX computation, when asked for."""
+    explicit = (args.coordinator, args.num_processes, args.process_id)
+    if not args.distributed and all(v is None for v in explicit):
+        return
+    if any(v is None for v in explicit) and any(v is not None for v in explicit):
+        raise ValueError("--coordinator, --num-processes and --process-id go together (or use --distributed alone)")
+    if args.num_processes is not None:
+        if args.num_processes < 1:
+            raise ValueError(f"--num-processes must be >= 1, got {args.num_processes}")
+        if not 0 <= args.process_id < args.num_processes:
+            raise ValueError(f"--process-id must be in [0, {args.num_processes - 1}], got {args.process_id}")
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU processes (no effect on GPU / TPU)
+    jax.distributed.initialize(*explicit)
 
 
 def _plot(args) -> int:

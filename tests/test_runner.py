@@ -3,7 +3,10 @@
 import csv
 import json
 import os
+import platform
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -43,11 +46,16 @@ def _cli(*args, env=None, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """The tiny juntas study, run once in this process with the default chunk size."""
+def reference_file(tmp_path_factory):
+    """The tiny juntas study, run once in this process with the default chunk size: its results.csv."""
     out = tmp_path_factory.mktemp("reference")
     assert cli.main(["run", "juntas", "--quick", "--out", str(out), *TINY_JUNTAS]) == 0
-    return _rows(out / "juntas" / "results.csv")
+    return out / "juntas" / "results.csv"
+
+
+@pytest.fixture(scope="module")
+def reference(reference_file):
+    return _rows(reference_file)
 
 
 def test_rows_are_complete_and_tidy(reference):
@@ -75,6 +83,37 @@ def test_eight_devices_give_identical_rows(tmp_path, reference):
     assert metadata["runs"][-1]["environment"]["local_device_count"] == 8
     assert all(size % (8 * runner.GROUP) == 0 for size in metadata["runs"][-1]["chunk"].values())
     assert _rows(tmp_path / "juntas" / "results.csv") == reference
+
+
+def test_two_processes_write_the_same_results_as_one_byte_for_byte(tmp_path, reference_file):
+    """jax.distributed on loopback (CPU, gloo): two processes take alternate trials and write their
+    own parts; after a barrier process 0 writes metadata.json (one run entry) and results.csv."""
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    args = [sys.executable, "-m", "jaxtrees.cli", "run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS,
+            "--coordinator", f"localhost:{port}", "--num-processes", "2", "--process-id"]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    procs = [subprocess.Popen([*args, str(i)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outputs = [proc.communicate(timeout=300) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    directory = tmp_path / "juntas"
+    assert (directory / "results.csv").read_bytes() == reference_file.read_bytes()
+    assert "process 1: its trials are in" in outputs[1][0] and "wrote" in outputs[0][0]
+    metadata = json.loads((directory / "metadata.json").read_text())
+    assert len(metadata["runs"]) == 1 and metadata["runs"][0]["environment"]["process_count"] == 2
+    assert {name.split("-")[1] for name in os.listdir(directory / "parts")} == {"0000", "0001"}
+
+
+@pytest.mark.parametrize("flags, match", [
+    (["--coordinator", "localhost:1"], "--coordinator, --num-processes and --process-id go together"),
+    (["--coordinator", "localhost:1", "--num-processes", "2", "--process-id", "2"], r"--process-id must be in \[0, 1\]"),
+    (["--coordinator", "localhost:1", "--num-processes", "0", "--process-id", "0"], "--num-processes must be >= 1"),
+])
+def test_bad_process_flags_exit_2(tmp_path, capsys, flags, match):
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS, *flags]) == 2
+    assert re.search(match, capsys.readouterr().err)
 
 
 def test_partial_run_then_resume(tmp_path, reference):
@@ -234,7 +273,7 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path, cap
     first = Store(str(tmp_path), "juntas")
     first.open(config.as_json())
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS]) == 2
-    assert "another run is writing into" in capsys.readouterr().err
+    assert f"another run (host {platform.node()}, pid {os.getpid()}) is writing into" in capsys.readouterr().err
     first.close()
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS]) == 0
     rows = _rows(tmp_path / "juntas" / "results.csv")
@@ -247,12 +286,13 @@ def test_a_killed_runs_temporaries_are_removed_and_a_partial_report_says_so(tmp_
                               overrides={"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6})
     directory = tmp_path / "juntas"
     (directory / "parts").mkdir(parents=True)
-    leftovers = [directory / "metadata.json.4242.tmp", directory / "results.csv.4242.tmp",
-                 directory / "parts" / "x.csv.4242.tmp"]
-    for path in leftovers:
+    leftovers = [directory / "metadata.json.p0-4242.tmp", directory / "results.csv.p0-4242.tmp",
+                 directory / "parts" / "x.csv.p0-4242.tmp"]
+    another_process = directory / "parts" / "y.csv.p1-4243.tmp"  # process 1's, perhaps still writing
+    for path in [*leftovers, another_process]:
         path.write_text("half a file")
     runner.run(study, config, str(tmp_path), chunk=4, progress=False, max_trials=5)
-    assert not any(path.exists() for path in leftovers)
+    assert not any(path.exists() for path in leftovers) and another_process.exists()
     assert cli.main(["report", str(directory)]) == 0
     assert "**incomplete: 5 of 12 trials**" in capsys.readouterr().out
     runner.run(study, config, str(tmp_path), chunk=4, progress=False)

@@ -10,7 +10,10 @@ Execution: the trials of a static group are cut into chunks of ``chunk`` trials 
 fixed size, so one compilation serves every chunk), the chunk axis is sharded over all local
 devices (``shard_map`` over ``Mesh(devices, ("batch",))``), each device runs its rows in groups of
 ``GROUP`` vmapped trials (the same compiled arithmetic for any chunk size or device count, so
-rows are bitwise reproducible), and trials are split round-robin over hosts.
+rows are bitwise reproducible). Under ``jax.distributed`` (several processes, e.g. one per host)
+trial t of the grid runs on process t mod P, whatever was done before, so processes that start
+at different times never take the same trial; each writes its own parts, and after a barrier
+process 0 writes ``results.csv``.
 
 This module also re-exports what a caller of :func:`run` needs: ``Study``, ``Config``,
 ``configure``, ``cell_hash``, ``trial_key``, ``read_results``, ``read_parts``.
@@ -79,12 +82,14 @@ def _run_locked(study, config, store, metadata, devices, chunk, per_call, progre
     groups: dict[tuple, list[int]] = {}
     for index, cell in enumerate(cells):
         groups.setdefault(tuple(cell[name] for name in sorted(study.static)), []).append(index)
-    todo = [(i, r) for i in range(len(cells)) for r in range(config.replicates) if (i, r) not in done]
-    todo = todo[jax.process_index()::jax.process_count()]
+    process, processes = jax.process_index(), jax.process_count()  # trial t of the grid runs on process t mod P
+    todo = [(i, r) for i in range(len(cells)) for r in range(config.replicates)
+            if (i * config.replicates + r) % processes == process and (i, r) not in done]
     if max_trials is not None:
         todo = todo[:max_trials]
     unit = GROUP * len(devices)
-    bar = Progress(study.name, len(todo), enabled=progress)
+    label = study.name if processes == 1 else f"{study.name} [process {process} of {processes}]"
+    bar = Progress(label, len(todo), enabled=progress)
     for key_values, members in groups.items():
         member_set = set(members)
         pending = [t for t in todo if t[0] in member_set]
@@ -115,8 +120,12 @@ def _run_locked(study, config, store, metadata, devices, chunk, per_call, progre
     this_run["trials"] = len(todo)
     this_run["seconds"] = bar.elapsed
     store.write_metadata(metadata)
+    if processes > 1:  # every process's parts are on disk before process 0 reads them
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(f"jaxtrees run {study.name}")
     rows = store.read_parts()
-    if len({(r["cell"], r["replicate"]) for r in rows}) == config.trials:
+    if process == 0 and len({(r["cell"], r["replicate"]) for r in rows}) == config.trials:
         store.write_results(rows)
 
 

@@ -5,8 +5,13 @@
 - ``parts/*.csv``: one file per finished chunk, written to a temporary name and renamed, so a
   killed run leaves only whole chunks; a rerun skips the trials found there (resumption).
 - ``results.csv``: every row, sorted, one header, once every trial is done.
-- ``.lock-P``: held (``fcntl.flock``) by the run of process index P while it writes; a second run
-  into the same directory is refused, and the lock dies with its process (kill -9 included).
+- ``.lock-P``: held (``fcntl.flock``) by the run of process index P while it writes, naming its
+  host and pid; a second run into the same directory is refused, and the lock dies with its
+  process (kill -9 included), so a stale lock file never blocks.
+
+Several processes (``jax.distributed``, one per host): each writes its own parts and temporaries
+(``*.pP-PID.tmp``, removed only by process P), and process 0 alone writes ``metadata.json`` and
+``results.csv``.
 
 >>> import tempfile
 >>> store = Store(tempfile.mkdtemp(), "demo")
@@ -40,6 +45,7 @@ class Store:
         self.metadata_path = os.path.join(self.directory, "metadata.json")
         self.results_path = os.path.join(self.directory, "results.csv")
         self._lock = None
+        self.process = jax.process_index()
 
     def open(self, config: dict) -> dict:
         """Create the directory, take the writer's lock, remove a killed run's temporaries and
@@ -49,19 +55,25 @@ class Store:
         or if the directory holds a run of another configuration."""
         try:
             os.makedirs(self.parts, exist_ok=True)
-            lock = open(os.path.join(self.directory, f".lock-{jax.process_index()}"), "a")
+            lock = open(os.path.join(self.directory, f".lock-{self.process}"), "a+")
         except OSError as e:
             raise ValueError(f"out: cannot write the results directory {self.directory}: {e.strerror}") from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
             lock.close()
-            raise ValueError(f"another run is writing into {self.directory}; wait for it to finish "
+            raise ValueError(f"another run ({holder}) is writing into {self.directory}; wait for it to finish "
                              f"(rerunning then resumes) or choose another --out") from None
+        lock.truncate(0)
+        lock.write(f"host {platform.node()}, pid {os.getpid()}\n")
+        lock.flush()
         self._lock = lock
+        mine = f".p{self.process}-"
         for folder in (self.directory, self.parts):
             for name in os.listdir(folder):
-                if name.endswith(".tmp"):
+                if name.endswith(".tmp") and mine in name:  # another process's temporaries are its own
                     os.remove(os.path.join(folder, name))
         metadata = _read_json(self.metadata_path)
         if metadata is not None and metadata["config"] != json.loads(json.dumps(config)):
@@ -77,7 +89,9 @@ class Store:
             self._lock = None
 
     def write_metadata(self, metadata: dict):
-        write_atomic(self.metadata_path, json.dumps(metadata, indent=2))
+        """``metadata.json`` (process 0 only: one writer however many processes run)."""
+        if self.process == 0:
+            write_atomic(self.metadata_path, json.dumps(metadata, indent=2))
 
     def write_part(self, rows: list[dict]):
         """One finished chunk's rows, as a new file in ``parts/`` (atomic)."""
@@ -154,7 +168,7 @@ def csv_text(rows: list[dict]) -> str:
 
 def write_atomic(path: str, text: str):
     """Write ``path`` through a temporary file and a rename: readers see the old or the new text."""
-    tmp = f"{path}.{os.getpid()}.tmp"
+    tmp = f"{path}.p{jax.process_index()}-{os.getpid()}.tmp"
     with open(tmp, "w", newline="") as fh:
         fh.write(text)
         fh.flush()
