@@ -65,8 +65,8 @@ def test_vmap_of_draw_and_grow_equals_loop():
     assert len({tuple(t_b.feature[b]) for b in range(B)}) > 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (reproducibility): jax.jit(jax.vmap(trial)) and a loop of jax.jit(trial) differ by 1-2 "
+@pytest.mark.xfail(jax.default_backend() == "cpu", strict=True, reason=(  # on a GPU both round alike
+    "BUG (reproducibility) on XLA CPU: jax.jit(jax.vmap(trial)) and a loop of jax.jit(trial) differ by 1-2 "
     "ulp in Tree.mean and Tree.gain (e.g. trial 1 of KEYS: root mean 97/150 is 0.6466667056 "
     "batched vs the correctly rounded 0.6466666460 single). In the batched program the node "
     "weight w = popcount(valid) is a compile-time constant broadcast over the batch; the optimized "

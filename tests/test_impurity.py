@@ -73,6 +73,38 @@ def test_kearns_mansour_formula():
     np.testing.assert_allclose(G("kearns_mansour", GRID), 2 * np.sqrt(q * (1 - q)), rtol=0, atol=2e-6)
 
 
+def test_kearns_mansour_gain_is_the_gain_without_cancellation():
+    """From counts, as growth computes it: the closed form equals G(mu) - p1 G(mu1) - p0 G(mu0)
+    (float64) to float32 accuracy, also for splits that barely move the mean, where the float32
+    difference of square roots loses most digits (so devices that round sqrt differently would
+    rank such splits differently)."""
+    rng = np.random.default_rng(0)
+    w = 1_000_000
+    w1 = rng.integers(1_000, w - 1_000, 4000)
+    w0 = w - w1
+    w0y = np.round(w0 * rng.uniform(0.05, 0.95, 4000))  # means away from 0 and 1, where 1 - mu in
+    far = np.round(w1 * rng.uniform(0.05, 0.95, 4000))  # float32 loses digits whichever form is used
+    near = np.clip(np.round(w1 * w0y / w0) + rng.integers(-1_000, 1_001, 4000), 0, w1)  # |mu1 - mu0| <~ 1e-3
+    km = IMPURITIES["kearns_mansour"]
+    engine = jax.jit(lambda *a: impurity.gain(impurity.KEARNS_MANSOUR, *a))
+    naive = jax.jit(lambda mu, p1, mu1, mu0, p0: p1 * (impurity.KEARNS_MANSOUR(mu) - impurity.KEARNS_MANSOUR(mu1))
+                    + p0 * (impurity.KEARNS_MANSOUR(mu) - impurity.KEARNS_MANSOUR(mu0)))
+    eps = 2.0**-24
+    for w1y in (far, near):
+        wy = w1y + w0y
+        truth = km(wy / w) - w1 / w * km(w1y / w1) - w0 / w * km(w0y / w0)
+        args = [jnp.asarray(a, jnp.float32) for a in (wy / w, w1 / w, w1y / w1, w0y / w0, w0 / w)]
+        shift = np.minimum(np.abs(w1y / w1 - wy / w), np.abs(w0y / w0 - wy / w))
+        moved = shift > 2 * impurity.UNCHANGED_TOL  # the others are exactly 0 by design
+        gap = np.abs(w1y / w1 - w0y / w0)[moved]
+        closed = np.abs(np.asarray(engine(*args), np.float64) - truth)[moved] / truth[moved]
+        direct = np.abs(np.asarray(naive(*args), np.float64) - truth)[moved] / truth[moved]
+        # The closed form: a few ulps, plus (mu1 - mu0)^2's share of the means' rounding, 4 eps / gap.
+        assert np.all(closed <= 16 * eps + 4 * eps / gap)
+        if w1y is near:
+            assert np.median(direct) > 30 * np.median(closed)  # what the closed form avoids
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_reference_impurities_match(name):
     q = GRID.astype(np.float64)

@@ -7,7 +7,8 @@ G(1/2) = 1, as in 002 Sec. 2:
 - ``gini`` (CART): G(q) = 4 q (1-q); scikit-learn's "gini" is 2 q (1-q), half of it, and 000 and
   the lecture notes write 1 - q^2 - (1-q)^2, also half. The argmax is the same; reported gains
   are ours.
-- ``kearns_mansour``: G(q) = 2 sqrt(q (1-q)).
+- ``kearns_mansour``: G(q) = 2 sqrt(q (1-q)); its gain is evaluated in a closed form free of
+  cancellation (:func:`gain`), so devices whose square roots round differently rank splits alike.
 - ``error``: G(q) = 2 min(q, 1-q), the misclassification rate; its gain is the drop in training
   error, what AdaBoost's stumps minimize (concave but not strictly: many gains are exactly 0).
 
@@ -43,6 +44,9 @@ class Impurity:
 
     name: str
     fn: Callable = dataclasses.field(repr=False)
+    #: Optional ``(mu, p1, mu1, mu0, p0) -> gain``: the same value as G(mu) - p1 G(mu1) - p0 G(mu0)
+    #: in a form with less rounding (used by :func:`gain`).
+    split_gain: Callable | None = dataclasses.field(default=None, repr=False)
 
     def __call__(self, q):
         return self.fn(q)
@@ -67,13 +71,29 @@ def _kearns_mansour(q):
     return 2.0 * jnp.sqrt(jnp.maximum(q * (1.0 - q), 0.0))
 
 
+def _kearns_mansour_gain(mu, p1, mu1, mu0, p0):
+    """G(mu) - p1 G(mu1) - p0 G(mu0) for G = 2 sqrt(q (1 - q)), mu = p1 mu1 + p0 mu0, as
+
+        2 p1 p0 (mu1 - mu0)^2 / ((sqrt(mu1 (1 - mu0)) + sqrt(mu0 (1 - mu1)))^2 S),
+        S = sqrt(mu (1 - mu)) + p1 sqrt(mu1 (1 - mu1)) + p0 sqrt(mu0 (1 - mu0))
+
+    (with counts a = p1 mu1 p0 (1 - mu0), b = p0 mu0 p1 (1 - mu1): sqrt(PQ) - sqrt(p1 q1) - sqrt(p0 q0)
+    = (sqrt(a) - sqrt(b))^2 / (sqrt(PQ) + sqrt(p1 q1) + sqrt(p0 q0)) and a - b = p1 p0 (mu1 - mu0)).
+    Every term is positive: the relative error is a few ulps plus that of mu1 - mu0, where the
+    difference of square roots loses ~ulp G(mu) / gain."""
+    root = lambda q: jnp.sqrt(jnp.maximum(q * (1.0 - q), 0.0))  # noqa: E731
+    cross = jnp.sqrt(mu1 * (1.0 - mu0)) + jnp.sqrt(mu0 * (1.0 - mu1))
+    denominator = cross**2 * (root(mu) + p1 * root(mu1) + p0 * root(mu0))
+    return jnp.where(denominator > 0, 2.0 * p1 * p0 * (mu1 - mu0) ** 2 / jnp.maximum(denominator, 1e-30), 0.0)
+
+
 def _error(q):
     return 2.0 * jnp.minimum(q, 1.0 - q)
 
 
 ENTROPY = Impurity("entropy", _entropy)
 GINI = Impurity("gini", _gini)
-KEARNS_MANSOUR = Impurity("kearns_mansour", _kearns_mansour)
+KEARNS_MANSOUR = Impurity("kearns_mansour", _kearns_mansour, _kearns_mansour_gain)
 ERROR = Impurity("error", _error)
 BUILTIN = {imp.name: imp for imp in (ENTROPY, GINI, KEARNS_MANSOUR, ERROR)}
 
@@ -103,7 +123,8 @@ UNCHANGED_TOL = 2.0**-20
 def gain(G: Impurity, mu, p1, mu1, mu0, p0=None):
     """Purity gain G(mu) - p1 G(mu1) - p0 G(mu0), elementwise (p0 = 1 - p1 by default).
 
-    Evaluated as p1 (G(mu) - G(mu1)) + p0 (G(mu) - G(mu0)), and set to exactly 0 when either
+    Evaluated as p1 (G(mu) - G(mu1)) + p0 (G(mu) - G(mu0)) (or by ``G.split_gain``, where the
+    impurity has a form with less rounding), and set to exactly 0 when either
     child's mean is within ``UNCHANGED_TOL`` = 2^-20 of the parent's (since mu = p1 mu1 + p0 mu0,
     then both are; means recovered from float32 weights are a few ulps off, and the gain such a
     split could have, O(2^-40), is below float32 resolution anyway). So a split that changes nothing,
@@ -115,8 +136,10 @@ def gain(G: Impurity, mu, p1, mu1, mu0, p0=None):
     """
     p0 = 1.0 - p1 if p0 is None else p0
     mu, mu1, mu0 = (jnp.clip(q, 0.0, 1.0) for q in (mu, mu1, mu0))
-    g = G(mu)
     unchanged = (jnp.abs(mu1 - mu) <= UNCHANGED_TOL) | (jnp.abs(mu0 - mu) <= UNCHANGED_TOL)
+    if G.split_gain is not None:
+        return jnp.where(unchanged, 0.0, G.split_gain(mu, p1, mu1, mu0, p0))
+    g = G(mu)
     return jnp.where(unchanged, 0.0, p1 * (g - G(mu1)) + p0 * (g - G(mu0)))
 
 
