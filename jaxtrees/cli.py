@@ -30,6 +30,8 @@ def main(argv=None) -> int:
     run.add_argument("--out", default="results", help="output directory (default: results)")
     run.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
     run.add_argument("--chunk", type=int, default=None, help="trials per compiled call (results do not depend on it)")
+    run.add_argument("--group", type=int, default=None,
+                     help="trials vmapped together per device (default: 32 on a CPU, 1024 on a GPU or TPU)")
     run.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     hosts = run.add_argument_group("several processes (jax.distributed; each takes every P-th trial)")
     hosts.add_argument("--distributed", action="store_true",
@@ -85,7 +87,7 @@ def _run(args) -> int:
         seed = args.seed
     config = runner.configure(study, quick=args.quick, overrides=overrides, seed=seed)
     t0 = time.perf_counter()
-    results = runner.run(study, config, args.out, chunk=args.chunk, progress=not args.no_progress)
+    results = runner.run(study, config, args.out, chunk=args.chunk, group=args.group, progress=not args.no_progress)
     directory = os.path.dirname(results)
     import jax
 

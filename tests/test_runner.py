@@ -10,8 +10,10 @@ import socket
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
+import jax
 import pytest
 
 import helpers
@@ -114,6 +116,31 @@ def test_two_processes_write_the_same_results_as_one_byte_for_byte(tmp_path, ref
 def test_bad_process_flags_exit_2(tmp_path, capsys, flags, match):
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS, *flags]) == 2
     assert re.search(match, capsys.readouterr().err)
+
+
+def test_group_size_by_platform_and_memory():
+    cpu = jax.local_devices()[0]
+    gpu = types.SimpleNamespace(platform="gpu", memory_stats=lambda: {"bytes_limit": 80 * 2**30})
+    assert runner.group_size(cpu) == runner.GROUP == 32 and runner.group_size(gpu) == runner.ACCELERATOR_GROUP
+    assert runner.memory_budget(gpu) == 20 * 2**30 and runner.memory_budget(cpu) == runner.MEMORY_BUDGET
+    assert runner.group_size(gpu, bytes_per_trial=2**25) == 512  # 1024 x 32 MiB > 20 GiB: halved once
+    assert runner.group_size(gpu, bytes_per_trial=2**40) == runner.GROUP  # never below a CPU's group
+    assert runner.group_size(gpu, group=7) == 7
+    with pytest.raises(ValueError, match=r"group must be in \[1, 65536\]"):
+        runner.group_size(cpu, group=0)
+
+
+def test_a_given_group_is_recorded_and_a_resumed_run_keeps_it(tmp_path, reference):
+    """--group 64 on this CPU gives the same rows as the default 32 (not guaranteed in general: the
+    group is part of the arithmetic, so metadata records it and a resumed run keeps it)."""
+    study = studies.get("juntas")
+    config = runner.configure(study, quick=True,
+                              overrides={"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6})
+    results = runner.run(study, config, str(tmp_path), group=64, progress=False, max_trials=5)
+    runner.run(study, config, str(tmp_path), progress=False)
+    metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
+    assert [set(run["group"].values()) for run in metadata["runs"]] == [{64}, {64}]
+    assert _rows(results) == reference
 
 
 def test_partial_run_then_resume(tmp_path, reference):
