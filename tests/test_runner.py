@@ -118,6 +118,23 @@ def test_bad_process_flags_exit_2(tmp_path, capsys, flags, match):
     assert re.search(match, capsys.readouterr().err)
 
 
+def test_progress_rate_and_eta_leave_out_compile_time(monkeypatch, capsys):
+    from jaxtrees.experiments import progress
+
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(progress.sys.stderr, "isatty", lambda: False)
+    bar = progress.Progress("demo", total=300)
+    bar.phase("compiling n=8")
+    now[0] = 10.0  # 10 s of compiling
+    bar.phase("running")
+    now[0] = 12.0  # then 100 trials in 2 s
+    bar.update(100)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == "demo: 100/300 trials  50 trials/s  elapsed 12 s (compile 10 s)  ETA 4 s  [running]"
+    assert bar.compiling == 10.0
+
+
 def test_group_size_by_platform_and_memory():
     cpu = jax.local_devices()[0]
     gpu = types.SimpleNamespace(platform="gpu", memory_stats=lambda: {"bytes_limit": 80 * 2**30})
