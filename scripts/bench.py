@@ -1,12 +1,12 @@
 """Benchmark suite: growth, end-to-end trials, population growth, scaling, memory and roofline, in one run.
 
-Reference workload (defaults): B = 4096 trials, each with c-smoothed marginals (c = 0.1, p_i ~
+Reference workload (defaults): B = 4096 trials (65536 on a GPU or TPU), each with c-smoothed marginals (c = 0.1, p_i ~
 U[0.4, 0.6]), a random 6-junta, m = 1024 examples on n = 64 features, max depth 6, entropy.
 All timings are after compilation, best of --reps; the same data sets feed every engine.
 
 How jaxtrees runs here: ``jax.jit(lambda xs: jax.lax.map(f, xs, batch_size=G))`` with f the
-single-trial function and G = --group (64) trials vmapped per step, as the study runner does
-(with 32). One ``jax.vmap`` over all B trials computes the same values but keeps every
+single-trial function and G = --group trials vmapped per step, by default the study runner's
+group (``runner.group_size``: 32 on a CPU, 1024 on a GPU or TPU). One ``jax.vmap`` over all B trials computes the same values but keeps every
 intermediate of all B trials alive at once (120 MiB of temporaries for growth at B = 4096): on
 CPU those buffers are fresh pages on every call (about 31,000 page faults, 25-50% of the time)
 and miss the caches, so it ran 1.8x slower here; it is still timed and reported ("one vmap").
@@ -41,8 +41,10 @@ Sections:
                popcount, sum (no tree logic, no sibling bookkeeping), timed in groups of G and as
                one fused op over all B; the faster is the roofline.
 
-Prints a table; ``--json PATH`` writes the numbers. The last two lines are
-``growth_speedup_vs_sklearn: <ratio>`` and ``end_to_end_speedup_vs_numpy_sklearn: <ratio>``.
+Prints the device, jax version, a table; ``--json PATH`` writes the numbers. The last three lines
+are ``growth_speedup_vs_sklearn: <ratio>``, ``end_to_end_speedup_vs_numpy_sklearn: <ratio>`` and
+``compile_e2e_n<n>_k<k>_s: <seconds>``: compiling the end-to-end program (sample, grow, exact
+error) afresh.
 
     python scripts/bench.py            # reference workload (a few minutes on 2 CPU cores)
     python scripts/bench.py --quick    # B = 512, smaller memory run
@@ -66,6 +68,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxtrees as jt
+from jaxtrees.experiments import runner
 from jaxtrees.experiments.studies.common import PRECISION_BITS
 
 
@@ -145,7 +148,7 @@ def onehot_grow(X, y, depth):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--B", type=int, default=4096)
+    ap.add_argument("--B", type=int, default=None, help="trials (default: 4096 on a CPU, 65536 on a GPU / TPU)")
     ap.add_argument("--m", type=int, default=1024)
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--k", type=int, default=6)
@@ -155,7 +158,8 @@ def main(argv=None):
     ap.add_argument("--sklearn-trials", type=int, default=128)
     ap.add_argument("--test-m", type=int, default=8192, help="numpy test sample scoring sklearn's trees")
     ap.add_argument("--onehot-batch", type=int, default=256)
-    ap.add_argument("--group", type=int, default=64, help="trials vmapped per lax.map step (jaxtrees)")
+    ap.add_argument("--group", type=int, default=None,
+                    help="trials vmapped per lax.map step (default: the study runner's, 32 on a CPU, 1024 on a GPU / TPU)")
     ap.add_argument("--scale-B", type=int, default=None, help="scaling base B (default: B)")
     ap.add_argument("--big-B", type=int, default=65536)
     ap.add_argument("--chunk", type=int, default=4096)
@@ -166,6 +170,9 @@ def main(argv=None):
     ap.add_argument("--skip", default="", help="comma-separated sections to leave out: scaling, memory (smoke tests)")
     ap.add_argument("--chunked-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    accelerator = jax.devices()[0].platform != "cpu"
+    args.B = args.B or (65536 if accelerator else 4096)
+    args.group = args.group or runner.group_size(jax.devices()[0])
     if args.quick:
         args.B, args.sklearn_trials, args.reps, args.big_B, args.chunk = 512, 32, 2, 8192, 1024
     for name in ("B", "m", "n", "k", "depth", "group", "reps", "sklearn_trials", "test_m", "big_B", "chunk"):
@@ -286,6 +293,9 @@ def main(argv=None):
     pb = args.precision_bits
     trials_float = batched(trial)
     trials_vmap = jax.jit(jax.vmap(lambda kk: trial(kk, pb)))
+    started = time.perf_counter()  # a fresh jit of the same program: its compile time, not a cache hit
+    batched(lambda kk: trial(kk, pb)).lower(keys).compile()
+    t_compile_e2e = time.perf_counter() - started
     err_jt = float(jnp.mean(trials_fn(keys)))
     err_float = float(jnp.mean(trials_float(keys)))
     jax.block_until_ready(trials_vmap(keys))
@@ -317,7 +327,7 @@ def main(argv=None):
                          "numpy_test_m": args.test_m, "jaxtrees_mean_exact_error": err_jt,
                          "jaxtrees_float_sampler_mean_exact_error": err_float,
                          "numpy_sklearn_mean_sampled_error": err_sk,
-                         "trials_per_s_jaxtrees": B / t_e2e}
+                         "trials_per_s_jaxtrees": B / t_e2e, "compile_s": t_compile_e2e}
 
     # --- population growth --------------------------------------------------------------------
     ps, fs = jax.block_until_ready(jax.jit(jax.vmap(problem))(keys))
@@ -422,6 +432,7 @@ def main(argv=None):
             json.dump(res, fh, indent=2)
     print(f"growth_speedup_vs_sklearn: {res['growth_speedup_vs_sklearn']:.1f}")
     print(f"end_to_end_speedup_vs_numpy_sklearn: {res['end_to_end_speedup_vs_numpy_sklearn']:.1f}")
+    print(f"compile_e2e_n{n}_k{k}_s: {t_compile_e2e:.1f}")
 
 
 if __name__ == "__main__":
