@@ -47,7 +47,7 @@ _LAZY = {
     "TrainConfig": ("jaxtrees.learners.sgd", "TrainConfig"), "mlp": ("jaxtrees.learners.sgd", "mlp"),
     "train": ("jaxtrees.learners.sgd", "train"), "train_many": ("jaxtrees.learners.sgd", "train_many"),
     "train_on": ("jaxtrees.learners.sgd", "train_on"),
-    "experiments": ("jaxtrees.experiments", None), "runner": ("jaxtrees.experiments.runner", None),
+    "datasets": ("jaxtrees.datasets", None), "experiments": ("jaxtrees.experiments", None), "runner": ("jaxtrees.experiments.runner", None),
     "studies": ("jaxtrees.experiments.studies", None), "summary": ("jaxtrees.experiments.summary", None),
     "Study": ("jaxtrees.experiments.study", "Study"),
     "DecisionTreeClassifier": ("jaxtrees.sklearn", "DecisionTreeClassifier"),
