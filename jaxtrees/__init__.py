@@ -28,12 +28,12 @@ from jaxtrees.core import bits, distributions, impurity, prng, sampling
 from jaxtrees.core.distributions import alpha_c, marginals, product, smoothed, uniform
 from jaxtrees.core.impurity import Impurity
 from jaxtrees.core.sampling import Data, draw, from_arrays, packed_bernoulli, prefix, quantize, with_weights
-from jaxtrees.hypotheses import Hypothesis, Tree, sample_error
+from jaxtrees.hypotheses import Ensemble, Hypothesis, Tree, sample_error
 from jaxtrees.hypotheses.polynomial import Polynomial
 from jaxtrees.hypotheses.tree import (depth, error_by_depth, exact_error, features_used, n_leaves, predict,
                                       predict_bits, truncate)
-from jaxtrees.learners import (GreedyTree, GrowthRule, KushilevitzMansour, Learner, LowDegree, Path, PopulationTree,
-                               SparseRecovery, Stump, follow_path, grow, grow_exact)
+from jaxtrees.learners import (AdaBoost, GreedyTree, GrowthRule, KushilevitzMansour, Learner, LowDegree, Path,
+                               PopulationTree, SparseRecovery, Stump, follow_path, grow, grow_exact)
 from jaxtrees.problems import DataSet, Population, Queries, Synthetic, data_set, evaluate, fit_and_evaluate
 from jaxtrees.targets import (Target, addressing, agnostic_addressing, code_distance, coded_addressing, decision_tree,
                               junta, nearby_junta, parity, random_code, random_junta, random_parity, random_tree,
@@ -47,7 +47,8 @@ _LAZY = {
     "TrainConfig": ("jaxtrees.learners.sgd", "TrainConfig"), "mlp": ("jaxtrees.learners.sgd", "mlp"),
     "train": ("jaxtrees.learners.sgd", "train"), "train_many": ("jaxtrees.learners.sgd", "train_many"),
     "train_on": ("jaxtrees.learners.sgd", "train_on"),
-    "datasets": ("jaxtrees.datasets", None), "experiments": ("jaxtrees.experiments", None), "runner": ("jaxtrees.experiments.runner", None),
+    "datasets": ("jaxtrees.datasets", None), "experiments": ("jaxtrees.experiments", None),
+    "runner": ("jaxtrees.experiments.runner", None),
     "studies": ("jaxtrees.experiments.studies", None), "summary": ("jaxtrees.experiments.summary", None),
     "Study": ("jaxtrees.experiments.study", "Study"),
     "DecisionTreeClassifier": ("jaxtrees.sklearn", "DecisionTreeClassifier"),

@@ -4,6 +4,7 @@
 - :mod:`~jaxtrees.learners.greedy`: :class:`GreedyTree` (ID3 / C4.5 / CART from a sample, weighted or not);
 - :mod:`~jaxtrees.learners.population`: :class:`PopulationTree` (exact growth), path mode;
 - :mod:`~jaxtrees.learners.stumps`: :class:`Stump` (weighted single splits);
+- :mod:`~jaxtrees.learners.boosting`: :class:`AdaBoost` (Algorithm 1 over any weighted weak learner);
 - :mod:`~jaxtrees.learners.fourier`: :class:`LowDegree` (LMN: low-degree Fourier coefficients),
   :class:`SparseRecovery` (the Lasso over low-degree characters);
 - :mod:`~jaxtrees.learners.kushilevitz_mansour`: :class:`KushilevitzMansour` (heavy coefficients
@@ -19,6 +20,7 @@ the conformance suite runs every registered learner.
 
 from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
 from jaxtrees.learners.base import ACCESS, Learner, check_data, get, names, register
+from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.fourier import LowDegree, SparseRecovery
 from jaxtrees.learners.greedy import GreedyTree, grow
 from jaxtrees.learners.growth import MAX_DEPTH, MAX_PATH_DEPTH, GrowthRule
@@ -43,12 +45,13 @@ register("id3-random-ties", lambda: GreedyTree(GrowthRule(max_depth=3, impurity=
 register("population-entropy", lambda: PopulationTree(GrowthRule(max_depth=3, impurity="entropy")))
 register("stump-error", lambda: Stump(impurity="error"))
 register("stump-gini", lambda: Stump(impurity="gini"))
+register("adaboost-stumps", lambda: AdaBoost(Stump(impurity="error"), rounds=8))
 register("sgd", _sgd)
 register("lmn-1", lambda: LowDegree(degree=1))  # degree 1: the conformance data include n = 1
 register("lmn-1-biased", lambda: LowDegree(degree=1, basis="biased", max_terms=2))
 register("sparse-1", lambda: SparseRecovery(degree=1))
 register("km", lambda: KushilevitzMansour(theta=0.5, budget=4096))
 
-__all__ = ["ACCESS", "GreedyTree", "GrowthRule", "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH",
+__all__ = ["ACCESS", "AdaBoost", "GreedyTree", "GrowthRule", "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH",
            "MAX_PATH_DEPTH", "Path", "PopulationTree", "SparseRecovery", "Stump", "check_data", "follow_path", "get",
            "grow", "grow_exact", "names", "register"]

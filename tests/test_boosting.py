@@ -1,0 +1,134 @@
+"""AdaBoost (jaxtrees.learners.boosting) and its Ensemble: Algorithm 1 against a plain-numpy
+reference round by round, scikit-learn's AdaBoostClassifier (SAMME) as an outside oracle split by
+split, the training-error bound on every round, a perfect weak learner, real data, bad input.
+Batching, determinism and degenerate data: tests/test_learner_conformance.py (``adaboost-stumps``)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxtrees as jt
+from jaxtrees import datasets
+from jaxtrees.learners.boosting import AdaBoost
+from jaxtrees.learners.stumps import Stump
+
+
+def noisy_data(seed, m=240, n=12):
+    rng = np.random.default_rng(seed)
+    X = (rng.random((m, n)) < rng.uniform(0.2, 0.8, n)).astype(int)
+    y = ((X[:, 0] & X[:, 1]) | (X[:, 2] & ~X[:, 3] & 1) ^ (rng.random(m) < 0.15)).astype(int)
+    return X, y
+
+
+def reference_adaboost(X, y, rounds):
+    """Algorithm 1 with the least-weighted-error stump (lowest feature among near-ties), float64."""
+    m, n = X.shape
+    Y = 2.0 * y - 1.0
+    D = np.full(m, 1.0 / m)
+    out = []
+    for _ in range(rounds):
+        best = None
+        for i in range(n):
+            side = X[:, i] == 1
+            labels = [float(np.sum(D[s] * Y[s]) > 0) for s in (~side, side)]  # weighted majority per side (tie: 0)
+            vote = np.where(side, 2 * labels[1] - 1, 2 * labels[0] - 1)
+            error = np.sum(D * (vote != Y))
+            if best is None or error < best[0] - 1e-6:
+                best = (error, i, vote)
+        error, feature, vote = best
+        gamma = np.sum(D * Y * vote)
+        alpha = 0.5 * np.log((1 + gamma) / (1 - gamma))
+        D = D * np.exp(-alpha * Y * vote)
+        D /= D.sum()
+        out.append((feature, gamma, alpha))
+    return out
+
+
+def fit(learner, data, key=0):
+    return jax.jit(learner.fit)(jax.random.key(key), data)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rounds_equal_the_numpy_reference(seed):
+    X, y = noisy_data(seed)
+    H = fit(AdaBoost(Stump(impurity="error"), rounds=15), jt.from_arrays(X, y))
+    reference = reference_adaboost(X, y, 15)
+    np.testing.assert_array_equal(np.asarray(H.members.feature[:, 0]), [r[0] for r in reference])
+    np.testing.assert_allclose(np.asarray(H.rounds.gamma), [r[1] for r in reference], atol=2e-5)
+    np.testing.assert_allclose(np.asarray(H.weights), [r[2] for r in reference], atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_staged_test_errors_equal_scikit_learns_samme_with_gini_stumps(seed):
+    """For two classes SAMME's reweighting is Algorithm 1's (its alpha is twice ours, the same vote),
+    so with the same weak learner (weighted Gini stumps) every round's split and every staged test
+    error agree. Continuous random weights make exact Gini ties between features unlikely."""
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    tree = pytest.importorskip("sklearn.tree")
+    X, y = noisy_data(10 + seed, m=400)
+    train, test = slice(0, 300), slice(300, None)
+    H = fit(AdaBoost(Stump(impurity="gini"), rounds=25), jt.from_arrays(X[train], y[train]))
+    sk = ensemble.AdaBoostClassifier(tree.DecisionTreeClassifier(max_depth=1), n_estimators=25,
+                                     random_state=0).fit(X[train], y[train])
+    assert len(sk.estimators_) == 25
+    np.testing.assert_array_equal(np.asarray(H.members.feature[:, 0]), [e.tree_.feature[0] for e in sk.estimators_])
+    np.testing.assert_allclose(2 * np.asarray(H.weights), sk.estimator_weights_, rtol=1e-4)
+    staged = [np.mean(p != y[test]) for p in sk.staged_predict(X[test])]
+    np.testing.assert_allclose(np.asarray(H.staged_errors(jt.from_arrays(X[test], y[test]))), staged, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_training_error_is_below_the_bound_every_round(seed):
+    X, y = noisy_data(20 + seed)
+    H = fit(AdaBoost(Stump(), rounds=40), jt.from_arrays(X, y))
+    r = jax.device_get(H.rounds)
+    assert np.all(r.train_error <= r.bound + 1e-6)
+    # 001: 2 sqrt(eps (1 - eps)) <= exp(-2 (1/2 - eps)^2) = exp(-gamma^2 / 2) with gamma = 1 - 2 eps
+    assert np.all(r.bound <= np.exp(-0.5 * np.cumsum(r.gamma**2)) + 1e-6)
+    assert r.train_error[-1] < r.train_error[0]
+    np.testing.assert_allclose(r.train_error[-1], float(jt.sample_error(H, jt.from_arrays(X, y))), atol=1e-6)
+
+
+def test_a_perfect_weak_learner_ends_boosting_without_inf_or_nan():
+    X, _ = noisy_data(5)
+    y = X[:, 4]  # one stump is exact: gamma_1 = 1
+    H = fit(AdaBoost(Stump(), rounds=6), jt.from_arrays(X, y))
+    assert np.all(np.isfinite(np.asarray(H.weights))) and float(H.weights[0]) == 1.0
+    np.testing.assert_array_equal(np.asarray(H.weights[1:]), 0.0)
+    np.testing.assert_array_equal(np.asarray(H.rounds.train_error), 0.0)
+    assert float(H.rounds.gamma[0]) == pytest.approx(1.0)
+
+
+def test_boosting_many_splits_of_a_real_data_set_at_once():
+    """20 splits of heart (100 train, 170 test), 30 rounds, as one vmap over split keys; every
+    split's errors are finite and the bound holds; boosting lowers the mean test error."""
+    d = datasets.load("heart")
+    problem = d.problem()
+    keys = jax.random.split(jax.random.key(0), 20)
+    booster = AdaBoost(Stump(), rounds=30)
+
+    def split(key):
+        H = booster.fit(key, problem.train(key, d.train_size))
+        return H.rounds, H.staged_errors(problem.test(key, d.train_size))
+
+    rounds, test_errors = jax.device_get(jax.jit(jax.vmap(split))(keys))
+    assert test_errors.shape == (20, 30) and np.all(rounds.train_error <= rounds.bound + 1e-6)
+    assert test_errors[:, -1].mean() < test_errors[:, 0].mean() and test_errors[:, -1].mean() < 0.3
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(weak=Stump(), rounds=0), r"rounds must be in \[1"),
+    (dict(weak=jt.PopulationTree(jt.GrowthRule(max_depth=1)), rounds=3), "weak must be a learner that fits weighted"),
+])
+def test_bad_configuration_is_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        AdaBoost(**kwargs)
+
+
+def test_bad_weights_are_refused_before_any_work():
+    X, y = noisy_data(0, m=40)
+    with pytest.raises(ValueError, match="weight"):
+        AdaBoost(Stump(), rounds=2).fit(jax.random.key(0), jt.with_weights(jt.from_arrays(X, y), -jnp.ones(40)))
