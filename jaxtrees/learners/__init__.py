@@ -15,7 +15,7 @@ The registry names a small configuration of each (``learners.names()``, ``learne
 the conformance suite runs every registered learner.
 
 >>> names()[:3]
-['id3-entropy', 'id3-error', 'id3-gini']
+['adaboost-stumps', 'id3-entropy', 'id3-error']
 """
 
 from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
