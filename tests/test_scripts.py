@@ -26,6 +26,8 @@ def _main(name):
                        "--numpy-trials", "2", "--reps", "1"], "lmn_speedup_vs_numpy"),
     ("bench_weighted", ["--B", "4", "--m", "64", "--n", "6", "--k", "2", "--depth", "2", "--group", "2",
                         "--sklearn-trials", "2", "--reps", "1"], "weighted_growth_speedup_vs_sklearn"),
+    ("bench_boosting", ["--data", "heart", "--splits", "2", "--rounds", "5", "--sklearn-splits", "1", "--reps", "1"],
+     "adaboost_speedup_vs_sklearn"),
 ])
 def test_bench_script_runs(capsys, name, args, last):
     _main(name)(args)

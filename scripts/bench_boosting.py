@@ -1,0 +1,95 @@
+"""AdaBoost with decision stumps: jaxtrees (all splits in one vmapped lax.scan) vs a loop of
+scikit-learn AdaBoostClassifier fits, on the same binarized data and splits.
+
+Workload (defaults): census binarized (2000 labeled rows, 131 features), --splits = 20 random
+splits of --train = 1000 training examples (the rest: test), --rounds = 250 rounds of stumps.
+jaxtrees: ``AdaBoost(Stump(impurity), rounds).fit`` vmapped over the split keys, plus every
+round's test error (``staged_errors``). scikit-learn: ``AdaBoostClassifier(DecisionTreeClassifier(
+max_depth=1), n_estimators=rounds)`` (SAMME; weighted Gini stumps) on each split, plus
+``staged_score`` on its test set, over --sklearn-splits splits, scaled to --splits. The jaxtrees
+weak learner defaults to Gini stumps too (``--impurity gini``), so both compute the same
+ensembles (tests/test_boosting.py checks it split for split on untied data). Timings after
+compilation, best of --reps interleaved rounds.
+
+The last line is ``adaboost_speedup_vs_sklearn: <ratio>``.
+
+    python scripts/bench_boosting.py                     # reference workload
+    python scripts/bench_boosting.py --splits 4 --rounds 50 --sklearn-splits 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import jax
+import numpy as np
+
+import jaxtrees as jt
+from jaxtrees import datasets
+from jaxtrees.learners.boosting import AdaBoost
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import interleaved_best  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="census", choices=datasets.SHIPPED)
+    ap.add_argument("--splits", type=int, default=20)
+    ap.add_argument("--train", type=int, default=None, help="training examples per split (default: the seed's)")
+    ap.add_argument("--rounds", type=int, default=250)
+    ap.add_argument("--impurity", default="gini", help="the stumps' criterion (gini: as scikit-learn; error: Alg. 1)")
+    ap.add_argument("--sklearn-splits", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args(argv)
+    for name in ("splits", "rounds", "sklearn_splits", "reps"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    d = datasets.load(args.data)
+    train = args.train or d.train_size
+    problem = d.problem()
+    keys = jax.random.split(jax.random.key(0), args.splits)
+    booster = AdaBoost(jt.Stump(impurity=args.impurity), rounds=args.rounds)
+
+    def split(key):
+        H = booster.fit(key, problem.train(key, train))
+        return H.staged_errors(problem.test(key, train))
+
+    boost = jax.jit(jax.vmap(split))
+    started = time.perf_counter()
+    boost = boost.lower(keys).compile()
+    compile_s = time.perf_counter() - started
+    errors = np.asarray(boost(keys))
+
+    orders = [np.asarray(jax.random.permutation(k, len(d.y))) for k in keys[: args.sklearn_splits]]
+
+    def sklearn_loop():
+        out = []
+        for order in orders:
+            tr, te = order[:train], order[train:]
+            clf = AdaBoostClassifier(DecisionTreeClassifier(max_depth=1), n_estimators=args.rounds, random_state=0)
+            clf.fit(d.X[tr], d.y[tr])
+            out.append([1.0 - s for s in clf.staged_score(d.X[te], d.y[te])][-1])
+        return np.asarray(out)
+
+    sk_errors = sklearn_loop()
+    times = interleaved_best({"jaxtrees": lambda: boost(keys), "sklearn": sklearn_loop}, args.reps)
+    t_jt, t_sk = times["jaxtrees"], times["sklearn"] / args.sklearn_splits * args.splits
+    print(f"device: {jax.devices()[0]} ({jax.default_backend()}), jax {jax.__version__}")
+    print(f"workload: {args.data} {d.X.shape[1]} features, {args.splits} splits of {train} train / "
+          f"{len(d.y) - train} test, {args.rounds} rounds of {args.impurity} stumps")
+    print(f"jaxtrees  {t_jt * 1e3:10.1f} ms  (compile {compile_s:.1f} s)  final test error {errors[:, -1].mean():.4f}"
+          f" (first {args.sklearn_splits} splits {errors[: args.sklearn_splits, -1].mean():.4f})")
+    print(f"sklearn   {t_sk * 1e3:10.1f} ms  ({args.sklearn_splits} splits scaled)  final test error "
+          f"{sk_errors.mean():.4f}")
+    print(f"adaboost_speedup_vs_sklearn: {t_sk / t_jt:.1f}")
+
+
+if __name__ == "__main__":
+    main()
