@@ -5,6 +5,8 @@ Batching, determinism and degenerate data: tests/test_learner_conformance.py (``
 
 from __future__ import annotations
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -45,6 +47,39 @@ def reference_adaboost(X, y, rounds):
         D /= D.sum()
         out.append((feature, gamma, alpha))
     return out
+
+
+def reference_parity_rounds(X, y, degree, rounds):
+    """Algorithm 1 with the d-parity weak learner of seed 004: the character chi_S, |S| <= d, or its
+    negation with the largest weighted correlation |sum_i D(i) F_i chi_S(x_i)| (F = 1 - 2y), float64."""
+    m, n = X.shape
+    F, Y = 1.0 - 2.0 * y, 2.0 * y - 1.0
+    sets = [S for size in range(degree + 1) for S in itertools.combinations(range(n), size)]
+    chi = np.stack([np.prod(1.0 - 2.0 * X[:, list(S)], axis=1) for S in sets], axis=1)  # [m, K]
+    D = np.full(m, 1.0 / m)
+    out = []
+    for _ in range(rounds):
+        corr = (D * F) @ chi
+        best = int(np.argmax(np.abs(corr)))
+        vote = -np.sign(corr[best]) * chi[:, best]  # h = 1 where corr chi_S < 0, as a +-1 vote
+        gamma = np.sum(D * Y * vote)
+        alpha = 0.5 * np.log((1 + gamma) / (1 - gamma))
+        D = D * np.exp(-alpha * Y * vote)
+        D /= D.sum()
+        out.append((sets[best], gamma))
+    return out
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+def test_d_parity_weak_learner_rounds_equal_a_brute_force_search(degree):
+    """LowDegree(degree=d, max_terms=1) on AdaBoost's weights is the seed's d-parity weak learner:
+    the best of all characters of degree <= d and their negations by weighted correlation."""
+    X, y = noisy_data(30 + degree, m=150, n=8)
+    H = fit(AdaBoost(jt.LowDegree(degree=degree, max_terms=1), rounds=12), jt.from_arrays(X, y))
+    reference = reference_parity_rounds(X, y, degree, 12)
+    chosen = [tuple(int(i) for i in row if i < 8) for row in np.asarray(H.members.sets[:, 0])]
+    assert chosen == [S for S, _ in reference]
+    np.testing.assert_allclose(np.asarray(H.rounds.gamma), [g for _, g in reference], atol=2e-5)
 
 
 def fit(learner, data, key=0):

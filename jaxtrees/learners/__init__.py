@@ -15,7 +15,7 @@ The registry names a small configuration of each (``learners.names()``, ``learne
 the conformance suite runs every registered learner.
 
 >>> names()[:3]
-['adaboost-stumps', 'id3-entropy', 'id3-error']
+['adaboost-parities', 'adaboost-stumps', 'id3-entropy']
 """
 
 from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
@@ -46,6 +46,7 @@ register("population-entropy", lambda: PopulationTree(GrowthRule(max_depth=3, im
 register("stump-error", lambda: Stump(impurity="error"))
 register("stump-gini", lambda: Stump(impurity="gini"))
 register("adaboost-stumps", lambda: AdaBoost(Stump(impurity="error"), rounds=8))
+register("adaboost-parities", lambda: AdaBoost(LowDegree(degree=1, max_terms=1), rounds=8))  # seed 004's d-parities
 register("sgd", _sgd)
 register("lmn-1", lambda: LowDegree(degree=1))  # degree 1: the conformance data include n = 1
 register("lmn-1-biased", lambda: LowDegree(degree=1, basis="biased", max_terms=2))

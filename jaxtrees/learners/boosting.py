@@ -1,5 +1,10 @@
 """AdaBoost (seed 004, Algorithm 1; Freund and Schapire 1997) over any weighted weak learner.
 
+The seed's weak learners: decision stumps (:class:`~jaxtrees.learners.stumps.Stump`, least
+weighted error; ``impurity="gini"`` as scikit-learn's), and d-parities, the character chi_S with
+|S| <= d or its negation of largest weighted correlation, which is
+``LowDegree(degree=d, max_terms=1)`` (:mod:`~jaxtrees.learners.fourier`) on the weighted data.
+
 With labels Y = 2y - 1 in {-1, +1} and D_1 uniform over the examples (or proportional to the
 data's weights), round t fits h_t = weak.fit(key_t, data weighted by D_t) and sets
 
