@@ -167,3 +167,20 @@ def test_bad_weights_are_refused_before_any_work():
     X, y = noisy_data(0, m=40)
     with pytest.raises(ValueError, match="weight"):
         AdaBoost(Stump(), rounds=2).fit(jax.random.key(0), jt.with_weights(jt.from_arrays(X, y), -jnp.ones(40)))
+
+
+def test_boosting_study_trial_is_adaboost_on_the_trials_split():
+    """The study's trial: one split (the trial key) of the data set, every weak learner on it."""
+    from jaxtrees.experiments.studies import boosting
+
+    key = jax.random.key(5)
+    out = jax.jit(lambda k: boosting._trial(k, {"data": "heart", "rounds": 7}))(key)
+    d = datasets.load("heart")
+    problem = d.problem()
+    H = AdaBoost(jt.LowDegree(degree=2, max_terms=1), rounds=7).fit(key, problem.train(key, 100))
+    np.testing.assert_allclose(np.asarray(out["parity2_test_error"]),
+                               np.asarray(H.staged_errors(problem.test(key, 100))), atol=1e-6)
+    assert out["stumps_gamma"].shape == (7,) and np.all(np.asarray(out["stumps_train_error"])
+                                                        <= np.asarray(out["stumps_bound"]) + 1e-6)
+    report = boosting.BOOSTING.report([{"data": "heart", "round": "7", **{k: str(float(v[-1])) for k, v in out.items()}}])
+    assert "| heart | 1 | 7 |" in report and "| 22.24 |" in report and "| 23.88 |" in report

@@ -2,16 +2,17 @@
 for a laptop CPU and a full size for a GPU.
 
 >>> sorted(STUDIES)
-['addressing', 'agnostic', 'fourier', 'gd-parity-uniform', 'gd-smoothed', 'gd-vs-id3', 'juntas', 'parity', 'trees']
+['addressing', 'agnostic', 'boosting', 'fourier', 'gd-parity-uniform', 'gd-smoothed', 'gd-vs-id3', 'juntas', 'parity', 'trees']
 """
 
+from jaxtrees.experiments.studies.boosting import BOOSTING
 from jaxtrees.experiments.studies.counterexamples import ADDRESSING, AGNOSTIC
 from jaxtrees.experiments.studies.descent import GD_PARITY_UNIFORM, GD_SMOOTHED, GD_VS_ID3
 from jaxtrees.experiments.studies.fourier import FOURIER
 from jaxtrees.experiments.studies.learning import JUNTAS, PARITY, TREES
 
 STUDIES = {s.name: s for s in (PARITY, JUNTAS, TREES, ADDRESSING, AGNOSTIC, GD_PARITY_UNIFORM, GD_SMOOTHED,
-                                   GD_VS_ID3, FOURIER)}
+                                   GD_VS_ID3, FOURIER, BOOSTING)}
 
 
 def get(name: str):
