@@ -28,7 +28,7 @@ def test_notebook_has_colab_badge_and_install_cell(path):
 
 
 #: Notebooks small enough (at JAXTREES_NOTEBOOK_SMALL=1) to run in the default test command.
-FAST = {"fourier"}
+FAST = {"fourier", "boosting"}
 
 
 # the others take 14-62 s each on 2 cores; every notebook's names are checked by test_notebook_names_exist
