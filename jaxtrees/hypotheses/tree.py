@@ -217,7 +217,7 @@ def node_errors(tree: Tree, p, target):
 
 def exact_error(tree: Tree, p, target):
     """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32)."""
-    return _exact_error(tree, _check_marginals(tree, p), target)
+    return _exact_error(tree, checked_marginals(tree.feature, p), target)
 
 
 @jax.jit
@@ -231,7 +231,7 @@ def error_by_depth(tree: Tree, p, target):
 
     Truncating at d turns the nodes at depth d into leaves labelled by their majority label.
     """
-    return _error_by_depth(tree, _check_marginals(tree, p), target)
+    return _error_by_depth(tree, checked_marginals(tree.feature, p), target)
 
 
 @jax.jit
@@ -245,12 +245,12 @@ def _error_by_depth(tree: Tree, p, target):
     return jnp.sum(jnp.where(counted, errors, 0.0), axis=-1)
 
 
-def _check_marginals(tree: Tree, p):
-    """``p`` checked (when concrete): a 1-d array of probabilities in [0, 1], one per feature the
-    tree may test."""
+def checked_marginals(feature, p):
+    """``p`` checked (when concrete): a 1-d array of probabilities in [0, 1], one per feature that a
+    tree testing ``feature`` may test."""
     p = checks.probabilities("p", p)
-    if checks.is_concrete((p, tree.feature)):
-        used = int(np.max(np.asarray(tree.feature), initial=-1))
+    if checks.is_concrete((p, feature)):
+        used = int(np.max(np.asarray(feature), initial=-1))
         if used >= np.shape(p)[-1]:
             raise ValueError(f"p must have one marginal per feature: the tree tests feature {used}, "
                              f"p has length {np.shape(p)[-1]}")

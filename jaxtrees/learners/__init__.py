@@ -3,6 +3,8 @@
 - :mod:`~jaxtrees.learners.growth`: :class:`GrowthRule` and the level-wise loop every tree learner shares;
 - :mod:`~jaxtrees.learners.greedy`: :class:`GreedyTree` (ID3 / C4.5 / CART from a sample, weighted or not);
 - :mod:`~jaxtrees.learners.population`: :class:`PopulationTree` (exact growth), path mode;
+- :mod:`~jaxtrees.learners.best_first`: :class:`BestFirstTree` (grown leaf by leaf to ``max_leaves``;
+  ``CART16``, seed 004's CART-16);
 - :mod:`~jaxtrees.learners.stumps`: :class:`Stump` (weighted single splits);
 - :mod:`~jaxtrees.learners.boosting`: :class:`AdaBoost` (Algorithm 1 over any weighted weak learner);
 - :mod:`~jaxtrees.learners.fourier`: :class:`LowDegree` (LMN: low-degree Fourier coefficients),
@@ -15,11 +17,12 @@ The registry names a small configuration of each (``learners.names()``, ``learne
 the conformance suite runs every registered learner.
 
 >>> names()[:3]
-['adaboost-parities', 'adaboost-stumps', 'id3-entropy']
+['adaboost-cart', 'adaboost-parities', 'adaboost-stumps']
 """
 
 from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
 from jaxtrees.learners.base import ACCESS, Learner, check_data, get, names, register
+from jaxtrees.learners.best_first import CART16, BestFirstTree
 from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.fourier import LowDegree, SparseRecovery
 from jaxtrees.learners.greedy import GreedyTree, grow
@@ -47,12 +50,14 @@ register("stump-error", lambda: Stump(impurity="error"))
 register("stump-gini", lambda: Stump(impurity="gini"))
 register("adaboost-stumps", lambda: AdaBoost(Stump(impurity="error"), rounds=8))
 register("adaboost-parities", lambda: AdaBoost(LowDegree(degree=1, max_terms=1), rounds=8))  # seed 004's d-parities
+register("best-first-gini", lambda: BestFirstTree(GrowthRule(max_depth=8, impurity="gini"), max_leaves=5))
+register("adaboost-cart", lambda: AdaBoost(BestFirstTree(GrowthRule(max_depth=8, impurity="gini"), max_leaves=4), rounds=4))
 register("sgd", _sgd)
 register("lmn-1", lambda: LowDegree(degree=1))  # degree 1: the conformance data include n = 1
 register("lmn-1-biased", lambda: LowDegree(degree=1, basis="biased", max_terms=2))
 register("sparse-1", lambda: SparseRecovery(degree=1))
 register("km", lambda: KushilevitzMansour(theta=0.5, budget=4096))
 
-__all__ = ["ACCESS", "AdaBoost", "GreedyTree", "GrowthRule", "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH",
+__all__ = ["ACCESS", "AdaBoost", "BestFirstTree", "CART16", "GreedyTree", "GrowthRule", "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH",
            "MAX_PATH_DEPTH", "Path", "PopulationTree", "SparseRecovery", "Stump", "check_data", "follow_path", "get",
            "grow", "grow_exact", "names", "register"]

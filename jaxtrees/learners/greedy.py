@@ -76,35 +76,11 @@ def grow(data: Data, rule: GrowthRule, key=None) -> Tree:
 
 @functools.partial(jax.jit, static_argnames="rule")
 def _grow(data: Data, rule: GrowthRule, key) -> Tree:
-    X, y, valid = data.X, data.y, data.valid
-    if data.weight is None:
-        def count(masks):
-            c1, c1y = _popcounts(masks, X, y)
-            return c1, c1y, None
-
-        mask = valid
-        w, wy = bits.count(mask), bits.count(mask & y)
-        counted = None
-    else:
-        slots = data.weight.shape[-1]
-        u = data.weight.astype(jnp.float32)
-        mask = valid & bits.pack(u > 0)  # the examples that count
-        Xf = bits.unpack(X, slots).astype(jnp.float32)  # [n, S]
-        yf = bits.unpack(y, slots).astype(jnp.float32)
-
-        def count(masks):
-            mu = bits.unpack(masks, slots).astype(jnp.float32) * u  # [L, S]
-            both = jnp.concatenate([mu, mu * yf])  # [2L, S]
-            c = jnp.matmul(both, Xf.T, precision=jax.lax.Precision.HIGHEST)  # [2L, n]
-            n1 = bits.count_and(masks[:, None, :], X[None, :, :])  # examples, for the stop rules
-            return c[: masks.shape[0]], c[masks.shape[0]:], n1
-
-        mu_root = jnp.where(bits.unpack(mask, slots), u, 0.0)
-        w, wy = jnp.sum(mu_root), jnp.sum(mu_root * yf)
-        counted = bits.count(mask)[None]
-
+    X = data.X
+    mask, count, totals = counting(data)
+    w, wy, counted = totals(mask[None])
     w1, w1y, n1 = count(mask[None])
-    root = LevelStats(w[None], wy[None], w1, w1y, counted, n1)
+    root = LevelStats(w, wy, w1, w1y, counted, n1)
 
     def children(masks, stats, feature, split, with_features):
         right = jnp.where(split[:, None], masks & X[jnp.maximum(feature, 0)], jnp.uint32(0))
@@ -128,11 +104,42 @@ def _grow(data: Data, rule: GrowthRule, key) -> Tree:
     return grow_levels(root, mask[None], children, rule, key, min_count=True, purity_tol=0.0)
 
 
-def _popcounts(masks, X, y):
-    """``(popcount(M & X_i), popcount(M & y & X_i))`` for node masks ``[L, W]``: ``[L, n]`` each."""
-    both = jnp.concatenate([masks, masks & y])  # [2L, W]
-    c = bits.count_and(both[:, None, :], X[None, :, :])  # [2L, n]
-    return c[: masks.shape[0]], c[masks.shape[0]:]
+def counting(data: Data):
+    """``(mask, count, totals)`` for one data set: the bitset of the examples that count (valid, and
+    of positive weight when weighted) and, for nodes given by their example bitsets ``masks:
+    uint32[L, W]``, ``count(masks) -> (w1, w1y, n1)`` (``[L, n]``: the weight with x_i = 1, and
+    labelled 1; n1 the example counts, None when unweighted) and ``totals(masks) -> (w, wy, n)``
+    (``[L]``; the same for the nodes themselves), as :class:`LevelStats` wants them."""
+    X, y, valid = data.X, data.y, data.valid
+    if data.weight is None:
+        def count(masks):
+            both = jnp.concatenate([masks, masks & y])  # [2L, W]
+            c = bits.count_and(both[:, None, :], X[None, :, :])  # [2L, n]
+            return c[: masks.shape[0]], c[masks.shape[0]:], None
+
+        return valid, count, lambda masks: (bits.count(masks), bits.count(masks & y), None)
+
+    slots = data.weight.shape[-1]
+    u = data.weight.astype(jnp.float32)
+    mask = valid & bits.pack(u > 0)
+    Xf = bits.unpack(X, slots).astype(jnp.float32)  # [n, S]
+    yf = bits.unpack(y, slots).astype(jnp.float32)
+
+    def weighted(masks):
+        return bits.unpack(masks, slots).astype(jnp.float32) * u  # [L, S]
+
+    def count(masks):
+        mu = weighted(masks)
+        both = jnp.concatenate([mu, mu * yf])  # [2L, S]
+        c = jnp.matmul(both, Xf.T, precision=jax.lax.Precision.HIGHEST)  # [2L, n]
+        n1 = bits.count_and(masks[:, None, :], X[None, :, :])  # examples, for the stop rules
+        return c[: masks.shape[0]], c[masks.shape[0]:], n1
+
+    def totals(masks):
+        mu = weighted(masks & mask)
+        return jnp.sum(mu, axis=-1), jnp.sum(mu * yf, axis=-1), bits.count(masks & mask)
+
+    return mask, count, totals
 
 
 def _take(a, feature, split):
