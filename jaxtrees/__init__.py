@@ -28,12 +28,13 @@ from jaxtrees.core import bits, distributions, impurity, prng, sampling
 from jaxtrees.core.distributions import alpha_c, marginals, product, smoothed, uniform
 from jaxtrees.core.impurity import Impurity
 from jaxtrees.core.sampling import Data, draw, from_arrays, packed_bernoulli, prefix, quantize, with_weights
-from jaxtrees.hypotheses import Ensemble, Hypothesis, NodeTree, Tree, sample_error
+from jaxtrees.hypotheses import Ensemble, Forest, Hypothesis, NodeTree, Tree, sample_error
 from jaxtrees.hypotheses.polynomial import Polynomial
 from jaxtrees.hypotheses.tree import (depth, error_by_depth, exact_error, features_used, n_leaves, predict,
                                       predict_bits, truncate)
-from jaxtrees.learners import (AdaBoost, BestFirstTree, GreedyTree, GrowthRule, KushilevitzMansour, Learner, LowDegree,
-                               Path, PopulationTree, SparseRecovery, Stump, follow_path, grow, grow_exact)
+from jaxtrees.learners import (AdaBoost, Bagging, BestFirstTree, GreedyTree, GrowthRule, KushilevitzMansour, Learner,
+                               LowDegree, Parities, Path, PopulationTree, SparseRecovery, Stump, follow_path, grow,
+                               grow_exact, random_forest)
 from jaxtrees.problems import DataSet, Population, Queries, Synthetic, data_set, evaluate, fit_and_evaluate
 from jaxtrees.targets import (Target, addressing, agnostic_addressing, code_distance, coded_addressing, decision_tree,
                               junta, nearby_junta, parity, random_code, random_junta, random_parity, random_tree,

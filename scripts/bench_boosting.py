@@ -11,6 +11,12 @@ weak learner defaults to Gini stumps too (``--impurity gini``), so both compute 
 ensembles (tests/test_boosting.py checks it split for split on untied data). Timings after
 compilation, best of --reps interleaved rounds.
 
+The d-parity weak learner alone (seed 004 at the OCR sets' size): one ``Parities(d).fit`` (the exact
+search, :mod:`jaxtrees.learners.parities`) on random weighted data with n = 403 features and m = 1000
+examples, d = 3 and d = 2, and ``LowDegree(degree=2, max_terms=1).fit`` (every set listed) beside the
+latter: lines ``parity3_round_n403_m1000_s``, ``parity2_round_n403_m1000_s`` and
+``lowdegree2_round_n403_m1000_s`` (seconds per fit, best of --reps, after compilation).
+
 The last line is ``adaboost_speedup_vs_sklearn: <ratio>``.
 
     python scripts/bench_boosting.py                     # reference workload
@@ -20,6 +26,7 @@ The last line is ``adaboost_speedup_vs_sklearn: <ratio>``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -30,9 +37,26 @@ import numpy as np
 import jaxtrees as jt
 from jaxtrees import datasets
 from jaxtrees.learners.boosting import AdaBoost
+from jaxtrees.learners.parities import Parities
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import interleaved_best  # noqa: E402
+
+
+#: The parity weak learner's workload: the OCR sets' feature count, their training size.
+PARITY_N, PARITY_M = 403, 1000
+
+
+def parity_rounds(reps):
+    """Seconds per fit (best of ``reps``, after compilation) of the d-parity weak learners on random
+    weighted data of PARITY_M examples, PARITY_N features: one AdaBoost round's search."""
+    rng = np.random.default_rng(0)
+    X, y = rng.integers(0, 2, (PARITY_M, PARITY_N)), rng.integers(0, 2, PARITY_M)
+    data = jt.with_weights(jt.from_arrays(X, y), rng.uniform(0.1, 2.0, PARITY_M).astype(np.float32))
+    key = jax.random.key(0)
+    fits = {"parity3": Parities(3), "parity2": Parities(2), "lowdegree2": jt.LowDegree(degree=2, max_terms=1)}
+    fits = {name: jax.jit(learner.fit).lower(key, data).compile() for name, learner in fits.items()}
+    return interleaved_best({name: functools.partial(fit, key, data) for name, fit in fits.items()}, reps)
 
 
 def main(argv=None):
@@ -88,6 +112,8 @@ def main(argv=None):
           f" (first {args.sklearn_splits} splits {errors[: args.sklearn_splits, -1].mean():.4f})")
     print(f"sklearn   {t_sk * 1e3:10.1f} ms  ({args.sklearn_splits} splits scaled)  final test error "
           f"{sk_errors.mean():.4f}")
+    for name, seconds in parity_rounds(args.reps).items():
+        print(f"{name}_round_n{PARITY_N}_m{PARITY_M}_s: {seconds:.4f}")
     print(f"adaboost_speedup_vs_sklearn: {t_sk / t_jt:.1f}")
 
 

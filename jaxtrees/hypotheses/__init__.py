@@ -5,8 +5,8 @@ hypotheses (:mod:`~jaxtrees.hypotheses.polynomial`) and weighted votes
 (:mod:`~jaxtrees.hypotheses.ensemble`)."""
 
 from jaxtrees.hypotheses.base import Hypothesis, sample_error
-from jaxtrees.hypotheses.ensemble import Ensemble
+from jaxtrees.hypotheses.ensemble import Ensemble, Forest
 from jaxtrees.hypotheses.node_tree import NodeTree
 from jaxtrees.hypotheses.tree import Tree
 
-__all__ = ["Ensemble", "Hypothesis", "NodeTree", "Tree", "sample_error"]
+__all__ = ["Ensemble", "Forest", "Hypothesis", "NodeTree", "Tree", "sample_error"]

@@ -1,6 +1,7 @@
-"""Weighted votes of hypotheses: H(x) = 1 iff sum_t a_t (2 h_t(x) - 1) > 0.
+"""Votes of hypotheses: weighted votes of labels (:class:`Ensemble`), H(x) = 1 iff
+sum_t a_t (2 h_t(x) - 1) > 0, and averaged probabilities (:class:`Forest`).
 
-What boosting (a_t = AdaBoost's alpha_t) and bagging (a_t = 1) return. ``members`` is one
+An :class:`Ensemble` is what boosting (a_t = AdaBoost's alpha_t) and bagging by majority (a_t = 1) return. ``members`` is one
 hypothesis pytree with a leading axis of T members (e.g. T stumps as one
 :class:`~jaxtrees.hypotheses.tree.Tree` of arrays [T, nodes]), ``weights: float32[T]``; a member of
 weight 0 does not vote. A tied vote gives 0 (below: x = (1, 0, 0) after two votes). ``rounds``
@@ -49,14 +50,56 @@ class Ensemble(NamedTuple):
 
     def staged_errors(self, data: sampling.Data):
         """``float32[T]``: the error on ``data`` of the vote of the first t members, t = 1 .. T."""
-        W = data.X.shape[-1]
-        wrong = (self._margins(data.X) > 0) != bits.unpack(data.y, W * bits.WORD_BITS)[None]
-        valid = bits.unpack(data.valid, W * bits.WORD_BITS).astype(jnp.float32)
-        weight = valid if data.weight is None else valid * data.weight
-        return wrong.astype(jnp.float32) @ weight / jnp.sum(weight)
+        return _staged(self._margins(data.X) > 0, data)
 
     def _margins(self, X):
         """``float32[T, 32 W]``: the running vote sum_{s <= t} a_s (2 h_s - 1) on packed inputs."""
         W = X.shape[-1]
         labels = jax.vmap(lambda h: bits.unpack(h.predict_bits(X), W * bits.WORD_BITS))(self.members)
         return jnp.cumsum(self.weights[:, None] * (2.0 * labels - 1.0), axis=0)
+
+
+class Forest(NamedTuple):
+    """H(x) = 1[(1/T) sum_t q_t(x) > 1/2], q_t(x) the mean training label of the leaf of member t
+    that x reaches (``member.probability``): the averaged vote of a random forest, as
+    scikit-learn's ``predict_proba`` averages (a tie at 1/2 gives 0). Scored on test data
+    (``exact = False``); ``oob`` is what bagging recorded (:class:`~jaxtrees.learners.bagging.OutOfBag`).
+    """
+
+    members: Any  # trees with a leading axis of T members
+    oob: Any = None
+
+    exact = False
+
+    def probabilities(self, x):
+        """``float32[..., T]``: every member's q_t(x) on plain inputs."""
+        return jax.vmap(lambda h: h.probability(x), out_axes=-1)(self.members)
+
+    def probability(self, x):
+        return jnp.mean(self.probabilities(x), axis=-1)
+
+    def predict(self, x):
+        return (self.probability(x) > 0.5).astype(jnp.int32)
+
+    def predict_bits(self, X):
+        return bits.pack(self.predict(_plain(X)))
+
+    def staged_errors(self, data: sampling.Data):
+        """``float32[T]``: the error on ``data`` of the averaged vote of the first t members."""
+        q = self.probabilities(_plain(data.X))  # [32 W, T]
+        running = jnp.cumsum(q, axis=-1) / jnp.arange(1, q.shape[-1] + 1)
+        return _staged(running.T > 0.5, data)
+
+
+def _plain(X):
+    """``bool[32 W, n]``: packed inputs ``uint32[n, W]`` as one plain input per bit slot."""
+    return bits.unpack(X, X.shape[-1] * bits.WORD_BITS).T
+
+
+def _staged(predicted, data: sampling.Data):
+    """The (weighted) error on ``data`` of each row of ``predicted: bool[T, 32 W]``."""
+    W = data.X.shape[-1]
+    wrong = predicted != bits.unpack(data.y, W * bits.WORD_BITS)[None]
+    valid = bits.unpack(data.valid, W * bits.WORD_BITS).astype(jnp.float32)
+    weight = valid if data.weight is None else valid * data.weight
+    return wrong.astype(jnp.float32) @ weight / jnp.sum(weight)

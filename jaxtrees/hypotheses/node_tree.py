@@ -67,6 +67,11 @@ class NodeTree(NamedTuple):
     def predict_bits(self, X):
         return predict_bits(self, X)
 
+    def probability(self, x):
+        """``float32[...]``: the mean training label of the leaf each plain input reaches (an
+        estimate of Pr[y = 1 | x]; what random forests average)."""
+        return self.mean[leaf(self, x)]
+
     def exact_error(self, p, target):
         return exact_error(self, p, target)
 

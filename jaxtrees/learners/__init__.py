@@ -7,6 +7,8 @@
   ``CART16``, seed 004's CART-16);
 - :mod:`~jaxtrees.learners.stumps`: :class:`Stump` (weighted single splits);
 - :mod:`~jaxtrees.learners.boosting`: :class:`AdaBoost` (Algorithm 1 over any weighted weak learner);
+- :mod:`~jaxtrees.learners.parities`: :class:`Parities` (seed 004's d-parities by exact search);
+- :mod:`~jaxtrees.learners.bagging`: :class:`Bagging`, :func:`random_forest` (bootstrap, feature bagging);
 - :mod:`~jaxtrees.learners.fourier`: :class:`LowDegree` (LMN: low-degree Fourier coefficients),
   :class:`SparseRecovery` (the Lasso over low-degree characters);
 - :mod:`~jaxtrees.learners.kushilevitz_mansour`: :class:`KushilevitzMansour` (heavy coefficients
@@ -28,6 +30,8 @@ from jaxtrees.learners.fourier import LowDegree, SparseRecovery
 from jaxtrees.learners.greedy import GreedyTree, grow
 from jaxtrees.learners.growth import MAX_DEPTH, MAX_PATH_DEPTH, GrowthRule
 from jaxtrees.learners.kushilevitz_mansour import KushilevitzMansour
+from jaxtrees.learners.parities import Parities
+from jaxtrees.learners.bagging import Bagging, random_forest
 from jaxtrees.learners.population import Path, PopulationTree, follow_path, grow_exact
 from jaxtrees.learners.stumps import Stump
 
@@ -49,7 +53,11 @@ register("population-entropy", lambda: PopulationTree(GrowthRule(max_depth=3, im
 register("stump-error", lambda: Stump(impurity="error"))
 register("stump-gini", lambda: Stump(impurity="gini"))
 register("adaboost-stumps", lambda: AdaBoost(Stump(impurity="error"), rounds=8))
-register("adaboost-parities", lambda: AdaBoost(LowDegree(degree=1, max_terms=1), rounds=8))  # seed 004's d-parities
+register("adaboost-parities", lambda: AdaBoost(Parities(degree=1), rounds=8))  # seed 004's d-parities
+register("parities-1", lambda: Parities(degree=1))  # degree 1: the conformance data include n = 1
+register("random-forest", lambda: random_forest(members=8, max_depth=3))
+register("bagging-majority", lambda: Bagging(GreedyTree(GrowthRule(max_depth=2)), members=5, vote="majority",
+                                             features_per_member=1))
 register("best-first-gini", lambda: BestFirstTree(GrowthRule(max_depth=8, impurity="gini"), max_leaves=5))
 register("adaboost-cart", lambda: AdaBoost(BestFirstTree(GrowthRule(max_depth=8, impurity="gini"), max_leaves=4), rounds=4))
 register("sgd", _sgd)
@@ -58,6 +66,7 @@ register("lmn-1-biased", lambda: LowDegree(degree=1, basis="biased", max_terms=2
 register("sparse-1", lambda: SparseRecovery(degree=1))
 register("km", lambda: KushilevitzMansour(theta=0.5, budget=4096))
 
-__all__ = ["ACCESS", "AdaBoost", "BestFirstTree", "CART16", "GreedyTree", "GrowthRule", "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH",
-           "MAX_PATH_DEPTH", "Path", "PopulationTree", "SparseRecovery", "Stump", "check_data", "follow_path", "get",
-           "grow", "grow_exact", "names", "register"]
+__all__ = ["ACCESS", "AdaBoost", "Bagging", "BestFirstTree", "CART16", "GreedyTree", "GrowthRule",
+           "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH", "Parities", "Path",
+           "PopulationTree", "SparseRecovery", "Stump", "check_data", "follow_path", "get", "grow", "grow_exact",
+           "names", "random_forest", "register"]

@@ -52,7 +52,7 @@ MAX_LEAVES = 4096
 class BestFirstTree:
     """The learner: ``fit(key, data) -> NodeTree`` with at most ``max_leaves`` leaves, split by
     ``rule`` (impurity, tie-break, stop rules; ``rule.max_depth`` bounds the depth). The key is read
-    only by ``tie_break="random"``."""
+    only by random tie-breaks and feature bagging (``rule.random``)."""
 
     rule: GrowthRule
     max_leaves: int = 16

@@ -53,7 +53,7 @@ from jaxtrees.learners.growth import GrowthRule, LevelStats, check_heap_depth, c
 class GreedyTree:
     """The learner: :func:`grow` with a fixed :class:`GrowthRule` (ID3 with entropy, CART with
     Gini, Kearns-Mansour, ...). ``fit(key, data) -> Tree``; the key is read only by
-    ``tie_break="random"``."""
+    random tie-breaks and feature bagging (``rule.random``)."""
 
     rule: GrowthRule
     access = "sample"
@@ -65,7 +65,7 @@ class GreedyTree:
 
 def grow(data: Data, rule: GrowthRule, key=None) -> Tree:
     """Grow a tree on one packed data set (weighted if ``data.weight`` is set). ``key`` is needed
-    only for ``tie_break="random"``.
+    only for random tie-breaks and feature bagging (``rule.random``).
 
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first
     call for each rule and data shape (``jax.jit``), so an eager call costs one compile, not one per op.

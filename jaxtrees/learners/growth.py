@@ -19,6 +19,7 @@ tie-breaking, stop rules, tree arrays) is here and shared.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable, NamedTuple
 
 import jax
@@ -29,6 +30,8 @@ from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.hypotheses.tree import Tree, interleave
 
 TIE_BREAKS = ("lowest", "random")
+#: The named rules for :attr:`GrowthRule.max_features`.
+MAX_FEATURES = ("sqrt", "log2")
 #: Deepest tree that :func:`grow` and :func:`~jaxtrees.learners.population.grow_exact` store: the heap then
 #: has 2^25 - 1 slots per tree. Deeper rules are for :func:`~jaxtrees.learners.population.follow_path`.
 MAX_DEPTH = 24
@@ -55,6 +58,11 @@ class GrowthRule:
       min_gain: a node splits only if its best gain is >= min_gain - tie_tol max(1, |min_gain|),
         so with the default 0 any impure node with an admissible feature splits, as in ID3. The
         gain is the node's own (scikit-learn's min_impurity_decrease weighs it by the node's share).
+      max_features: feature bagging per node (random forests): each node chooses among a random
+        subset of this many of its admissible features (all of them if fewer), drawn afresh per node
+        from the growth key; an int >= 1, ``"sqrt"`` (max(1, floor(sqrt n))), ``"log2"``
+        (max(1, floor(log2 n))) or None (every feature). As scikit-learn's ``max_features``,
+        features constant on the node do not count toward the subset.
       tie_tol: tolerance for tied gains, relative to the node's impurity G(mu). Gains are
         float32 differences of impurities of size G(mu), so gains equal in exact arithmetic can
         differ by ~1e-7 G(mu); the default 1e-6 ties them. Gains are computed so that a split
@@ -73,6 +81,7 @@ class GrowthRule:
     min_samples_leaf: int = 1
     min_gain: float = 0.0
     tie_tol: float = 1e-6
+    max_features: int | str | None = None
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -83,6 +92,22 @@ class GrowthRule:
         set_("min_samples_leaf", checks.integer("min_samples_leaf", self.min_samples_leaf, low=1))
         set_("min_gain", checks.real("min_gain", self.min_gain))
         set_("tie_tol", checks.real("tie_tol", self.tie_tol, low=0.0))
+        if isinstance(self.max_features, str):
+            checks.choice("max_features", self.max_features, MAX_FEATURES)
+        elif self.max_features is not None:
+            set_("max_features", checks.integer("max_features", self.max_features, low=1))
+
+    @property
+    def random(self) -> bool:
+        """Whether growth reads its key (random tie-breaks or feature bagging)."""
+        return self.tie_break == "random" or self.max_features is not None
+
+    def features_per_node(self, n: int) -> int | None:
+        """How many of a node's n features it may choose among (None: all)."""
+        if self.max_features is None:
+            return None
+        rule = {"sqrt": lambda: int(math.isqrt(n)), "log2": lambda: int(math.log2(n))}.get(self.max_features)
+        return min(n, max(1, rule() if rule else self.max_features))
 
 
 class LevelStats(NamedTuple):
@@ -169,6 +194,9 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
     if min_count:
         n, n1 = stats.counts
         admissible &= (n1 >= rule.min_samples_leaf) & ((n[:, None] - n1) >= rule.min_samples_leaf)
+    subset = rule.features_per_node(g.shape[-1])
+    if subset is not None and subset < g.shape[-1]:
+        admissible &= _random_subset(jax.random.fold_in(key, 1), admissible, subset)
     g = jnp.where(admissible, g, -jnp.inf)
     best = jnp.max(g, axis=-1)
     scale = rule.impurity(jnp.clip(safe(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
@@ -182,6 +210,26 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
     return feature, jnp.where(feature >= 0, best, 0.0)
 
 
+def _random_subset(key, admissible, k: int):
+    """``bool[L, n]``: per row, k of the admissible features uniformly at random (all if fewer).
+
+    Each admissible feature gets a distinct random priority (random high bits, its index in the
+    low bits, 0 when inadmissible); the k-th largest priority T is found bit by bit from the top
+    (32 compare-and-count passes, cheaper than sorting every row), and the row keeps priority >= T.
+    """
+    n = admissible.shape[-1]
+    low = max(1, (n - 1).bit_length())
+    random = jax.random.bits(key, admissible.shape, jnp.uint32) | jnp.uint32(1 << 31)
+    priority = jnp.where(admissible, (random >> low << low) | jnp.arange(n, dtype=jnp.uint32), jnp.uint32(0))
+
+    def settle(i, threshold):  # bit 31 - i of the k-th largest priority
+        candidate = threshold | (jnp.uint32(1) << (31 - i).astype(jnp.uint32))
+        enough = jnp.sum(priority >= candidate, axis=-1, keepdims=True) >= k
+        return jnp.where(enough, candidate, threshold)
+
+    return priority >= jax.lax.fori_loop(0, 32, settle, jnp.zeros(admissible.shape[:-1] + (1,), jnp.uint32))
+
+
 def check_heap_depth(rule: GrowthRule):
     """Stored (heap-layout) trees need max_depth <= MAX_DEPTH."""
     if rule.max_depth > MAX_DEPTH:
@@ -190,9 +238,9 @@ def check_heap_depth(rule: GrowthRule):
 
 
 def check_key(rule: GrowthRule, key):
-    """The key for random tie-breaks; a fixed dummy when the rule does not use one."""
+    """The key for random tie-breaks and feature bagging; a fixed dummy when the rule uses neither."""
     if key is None:
-        if rule.tie_break == "random":
-            raise ValueError('key is required when tie_break="random"')
+        if rule.random:
+            raise ValueError('key is required when tie_break="random" or max_features is set')
         return jax.random.key(0)
     return key

@@ -170,7 +170,7 @@ def follow_path(p, target, rule: growth.GrowthRule, x, key=None) -> Path:
         feature, gain = growth.decide(stats, fixed[None], rule, node_key, min_count=False,
                                       purity_tol=PURITY_TOL)
         chosen = jnp.arange(n) == feature[0]
-        if rule.tie_break == "random":
+        if rule.random:
             node_key = jax.random.fold_in(node_key, jnp.any(chosen & x))
         return (fixed | chosen, jnp.where(chosen, x, values), node_key), (feature[0], gain[0], mu)
 
