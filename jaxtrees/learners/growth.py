@@ -227,7 +227,7 @@ def _random_subset(key, admissible, k: int):
         enough = jnp.sum(priority >= candidate, axis=-1, keepdims=True) >= k
         return jnp.where(enough, candidate, threshold)
 
-    return priority >= jax.lax.fori_loop(0, 32, settle, jnp.zeros(admissible.shape[:-1] + (1,), jnp.uint32))
+    return admissible & (priority >= jax.lax.fori_loop(0, 32, settle, jnp.zeros(admissible.shape[:-1] + (1,), jnp.uint32)))
 
 
 def check_heap_depth(rule: GrowthRule):
