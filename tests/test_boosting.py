@@ -170,17 +170,22 @@ def test_bad_weights_are_refused_before_any_work():
 
 
 def test_boosting_study_trial_is_adaboost_on_the_trials_split():
-    """The study's trial: one split (the trial key) of the data set, every weak learner on it."""
+    """The study's trial: one split (the trial key) of the data set, every learner on it; 3-parities
+    only at max_degree 3 (their columns are NaN otherwise)."""
     from jaxtrees.experiments.studies import boosting
 
     key = jax.random.key(5)
-    out = jax.jit(lambda k: boosting._trial(k, {"data": "heart", "rounds": 7}))(key)
+    out = jax.jit(lambda k: boosting._trial(k, {"data": "heart", "rounds": 7, "max_degree": 2}))(key)
     d = datasets.load("heart")
     problem = d.problem()
-    H = AdaBoost(jt.LowDegree(degree=2, max_terms=1), rounds=7).fit(key, problem.train(key, 100))
-    np.testing.assert_allclose(np.asarray(out["parity2_test_error"]),
-                               np.asarray(H.staged_errors(problem.test(key, 100))), atol=1e-6)
-    assert out["stumps_gamma"].shape == (7,) and np.all(np.asarray(out["stumps_train_error"])
-                                                        <= np.asarray(out["stumps_bound"]) + 1e-6)
+    train, test = problem.train(key, 100), problem.test(key, 100)
+    H = AdaBoost(jt.LowDegree(degree=2, max_terms=1), rounds=7).fit(key, train)
+    np.testing.assert_allclose(np.asarray(out["parity2_test_error"]), np.asarray(H.staged_errors(test)), atol=1e-6)
+    C = AdaBoost(jt.learners.CART16, rounds=7).fit(key, train)
+    np.testing.assert_allclose(np.asarray(out["cart16_test_error"]), np.asarray(C.staged_errors(test)), atol=1e-6)
+    assert np.all(np.isnan(np.asarray(out["parity3_test_error"])))
+    assert out["forest_test_error"].shape == (7,) and out["stumps_gamma"].shape == (7,)
+    assert np.all(np.asarray(out["stumps_train_error"]) <= np.asarray(out["stumps_bound"]) + 1e-6)
     report = boosting.BOOSTING.report([{"data": "heart", "round": "7", **{k: str(float(v[-1])) for k, v in out.items()}}])
-    assert "| heart | 1 | 7 |" in report and "| 22.24 |" in report and "| 23.88 |" in report
+    assert "| heart | decision stumps | 1 | 7 |" in report and "| 22.24 |" in report and "| 24.06 |" in report
+    assert "3-parities" not in report.split("|---|")[-1]  # not run: no row

@@ -28,6 +28,8 @@ def _main(name):
                         "--sklearn-trials", "2", "--reps", "1"], "weighted_growth_speedup_vs_sklearn"),
     ("bench_boosting", ["--data", "heart", "--splits", "2", "--rounds", "5", "--sklearn-splits", "1", "--reps", "1"],
      "adaboost_speedup_vs_sklearn"),
+    ("bench_forest", ["--data", "cancer", "--splits", "2", "--trees", "4", "--depth", "3", "--sklearn-splits", "1",
+                      "--reps", "1"], "forest_speedup_vs_sklearn"),
 ])
 def test_bench_script_runs(capsys, name, args, last):
     _main(name)(args)
