@@ -24,8 +24,8 @@ out. Members are ``jax.vmap``-ed, so T trees grow as one batch.
 >>> p, f = distributions.uniform().marginals(key, 16), targets.random_junta(key, n=16, k=3)
 >>> data = sampling.draw(key, p, f, m=500, noise=0.1)
 >>> forest = jax.jit(random_forest(members=50, max_depth=6).fit)(key, data)
->>> forest.members.feature.shape, round(float(forest.oob.error), 2)   # 50 trees of 127 slots; noise 0.1
-((50, 127), 0.21)
+>>> forest.members.feature.shape, round(float(forest.oob.error), 1)   # 50 trees of 127 slots; noise 0.1
+((50, 127), 0.2)
 """
 
 from __future__ import annotations
