@@ -32,12 +32,13 @@ from jaxtrees.hypotheses import Ensemble, Forest, Hypothesis, NodeTree, Tree, sa
 from jaxtrees.hypotheses.polynomial import Polynomial
 from jaxtrees.hypotheses.tree import (depth, error_by_depth, exact_error, features_used, n_leaves, predict,
                                       predict_bits, truncate)
-from jaxtrees.learners import (AdaBoost, Bagging, BestFirstTree, GreedyTree, GrowthRule, KushilevitzMansour, Learner,
+from jaxtrees.learners import (AdaBoost, Bagging, BestFirstTree, FindMin, GreedyTree, GrowthRule, KushilevitzMansour, Learner,
                                LowDegree, Parities, Path, PopulationTree, SparseRecovery, Stump, follow_path, grow,
-                               grow_exact, random_forest)
+                               find, grow_exact, random_forest)
 from jaxtrees.problems import DataSet, Population, Queries, Synthetic, data_set, evaluate, fit_and_evaluate
 from jaxtrees.targets import (Target, addressing, agnostic_addressing, code_distance, coded_addressing, decision_tree,
-                              junta, nearby_junta, parity, random_code, random_junta, random_parity, random_tree,
+                              junta, nearby_junta, parity, random_code, random_decision_list, random_junta, random_parity,
+                              random_rank_tree, random_tree,
                               support_mask)
 
 __version__ = "0.1.0"

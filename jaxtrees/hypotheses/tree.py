@@ -122,6 +122,21 @@ def features_used(tree: Tree, n: int):
     return jnp.any(tree.feature[:, None] == jnp.arange(n), axis=0)
 
 
+def rank(tree: Tree):
+    """Ehrenfeucht-Haussler rank (003) of a heap tree (int32): 0 at a leaf; max(r0, r1) at a node
+    whose subtrees have ranks r0 != r1, r0 + 1 if they are equal. Level by level from the bottom.
+
+    >>> int(rank(stump(feature=0, max_depth=3)))
+    1
+    """
+    split = reached(tree) & (tree.feature >= 0)
+    below = jnp.zeros(2 ** (tree.max_depth + 1), jnp.int32)  # below the deepest level: leaves
+    for level in range(tree.max_depth, -1, -1):
+        r0, r1 = below[0::2], below[1::2]
+        below = jnp.where(split[2**level - 1: 2 ** (level + 1) - 1], jnp.where(r0 == r1, r0 + 1, jnp.maximum(r0, r1)), 0)
+    return below[0]
+
+
 def truncate(tree: Tree, depth_limit: int) -> Tree:
     """The tree cut at ``depth_limit``: nodes at that depth become leaves with their majority label."""
     levels = jnp.asarray(node_levels(tree.max_depth))

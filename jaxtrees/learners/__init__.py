@@ -13,6 +13,9 @@
   :class:`SparseRecovery` (the Lasso over low-degree characters);
 - :mod:`~jaxtrees.learners.kushilevitz_mansour`: :class:`KushilevitzMansour` (heavy coefficients
   from membership queries);
+- :mod:`~jaxtrees.learners.rank`: :class:`FindMin` and :func:`find` (Ehrenfeucht-Haussler's FINDMIN and
+  FIND(S, r): consistent trees of least / bounded rank; a numpy reference in
+  :mod:`~jaxtrees.learners.rank_reference`);
 - :mod:`~jaxtrees.learners.sgd`: ``SGD`` (small networks trained by optax; loaded on first use).
 
 The registry names a small configuration of each (``learners.names()``, ``learners.get(name)``);
@@ -26,6 +29,7 @@ from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
 from jaxtrees.learners.base import ACCESS, Learner, check_data, get, names, register
 from jaxtrees.learners.best_first import CART16, BestFirstTree
 from jaxtrees.learners.boosting import AdaBoost
+from jaxtrees.learners.rank import FindMin, find
 from jaxtrees.learners.fourier import LowDegree, SparseRecovery
 from jaxtrees.learners.greedy import GreedyTree, grow
 from jaxtrees.learners.growth import MAX_DEPTH, MAX_PATH_DEPTH, GrowthRule
@@ -65,8 +69,10 @@ register("lmn-1", lambda: LowDegree(degree=1))  # degree 1: the conformance data
 register("lmn-1-biased", lambda: LowDegree(degree=1, basis="biased", max_terms=2))
 register("sparse-1", lambda: SparseRecovery(degree=1))
 register("km", lambda: KushilevitzMansour(theta=0.5, budget=4096))
+register("find-2", lambda: find(2))
+register("findmin-3", lambda: FindMin(max_rank=3))
 
-__all__ = ["ACCESS", "AdaBoost", "Bagging", "BestFirstTree", "CART16", "GreedyTree", "GrowthRule",
+__all__ = ["ACCESS", "AdaBoost", "Bagging", "BestFirstTree", "CART16", "FindMin", "GreedyTree", "GrowthRule",
            "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH", "Parities", "Path",
-           "PopulationTree", "SparseRecovery", "Stump", "check_data", "follow_path", "get", "grow", "grow_exact",
+           "PopulationTree", "SparseRecovery", "Stump", "check_data", "find", "follow_path", "get", "grow", "grow_exact",
            "names", "random_forest", "register"]
