@@ -30,6 +30,8 @@ def _main(name):
      "adaboost_speedup_vs_sklearn"),
     ("bench_forest", ["--data", "cancer", "--splits", "2", "--trees", "4", "--depth", "3", "--sklearn-splits", "1",
                       "--reps", "1"], "forest_speedup_vs_sklearn"),
+    ("bench_rank", ["--batch", "8", "--n", "6", "--m", "32", "--length", "2", "--reference-samples", "4", "--reps", "1"],
+     "findmin_speedup_vs_reference"),
 ])
 def test_bench_script_runs(capsys, name, args, last):
     _main(name)(args)

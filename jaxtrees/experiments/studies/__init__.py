@@ -2,7 +2,7 @@
 for a laptop CPU and a full size for a GPU.
 
 >>> sorted(STUDIES)
-['addressing', 'agnostic', 'boosting', 'fourier', 'gd-parity-uniform', 'gd-smoothed', 'gd-vs-id3', 'juntas', 'parity', 'trees']
+['addressing', 'agnostic', 'boosting', 'fourier', 'gd-parity-uniform', 'gd-smoothed', 'gd-vs-id3', 'juntas', 'parity', 'rank', 'trees']
 """
 
 from jaxtrees.experiments.studies.boosting import BOOSTING
@@ -10,9 +10,10 @@ from jaxtrees.experiments.studies.counterexamples import ADDRESSING, AGNOSTIC
 from jaxtrees.experiments.studies.descent import GD_PARITY_UNIFORM, GD_SMOOTHED, GD_VS_ID3
 from jaxtrees.experiments.studies.fourier import FOURIER
 from jaxtrees.experiments.studies.learning import JUNTAS, PARITY, TREES
+from jaxtrees.experiments.studies.rank import RANK
 
 STUDIES = {s.name: s for s in (PARITY, JUNTAS, TREES, ADDRESSING, AGNOSTIC, GD_PARITY_UNIFORM, GD_SMOOTHED,
-                                   GD_VS_ID3, FOURIER, BOOSTING)}
+                                   GD_VS_ID3, FOURIER, BOOSTING, RANK)}
 
 
 def get(name: str):

@@ -1,0 +1,303 @@
+"""The ``rank`` study: Ehrenfeucht-Haussler's FINDMIN (003) against ID3 on the same samples.
+
+Each trial draws c-smoothed marginals around 1/2 (c = 0: uniform; rounded to multiples of 2^-16
+and sampled exactly), a target and one sample of m_max examples; on every prefix m = m_min ..
+m_max it runs, on the same examples,
+
+- FINDMIN (:class:`~jaxtrees.learners.rank.FindMin`, ranks 0 .. ``max_rank``, at most
+  ``max_calls`` invocations of FIND): exact error, the rank r(S) it finds, its tree's size and
+  FIND's invocations;
+- ID3 (greedy growth to depth ``id3_depth``, impurity ``impurity``): exact error, rank and size.
+
+Targets (``target``, ``k``): ``"rank"``: a random rank-k tree (:func:`~jaxtrees.targets.random_rank_tree`,
+spines of ``length`` tests; k = 1: decision lists); ``"junta"``: a random non-degenerate k-junta;
+``"parity"``: a random k-parity (rank k, and FIND(S, r < k) fails only after trying every
+split: the slow inputs of Lemma 3). The target's rank is computed per trial: the rank of the
+generated tree, or FINDMIN on the junta's complete truth table over its support (the function's
+rank).
+
+What it shows: (a) FINDMIN's error against m, with Theorem 2's sample bound
+m(eps, delta) = (1/eps) ((e n / r)^r ln(8n) + ln(1/delta)) for r = k, and the share of trials with
+error <= eps from that m on against 1 - delta; (b) the ranks and sizes of ID3's and FINDMIN's
+trees against the target's; (c) FIND's invocations against Lemma 3's sum_{j <= r} (n + 1)^(2j).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from jaxtrees import targets
+from jaxtrees.core import bits, checks, distributions, sampling
+from jaxtrees.experiments import summary
+from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies.common import PRECISION_BITS, check_sample_grid, sample_sizes, trial_keys
+from jaxtrees.hypotheses import node_tree, tree
+from jaxtrees.learners import GreedyTree, GrowthRule
+from jaxtrees.learners.rank import FindMin, sample_bound
+from jaxtrees.targets.base import assignments
+
+FAMILIES = ("rank", "junta", "parity")
+#: How a panel names its targets.
+PLURALS = {"rank": "rank-{k} trees", "junta": "{k}-juntas", "parity": "{k}-parities"}
+
+
+def _target(kind: str, key, n: int, k: int, length: int):
+    if kind == "rank":
+        return targets.random_rank_tree(key, n, k, length)
+    if kind == "junta":
+        return targets.random_junta(key, n, k, nondegenerate=True)
+    return targets.random_parity(key, n, k)
+
+
+def _target_rank(kind: str, f, n: int, k: int):
+    """The target's rank: its generated tree's; for a junta or parity, FINDMIN's on its complete
+    truth table over the support (2^k rows, k variables)."""
+    if kind == "rank":
+        return node_tree.rank(f.tree)
+    rows = assignments(k)  # bool[2^k, k]: row a holds the bits of a
+    x = jnp.any(rows[:, :, None] & (f.support[None, :, None] == jnp.arange(n)), axis=1)  # [2^k, n]
+    table = sampling.Data(bits.pack(rows.T), bits.pack(f(x) == 1), bits.valid_mask(2**k))
+    return FindMin(max_rank=k).search(table).rank
+
+
+def _trial(key, params):
+    n, k, kind = params["n"], params["k"], params["target"]
+    keys = trial_keys(key, "distribution", "target", "sample")
+    p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n),
+                          PRECISION_BITS)
+    f = _target(kind, keys["target"], n, k, params["length"])
+    sample = sampling.draw(keys["sample"], p, f, params["m_max"], precision_bits=PRECISION_BITS)
+    findmin = FindMin(max_rank=params["max_rank"], max_calls=params["max_calls"])
+    id3 = GreedyTree(GrowthRule(max_depth=params["id3_depth"], impurity=params["impurity"]))
+    fit_key = jax.random.fold_in(keys["sample"], 2)
+
+    def at(m):
+        data = sampling.prefix(sample, m)
+        s = findmin.search(data)
+        t = id3.fit(fit_key, data)
+        return {"findmin_error": s.tree.exact_error(p, f), "findmin_rank": s.rank,
+                "findmin_found": s.found, "findmin_exhausted": s.exhausted, "findmin_calls": s.calls,
+                "findmin_size": s.tree.size, "findmin_tree_rank": node_tree.rank(s.tree),
+                "id3_error": t.exact_error(p, f), "id3_rank": tree.rank(t), "id3_size": 2 * tree.n_leaves(t) - 1}
+
+    out = jax.lax.map(at, jnp.asarray(sample_sizes(params)))
+    return {**out, "target_rank": _target_rank(kind, f, n, k)}
+
+
+def _check(params):
+    kind = checks.choice("target", params["target"], FAMILIES)
+    n = checks.integer("n", params["n"], low=2, high=32)
+    k = checks.integer("k", params["k"], low=1, high=min(n, 4))
+    checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    if kind == "rank":
+        checks.integer("length", params["length"], low=1, high=n // k)
+    checks.integer("max_rank", params["max_rank"], low=1, high=n)
+    checks.integer("max_calls", params["max_calls"], low=1, high=2**30)
+    checks.integer("id3_depth", params["id3_depth"], low=1, high=min(n, 12))
+    checks.real("eps", params["eps"], low=0.0, high=1.0, low_open=True, high_open=True)
+    checks.real("delta", params["delta"], low=0.0, high=1.0, low_open=True, high_open=True)
+    check_sample_grid(params, n)
+
+
+def lemma3_bound(n: int, r: int) -> int:
+    """FIND's invocations over FINDMIN's ranks 0..r, by Lemma 3's bound (n + 1)^(2j) per rank j."""
+    return sum((n + 1) ** (2 * j) for j in range(r + 1))
+
+
+def _bound(cell) -> float:
+    """Theorem 2's m for the cell's eps, delta and r = k."""
+    return sample_bound(int(cell["n"]), int(cell["k"]), float(cell["eps"]), float(cell["delta"]))
+
+
+def _c_label(c) -> str:
+    return "uniform" if float(c) == 0 else f"c = {float(c):g}"
+
+
+def _mean_curve(ax, rows, metric, label, **style):
+    groups = sorted(summary.means(rows, ["m"], metric), key=lambda g: float(g["m"]))
+    xs = [float(g["m"]) for g in groups]
+    mean = [g["mean"] for g in groups]
+    half = [1.96 * (g["sem"] if g["sem"] == g["sem"] else 0.0) for g in groups]
+    line, = ax.plot(xs, mean, label=label, ms=5, **{**summary.series_style(ax), **style})
+    ax.fill_between(xs, [a - h for a, h in zip(mean, half)], [a + h for a, h in zip(mean, half)],
+                    color=line.get_color(), alpha=0.15)
+
+
+PANEL = ["target", "k", "n", "eps", "delta"]
+
+
+@summary.styled
+def _plot(rows, stem):
+    panels = summary.split(rows, PANEL)
+    fig, axes = summary.figure(len(panels))
+    counts = []
+    for ax, (cell, sel) in zip(axes, panels.items()):
+        cell = dict(zip(PANEL, cell))
+        for (c,), part in summary.split(sel, ["c"]).items():
+            counts += [g["trials"] for g in summary.means(part, ["m"], "findmin_error")]
+            _mean_curve(ax, part, "findmin_error", f"FINDMIN, {_c_label(c)}", ls="-")
+            _mean_curve(ax, part, "id3_error", f"ID3, {_c_label(c)}", ls="--")
+        m_max = max(float(r["m"]) for r in sel)
+        bound = _bound(cell)
+        ax.axhline(float(cell["eps"]), color="k", lw=0.8, ls=":", label="eps")
+        where = f"Thm 2: m = {bound:,.0f}"
+        if bound <= m_max:
+            ax.axvline(bound, color="k", lw=1, ls="-.", label="Theorem 2's m(eps, delta) for r = k")
+        else:
+            where += " (beyond the grid)"
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("symlog", linthresh=1e-3)
+        ax.set_ylim(0, 0.6)
+        ax.set_xlabel("training examples m")
+        ax.set_title(f"random {PLURALS[cell['target']].format(k=cell['k'])}, n = {cell['n']}\n{where}")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("mean exact error\n(95% band)")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, "FINDMIN (least-rank consistent tree, 003) vs ID3 on the same samples: exact error "
+                          f"({summary.trials_text(counts)})")
+    return summary.save(fig, stem) + _ranks_plot(rows, f"{stem}_ranks") + _calls_plot(rows, f"{stem}_calls")
+
+
+@summary.styled
+def _ranks_plot(rows, stem):
+    """Mean rank against m: the target's, FINDMIN's r(S), ID3's tree."""
+    panels = summary.split(rows, ["target", "k", "n"])
+    fig, axes = summary.figure(len(panels))
+    for ax, ((kind, k, n), sel) in zip(axes, panels.items()):
+        _mean_curve(ax, sel, "target_rank", "target", ls=":")
+        _mean_curve(ax, [r for r in sel if int(float(r["findmin_found"]))], "findmin_rank", "FINDMIN: r(S)", ls="-")
+        _mean_curve(ax, sel, "id3_rank", "ID3's tree", ls="--")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("training examples m")
+        ax.set_title(f"random {PLURALS[kind].format(k=k)}, n = {n}")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("mean rank (95% band)")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, "Ranks of the target, of the sample (FINDMIN) and of ID3's tree, all c pooled")
+    return summary.save(fig, stem)
+
+
+@summary.styled
+def _calls_plot(rows, stem):
+    """FIND's invocations in FINDMIN against Lemma 3's bound sum_{j <= r} (n + 1)^(2j)."""
+    fig, axes = summary.figure(1)
+    ax = axes[0]
+    hi = 1.0
+    for (kind,), sel in summary.split([r for r in rows if int(float(r["findmin_found"]))], ["target"]).items():
+        xs = [lemma3_bound(int(r["n"]), int(float(r["findmin_rank"]))) for r in sel]
+        ys = [float(r["findmin_calls"]) for r in sel]
+        hi = max(hi, *xs, *ys)
+        ax.plot(xs, ys, ls="none", alpha=0.3, label=f"{PLURALS[kind].format(k='k')}", **summary.series_style(ax))
+    ax.plot([1, hi], [1, hi], "k--", lw=1, label="Lemma 3: sum_{j<=r} (n + 1)^(2j)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("Lemma 3's bound at the rank found")
+    ax.set_ylabel("FIND invocations in FINDMIN")
+    ax.set_title("FIND's recursive calls (all m, c, n)")
+    ax.grid(alpha=0.3)
+    summary.legend(fig, axes)
+    return summary.save(fig, stem)
+
+
+def _report(rows):
+    by = ["target", "k", "n", "c", "eps", "delta"]
+    header = [*by, "trials", "Thm 2 m", "grid m >= it", "P[FINDMIN err <= eps] there", "1 - delta",
+              "FINDMIN m for P >= 1 - delta", "ID3 m for P >= 1 - delta", "FINDMIN err at max m", "ID3 err at max m"]
+    ranks_header = [*by, "target rank", "r(S) at max m", "FINDMIN tree rank", "ID3 rank", "ID3 rank > r(S)",
+                    "FINDMIN size", "ID3 size", "no tree found"]
+    calls_header = [*by, "calls (mean)", "calls (max)", "max calls / Lemma 3 bound", "budget exhausted"]
+    table, ranks_table, calls_table = [], [], []
+    for cell, sel in summary.split(rows, by).items():
+        info = dict(zip(by, cell))
+        bound = _bound(info)
+        level = 1.0 - float(info["delta"])
+        for r in sel:
+            r["findmin_ok"] = float(float(r["findmin_error"]) <= float(info["eps"]))
+            r["id3_ok"] = float(float(r["id3_error"]) <= float(info["eps"]))
+        fm = {int(g["m"]): g for g in summary.rates(sel, ["m"], "findmin_ok")}
+        ok = {int(g["m"]): g for g in summary.rates(sel, ["m"], "id3_ok")}
+        at = min((m for m in fm if m >= bound), default=None)
+        there = "beyond the grid" if at is None else (f"{fm[at]['rate']:.3f} [{fm[at]['low']:.3f}, "
+                                                      f"{fm[at]['high']:.3f}]")
+        m_top = max(fm)
+        top = [r for r in sel if int(r["m"]) == m_top]
+
+        def mean(metric, rows_=top):
+            return sum(float(r[metric]) for r in rows_) / max(len(rows_), 1)
+
+        def reach(groups):
+            m = summary.threshold([(m, g["rate"]) for m, g in groups.items()], level)
+            return "not reached" if m is None else m
+
+        table.append([*cell, fm[m_top]["trials"], f"{bound:,.0f}", "-" if at is None else at, there, f"{level:g}",
+                      reach(fm), reach(ok), f"{mean('findmin_error'):.4f}", f"{mean('id3_error'):.4f}"])
+        found = [r for r in top if int(float(r["findmin_found"]))]
+        above = sum(int(float(r["id3_rank"])) > int(float(r["findmin_rank"])) for r in found)
+        ranks_table.append([*cell, f"{mean('target_rank'):.2f}", f"{mean('findmin_rank', found):.2f}",
+                            f"{mean('findmin_tree_rank', found):.2f}", f"{mean('id3_rank'):.2f}",
+                            f"{above} of {len(found)}", f"{mean('findmin_size', found):.1f}",
+                            f"{mean('id3_size'):.1f}", f"{len(top) - len(found)} of {len(top)}"])
+        ratios = [float(r["findmin_calls"]) / lemma3_bound(int(info["n"]), int(float(r["findmin_rank"])))
+                  for r in sel if int(float(r["findmin_found"]))]
+        calls_table.append([*cell, f"{mean('findmin_calls', sel):.0f}", max(int(float(r["findmin_calls"])) for r in sel),
+                            f"{max(ratios, default=float('nan')):.2e}",
+                            f"{sum(int(float(r['findmin_exhausted'])) for r in sel)} of {len(sel)}"])
+    return ("## FINDMIN (least-rank consistent trees, 003) vs ID3\n\n"
+            "Theorem 2: from m >= (1/eps) ((e n / r)^r ln(8n) + ln(1/delta)) examples of a target of rank <= r, "
+            "every consistent tree of rank <= r (FINDMIN's) has error <= eps with probability >= 1 - delta; here "
+            "r = k (a k-junta or k-parity has rank <= k). Errors are exact. \"m for P >= 1 - delta\": the smallest m "
+            "of the grid from which the share of trials with error <= eps stays >= 1 - delta.\n\n"
+            + summary.markdown_table(header, table)
+            + "\n\n### Ranks and sizes at max m\n\nTarget rank: the generated tree's, or (juntas, parities) the least "
+            "rank of the function (FINDMIN on its truth table). r(S): the rank FINDMIN found (trials with a tree); "
+            "sizes in nodes.\n\n"
+            + summary.markdown_table(ranks_header, ranks_table)
+            + "\n\n### FIND's invocations (Lemma 3)\n\nOver every m; the bound at the rank found is "
+            "sum_{j <= r} (n + 1)^(2j).\n\n"
+            + summary.markdown_table(calls_header, calls_table) + "\n")
+
+
+def _bytes_per_trial(params):
+    """The packed sample twice, and FINDMIN's node table and stack of sample bitsets."""
+    n, m = params["n"], params["m_max"]
+    W = bits.n_words(m)
+    slots = min(2 * sum(math.comb(n, i) for i in range(params["max_rank"] + 1)) - 1, 2 * 32 * W - 1)
+    return 2 * 4 * (n + 2) * W + 24 * slots + 4 * (n + 2) * W
+
+
+RANK = Study(
+    name="rank",
+    description="003: FINDMIN (least-rank consistent tree) vs ID3 on rank-k trees, k-juntas, k-parities: error vs m "
+                "with Theorem 2's bound, ranks and sizes, FIND's calls vs Lemma 3",
+    quick={"target": ["rank", "junta", "parity"], "n": 10, "k": [1, 2], "c": [0.0, 0.2], "length": 2,
+           "max_rank": 3, "max_calls": 2**20, "id3_depth": 6, "impurity": "entropy", "eps": 0.1, "delta": 0.1,
+           "m_min": 16, "m_max": 4096},
+    full={"target": ["rank", "junta", "parity"], "n": [12, 16], "k": [1, 2, 3], "c": [0.0, 0.1, 0.2], "length": 2,
+          "max_rank": 4, "max_calls": 2**22, "id3_depth": 10, "impurity": "entropy", "eps": 0.1, "delta": 0.1,
+          "m_min": 16, "m_max": 65536},
+    static=("target", "n", "k", "length", "max_rank", "max_calls", "id3_depth", "impurity", "m_min", "m_max"),
+    trial=_trial,
+    replicates=(20, 200),
+    check=_check,
+    plot=_plot,
+    report=_report,
+    axis=("m", sample_sizes),
+    bytes_per_trial=_bytes_per_trial,
+    columns={
+        "m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
+        "findmin_error": "Pr_{x ~ p}[tree(x) != f(x)] of FINDMIN's tree, exactly (float32)",
+        "findmin_rank": "r(S): the least rank of a tree consistent with the m examples (-1: none found within "
+                        "max_rank and max_calls)",
+        "findmin_found": "1 if FINDMIN found a consistent tree",
+        "findmin_exhausted": "1 if FINDMIN stopped at max_calls",
+        "findmin_calls": "invocations of FIND(S, r) over FINDMIN's ranks 0..r(S) (Lemma 3)",
+        "findmin_size": "nodes of FINDMIN's tree", "findmin_tree_rank": "rank of FINDMIN's tree (<= r(S))",
+        "id3_error": "exact error of ID3's tree (depth <= id3_depth)", "id3_rank": "rank of ID3's tree",
+        "id3_size": "nodes of ID3's tree",
+        "target_rank": "rank of the target: its generated tree's, or the least rank of the junta / parity "
+                       "(FINDMIN on its truth table over the support)",
+    },
+)

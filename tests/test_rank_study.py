@@ -1,0 +1,69 @@
+"""The ``rank`` study: its trial against FINDMIN and ID3 fitted directly, and its headline, FINDMIN
+learning uniform 2-parities from fewer examples than ID3, in the rows and in the report."""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxtrees.core import sampling
+from jaxtrees.experiments import runner, studies
+from jaxtrees.experiments.studies import rank as study
+from jaxtrees.hypotheses import node_tree, tree
+from jaxtrees.learners import GreedyTree, GrowthRule
+from jaxtrees.learners.rank import FindMin, sample_bound
+
+PARAMS = {"target": "parity", "n": 8, "k": 2, "c": 0.0, "length": 2, "max_rank": 3, "max_calls": 2**20,
+          "id3_depth": 4, "impurity": "entropy", "eps": 0.1, "delta": 0.1, "m_min": 16, "m_max": 256}
+
+
+def test_trial_matches_the_learners_fitted_directly():
+    key = jax.random.key(4)
+    out = jax.jit(lambda k: study._trial(k, PARAMS))(key)
+    keys = study.trial_keys(key, "distribution", "target", "sample")
+    f = study._target("parity", keys["target"], 8, 2, 2)
+    p = jnp.full((8,), 0.5)
+    sample = sampling.draw(keys["sample"], p, f, 256, precision_bits=study.PRECISION_BITS)
+    data = sampling.prefix(sample, 64)  # the third grid point: 16, 32, 64, 128, 256
+    s = FindMin(max_rank=3).search(data)
+    assert float(out["findmin_error"][2]) == pytest.approx(float(s.tree.exact_error(p, f)))
+    assert int(out["findmin_rank"][2]) == int(s.rank) and int(out["findmin_calls"][2]) == int(s.calls)
+    assert int(out["findmin_tree_rank"][2]) == int(node_tree.rank(s.tree)) <= int(s.rank)
+    t = GreedyTree(GrowthRule(max_depth=4)).fit(None, data)
+    assert float(out["id3_error"][2]) == pytest.approx(float(t.exact_error(p, f)))
+    assert int(out["id3_rank"][2]) == int(tree.rank(t))
+    assert int(out["target_rank"]) == 2  # a 2-parity's least rank, by FINDMIN on its truth table
+
+
+def test_junta_target_rank_is_the_functions():
+    """x_a AND x_b has rank 1 (a decision list); x_a XOR x_b rank 2."""
+    from jaxtrees import targets
+
+    f_and = targets.junta([1, 4], [0, 0, 0, 1], 6)
+    f_xor = targets.junta([1, 4], [0, 1, 1, 0], 6)
+    assert int(study._target_rank("junta", f_and, 6, 2)) == 1
+    assert int(study._target_rank("junta", f_xor, 6, 2)) == 2
+
+
+def test_findmin_learns_uniform_2_parities_sooner_than_id3(tmp_path):
+    config = runner.configure(studies.get("rank"), quick=True, overrides=dict(PARAMS), seed=0, replicates=16)
+    path = runner.run(studies.get("rank"), config, str(tmp_path), progress=False)
+    rows = runner.read_results(os.path.dirname(path))
+    top = [r for r in rows if int(r["m"]) == 256]
+    findmin = np.mean([float(r["findmin_error"]) for r in top])
+    id3 = np.mean([float(r["id3_error"]) for r in top])
+    assert findmin == 0.0 and id3 > 0.05, (findmin, id3)
+    assert all(int(float(r["findmin_rank"])) == 2 for r in top)
+    report = studies.get("rank").report(rows)
+    assert f"{sample_bound(8, 2, 0.1, 0.1):,.0f}" in report and "beyond the grid" in report
+
+
+def test_bad_cells_are_refused():
+    for change, match in (({"k": 5}, "k must"), ({"target": "rank", "k": 3, "length": 3}, "length"),
+                          ({"id3_depth": 13}, "id3_depth"), ({"eps": 0.0}, "eps"), ({"target": "list"}, "target")):
+        with pytest.raises(ValueError, match=match):
+            study._check({**PARAMS, **change})
