@@ -113,6 +113,13 @@ def test_found_trees_are_consistent_reduced_of_rank_at_most_r_within_lemma_1(gro
         np.testing.assert_array_equal(ranks[out.found], out.rank[out.found])
 
 
+def assert_lemma_1(t, n: int):
+    """Lemma 1 for a reduced tree of rank r >= 1 over n variables: 2^(r+1) - 1 <= nodes <= 2 L(n, r) - 1."""
+    r, size = int(node_tree.rank(t)), int(t.size)
+    if r >= 1:
+        assert 2 ** (r + 1) - 1 <= size <= 2 * sum(math.comb(n, i) for i in range(r + 1)) - 1, (r, size)
+
+
 def _reduced(t, slot=0, seen=()):
     f = int(t.feature[slot])
     if f < 0:
@@ -195,6 +202,7 @@ def test_rank_of_the_target_families():
     for r, length in ((2, 2), (3, 2)):
         f = jt.random_rank_tree(key, n=8, r=r, length=length)
         assert int(node_tree.rank(f.tree)) == r
+        assert_lemma_1(f.tree, 8)
         assert int(node_tree.n_leaves(f.tree)) == (length + 1) ** r and int(node_tree.depth(f.tree)) == r * length
 
 
@@ -254,6 +262,7 @@ def test_reduce_keeps_the_function_and_removes_repeated_tests(seed):
     allx = jnp.asarray(list(itertools.product([0, 1], repeat=n)))
     np.testing.assert_array_equal(np.asarray(r.predict(allx)), np.asarray(t.predict(allx)))
     assert _reduced(r) and int(node_tree.depth(r)) <= n
+    assert_lemma_1(r, n)
     assert int(r.size) == int(node_tree.n_leaves(r)) * 2 - 1
     assert int(node_tree.rank(r)) <= int(node_tree.rank(t))
 
