@@ -170,11 +170,38 @@ def _write_report(study, directory):
             + ", ".join(f"{k} = {v}" for k, v in sorted(config["grid"].items()))
             + f". jaxtrees {env['jaxtrees']}, jax {env['jax']} on {env['local_device_count']} x "
               f"{env['device_kind']} ({env['backend']}); {seconds:.0f} s of trials.\n\n"
-            + study.report(rows))
+            + study.report(rows) + _cost_table(metadata))
     path = os.path.join(directory, "report.md")
     with open(path, "w") as fh:
         fh.write(text)
     return path
+
+
+def _cost_table(metadata) -> str:
+    """Markdown: per compiled program (static group) of every run, its trials, compile and run seconds."""
+    from jaxtrees.experiments import summary
+
+    groups = {}
+    for run in metadata["runs"]:
+        env = run["environment"]
+        for name, trials in run.get("trials_run", {}).items():
+            g = groups.setdefault(name, {"trials": 0, "seconds": 0.0, "compile": 0.0})
+            g["trials"] += trials
+            g["seconds"] += run["run_seconds"][name]
+            g["compile"] += run["compile_seconds"].get(name, 0.0)
+            g["device"] = f"{env['local_device_count']} x {env['device_kind']}"
+    if not groups:
+        return ""
+    static = [json.loads(name) for name in groups]
+    params = sorted({k for g in static for k in g})
+    varying = [k for k in params if len({json.dumps(g.get(k)) for g in static}) > 1]  # the others are in the grid line
+    table = [[g.get(k, "") for k in varying]
+             + [v["trials"], f"{v['compile']:.1f}", f"{v['seconds']:.1f}",
+                f"{v['trials'] / v['seconds']:,.1f}" if v["seconds"] > 0 else "-", v["device"]]
+             for g, v in zip(static, groups.values())]
+    return ("\n\n### Cost per compiled program\n\nOne program per combination of the static parameters; "
+            "seconds summed over the runs (wall time on the host, compilation apart).\n\n"
+            + summary.markdown_table([*varying, "trials", "compile s", "run s", "trials/s", "device"], table) + "\n")
 
 
 _COMMANDS = {"list": _list, "run": _run, "plot": _plot, "report": _report}

@@ -17,7 +17,8 @@ def _cells(path, kind):
 
 
 def test_every_study_family_has_a_notebook():
-    assert {p.stem for p in NOTEBOOKS} >= {"sample_complexity", "counterexamples", "gradient_descent", "fourier", "boosting", "rank"}
+    assert {p.stem for p in NOTEBOOKS} >= {"sample_complexity", "counterexamples", "gradient_descent", "fourier",
+                                           "boosting", "rank", "compare"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -28,7 +29,7 @@ def test_notebook_has_colab_badge_and_install_cell(path):
 
 
 #: Notebooks small enough (at JAXTREES_NOTEBOOK_SMALL=1) to run in the default test command.
-FAST = {"fourier", "boosting", "rank"}
+FAST = {"fourier", "boosting", "rank", "compare"}
 
 
 # the others take 14-62 s each on 2 cores; every notebook's names are checked by test_notebook_names_exist

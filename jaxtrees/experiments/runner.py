@@ -97,7 +97,8 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
 
 
 def _run_locked(study, config, store, metadata, devices, chunk, group, progress, max_trials):
-    this_run = {"started": now(), "environment": environment(), "chunk": {}, "group": {}, "compile_seconds": {}}
+    this_run = {"started": now(), "environment": environment(), "chunk": {}, "group": {}, "compile_seconds": {},
+                "run_seconds": {}, "trials_run": {}}
     metadata["runs"].append(this_run)
     metadata["columns"] = column_descriptions(study, config)
     store.write_metadata(metadata)
@@ -142,12 +143,15 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
             *_inputs(study, cells, pending[:size], size)).compile()
         this_run["compile_seconds"][name] = round(time.perf_counter() - started, 3)
         bar.phase("running")
+        started = time.perf_counter()
         for start in range(0, len(pending), size):
             trials = pending[start:start + size]
             outputs = batched(*_inputs(study, cells, trials, size))
             outputs = {key: np.asarray(value)[: len(trials)] for key, value in outputs.items()}
             store.write_part(_rows(study, config, cells, trials, outputs))
             bar.update(len(trials))
+        this_run["run_seconds"][name] = round(time.perf_counter() - started, 3)
+        this_run["trials_run"][name] = len(pending)
     bar.close()
     this_run["finished"] = now()
     this_run["peak_host_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -170,7 +174,7 @@ def _compile(study: Study, static: dict, seed: int, devices, group: int):
 
     def one(args):
         cell_hash_, replicate, dynamic = args
-        key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), cell_hash_), replicate)
+        key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), cell_hash_), replicate)  # trial_key
         out = study.trial(key, {**static, **dynamic})
         return {name: jnp.asarray(value) for name, value in out.items()}
 
@@ -187,7 +191,7 @@ def _inputs(study: Study, cells, trials, per_call):
     parameters (int32 where every cell of the grid has an int or bool, else float32: one dtype per
     parameter for the whole run, so one compilation serves every chunk)."""
     padded = trials + [trials[-1]] * (per_call - len(trials))
-    hashes = np.asarray([cell_hash(cells[i]) for i, _ in padded], np.uint32)
+    hashes = np.asarray([study.key_hash(cells[i]) for i, _ in padded], np.uint32)
     replicates = np.asarray([r for _, r in padded], np.uint32)
     dynamic = {}
     for name in cells[0]:

@@ -50,6 +50,9 @@ class Study:
         ``MEMORY_BUDGET``.
       columns: what each output column (and the axis) means, for metadata.json (see
         :func:`column_descriptions`).
+      shared: parameters left out of the trial key (common random numbers): cells that differ only
+        in them get the same keys, e.g. ``("learner",)`` so that every learner sees the same
+        distribution, target and sample in trial r of a cell.
     """
 
     name: str
@@ -65,6 +68,11 @@ class Study:
     axis: tuple | None = None
     bytes_per_trial: Callable | None = None
     columns: dict = dataclasses.field(default_factory=dict)
+    shared: tuple = ()
+
+    def key_hash(self, cell: dict) -> int:
+        """The cell's part of its trials' keys: :func:`cell_hash` of its parameters but ``shared``."""
+        return cell_hash({name: value for name, value in cell.items() if name not in self.shared})
 
 
 #: The columns every results file starts with.
@@ -73,7 +81,7 @@ ID_COLUMNS = {
     "seed": "the root seed of the run",
     "cell": "index of the cell (one combination of grid values) in the run's grid",
     "replicate": "trial number within the cell; the trial's key is fold_in(fold_in(key(seed), "
-                 "crc32 of the cell's parameters), replicate)",
+                 "crc32 of the cell's parameters but the study's shared ones), replicate)",
 }
 
 
@@ -150,9 +158,11 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
     return dataclasses.replace(config, replicates=replicates)
 
 
-def trial_key(seed: int, cell: dict, replicate):
-    """The key of one trial: fold_in(fold_in(key(seed), cell_hash(cell)), replicate)."""
-    return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), cell_hash(cell)), replicate)
+def trial_key(seed: int, cell: dict, replicate, study: Study | None = None):
+    """The key of one trial: fold_in(fold_in(key(seed), h), replicate), h = cell_hash(cell) (without
+    the study's ``shared`` parameters when ``study`` is given)."""
+    h = cell_hash(cell) if study is None else study.key_hash(cell)
+    return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), h), replicate)
 
 
 def cell_hash(cell: dict) -> int:

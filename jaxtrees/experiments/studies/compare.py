@@ -1,0 +1,306 @@
+"""The ``compare`` study: every registered learner on the same trials (the comparison atlas).
+
+A cell is (learner, family, k, n, c); the learner is *shared* (:attr:`Study.shared`), so trial r of
+every learner in a cell has the same key: the same c-smoothed marginals p (c = 0: uniform; rounded
+to multiples of 2^-16 and sampled exactly), the same target f and the same sample of m_max
+examples, of which every learner sees the first m for each m of the grid (common random numbers).
+
+Targets (``family``, ``k``): ``parity`` (a random k-parity), ``junta`` (a random non-degenerate
+k-junta), ``tree`` (a random complete depth-k tree), ``rank`` (a random rank-k tree,
+:func:`~jaxtrees.targets.random_rank_tree`, spines of 2 tests), ``addressing`` (f_{1,k} of 002:
+k^2 addressing bits, 2^k memory bits; n >= k^2 + 2^k, later coordinates ignored).
+
+Learners: every name of the registry (``jaxtrees.learners.names()``), each configured at the
+study's size by :func:`configured` (the registry's own configurations are tiny, for the
+conformance suite): trees grow to ``depth``, ensembles run ``rounds`` rounds or members, the
+Fourier learners use degree k, FIND its rank bound k, FINDMIN ranks up to ``max_rank``, the
+network trains ``sgd_steps`` steps on the sample. Scoring: exactly (Pr_{x ~ p}[h(x) != f(x)] from
+the target's oracle) for hypotheses with an exact error (trees, stumps, node-list trees), else on
+``test_m`` fresh examples from p (ensembles, polynomials, networks); ``exact`` says which. Success:
+exact error <= 1e-6, or no test error. Two learners use other access: ``km`` asks (2n + 1) m
+membership queries at grid point m (``examples`` counts them), ``population-entropy`` grows from
+the distribution itself (infinite samples: the same result at every m, ``examples`` = -1).
+
+Outputs: per family a figure of P[success] against m, one line per learner with its 95% band;
+a learnability map (per family, k, n, c: the smallest m from which each learner succeeds in >= 90%
+of trials); a summary of what the atlas says about the seeds' claims; per-learner cost from the
+report's table of compiled programs (trials per second).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxtrees import learners, targets
+from jaxtrees.core import checks, distributions, sampling
+from jaxtrees.experiments import summary
+from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies import fourier
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, sample_sizes,
+                                                 trial_keys)
+from jaxtrees.hypotheses.base import sample_error
+from jaxtrees.hypotheses.polynomial import n_subsets
+from jaxtrees.learners.fourier import MAX_GRAM_SETS
+from jaxtrees.problems import Population, Queries
+
+FAMILIES = ("parity", "junta", "tree", "rank", "addressing")
+#: How a panel names its targets.
+PLURALS = {"parity": "{k}-parities", "junta": "{k}-juntas", "tree": "depth-{k} trees", "rank": "rank-{k} trees",
+           "addressing": "f_(1,{k}) addressing"}
+#: The spine length of the rank-k targets.
+RANK_LENGTH = 2
+
+
+def target(family: str, key, n: int, k: int):
+    """The cell's target; ``n`` and ``k`` are static."""
+    if family == "parity":
+        return targets.random_parity(key, n, k)
+    if family == "junta":
+        return targets.random_junta(key, n, k)
+    if family == "tree":
+        return targets.random_tree(key, n, k)
+    if family == "rank":
+        return targets.random_rank_tree(key, n, k, RANK_LENGTH)
+    return targets.addressing(1, k)
+
+
+def configured(name: str, n: int, k: int, params: dict, m: int | None = None):
+    """The registered learner ``name`` at the study's size (``m``: KM's grid point, it sets the
+    query budget). A name without a study configuration runs as the registry makes it."""
+    depth, rounds = params["depth"], params["rounds"]
+    impurity = {"id3-entropy": "entropy", "id3-gini": "gini", "id3-kearns_mansour": "kearns_mansour",
+                "id3-error": "error"}
+    if name in impurity:
+        return learners.GreedyTree(learners.GrowthRule(max_depth=depth, impurity=impurity[name]))
+    trees = {
+        "id3-random-ties": lambda: learners.GreedyTree(learners.GrowthRule(max_depth=depth, impurity="gini",
+                                                                           tie_break="random")),
+        "population-entropy": lambda: learners.PopulationTree(learners.GrowthRule(max_depth=depth)),
+        "best-first-gini": lambda: learners.BestFirstTree(learners.GrowthRule(max_depth=min(n, 15), impurity="gini"),
+                                                          max_leaves=2**depth),
+        "stump-error": lambda: learners.Stump(impurity="error"),
+        "stump-gini": lambda: learners.Stump(impurity="gini"),
+        "adaboost-stumps": lambda: learners.AdaBoost(learners.Stump(impurity="error"), rounds=rounds),
+        "adaboost-parities": lambda: learners.AdaBoost(learners.Parities(degree=2), rounds=rounds),
+        "adaboost-cart": lambda: learners.AdaBoost(learners.CART16, rounds=max(1, rounds // 4)),
+        "parities-1": lambda: learners.Parities(degree=min(k, 3)),
+        "random-forest": lambda: learners.random_forest(members=rounds, max_depth=depth),
+        "bagging-majority": lambda: learners.Bagging(learners.GreedyTree(learners.GrowthRule(max_depth=depth)),
+                                                     members=rounds, vote="majority"),
+        "find-2": lambda: learners.find(k, max_calls=params["max_calls"]),
+        "findmin-3": lambda: learners.FindMin(max_rank=params["max_rank"], max_calls=params["max_calls"]),
+        "lmn-1": lambda: learners.LowDegree(degree=k, threshold=params["theta"]),
+        "lmn-1-biased": lambda: fourier.lmn(n, k, params["theta"]),
+        "sparse-1": lambda: fourier.sparse(n, k, params["l1"]),
+        "km": lambda: fourier.km(n, k, params["theta"], m),
+        "sgd": lambda: _sgd(params),
+    }
+    return trees[name]() if name in trees else learners.get(name)
+
+
+def _sgd(params):
+    import optax
+
+    from jaxtrees.learners import sgd
+
+    config = sgd.TrainConfig(sgd.mlp(params["width"]), loss="hinge", optimizer=optax.sgd, steps=params["sgd_steps"],
+                             batch_size=32, eval_every=params["sgd_steps"], mode="fixed", m=params["m_max"],
+                             exact_max_n=0, test_size=32)
+    return sgd.SGD(config, (("learning_rate", params["lr"]),))
+
+
+def _trial(key, params):
+    name, family, n, k = params["learner"], params["family"], params["n"], params["k"]
+    keys = trial_keys(key, "distribution", "target", "sample")
+    p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n),
+                          PRECISION_BITS)
+    f = target(family, keys["target"], n, k)
+    ks = keys["sample"]
+    sample = sampling.draw(ks, p, f, params["m_max"], precision_bits=PRECISION_BITS)
+    test = sampling.draw(jax.random.fold_in(ks, 1), p, f, params["test_m"], precision_bits=PRECISION_BITS)
+    fit_key = jax.random.fold_in(ks, 2)
+
+    exact = []  # whether the hypotheses have an exact error (a class attribute, known when tracing)
+
+    def score(h):
+        exact.append(bool(h.exact))
+        error = h.exact_error(p, f) if h.exact else sample_error(h, test)
+        return error, error <= SUCCESS_TOL if h.exact else error == 0.0
+
+    grid = sample_sizes(params)
+    if name == "km":  # one program per m: KM's shapes follow its query budget
+        errors, successes = zip(*(score(configured(name, n, k, params, m).fit(fit_key, Queries(f, n))) for m in grid))
+        error, success = jnp.stack(errors), jnp.stack(successes)
+        examples = jnp.asarray([configured(name, n, k, params, m).queries(n) for m in grid])
+    elif name == "population-entropy":  # no sample: the infinite-sample tree, the same at every m
+        error, success = score(configured(name, n, k, params).fit(fit_key, Population(p, f)))
+        error, success = jnp.full((len(grid),), error), jnp.full((len(grid),), success)
+        examples = jnp.full((len(grid),), -1)
+    else:
+        learner = configured(name, n, k, params)
+        error, success = jax.lax.map(lambda m: score(learner.fit(fit_key, sampling.prefix(sample, m))),
+                                     jnp.asarray(grid))
+        examples = jnp.asarray(grid)
+    return {"error": error, "success": success, "examples": examples.astype(jnp.int32),
+            "exact": jnp.full((len(grid),), exact[0])}
+
+
+def _check(params):
+    name = checks.choice("learner", params["learner"], tuple(learners.names()))
+    family = checks.choice("family", params["family"], FAMILIES)
+    n = checks.integer("n", params["n"], low=2, high=64)
+    k = checks.integer("k", params["k"], low=1, high=min(n, 4))
+    if family == "addressing" and n < k * k + 2**k:
+        raise ValueError(f"n must be >= k^2 + 2^k = {k * k + 2 ** k} for f_(1,k) addressing with k = {k}, got {n}")
+    if family == "rank" and k * RANK_LENGTH > n:
+        raise ValueError(f"k must be <= n / {RANK_LENGTH} for rank-k trees (depth {RANK_LENGTH} k), got {k}")
+    checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    checks.integer("depth", params["depth"], low=1, high=min(n, 10))
+    checks.integer("rounds", params["rounds"], low=1, high=1000)
+    checks.integer("max_rank", params["max_rank"], low=1, high=n)
+    checks.integer("max_calls", params["max_calls"], low=1, high=2**30)
+    checks.real("theta", params["theta"], low=0.0, high=1.0, low_open=True, high_open=True)
+    checks.real("l1", params["l1"], low=0.0)
+    checks.integer("width", params["width"], low=1, high=4096)
+    checks.integer("sgd_steps", params["sgd_steps"], low=1, high=10**6)
+    checks.real("lr", params["lr"], low=0.0, high=100.0, low_open=True)
+    checks.integer("test_m", params["test_m"], low=32, high=2**20)
+    check_sample_grid({**params, "impurity": "entropy"}, n)
+    if name in ("lmn-1", "lmn-1-biased", "sparse-1") and n_subsets(n, k) > MAX_GRAM_SETS:
+        raise ValueError(f"k must keep the degree-k sets over n = {n} at most {MAX_GRAM_SETS} for {name}, got k = {k}")
+
+
+def _c_label(c) -> str:
+    return "uniform" if float(c) == 0 else f"c = {float(c):g}"
+
+
+def _label(name: str) -> str:
+    return f"{name} (queries)" if name == "km" else name
+
+
+@summary.styled
+def _plot(rows, stem):
+    files = []
+    for (family,), sel in summary.split(rows, ["family"]).items():
+        files += _family_plot(sel, family, stem if not files else f"{stem}_{family}")
+    return files
+
+
+def _family_plot(rows, family, stem):
+    panels = summary.split(rows, ["k", "n", "c"])
+    learners_shown = len({r["learner"] for r in rows})
+    cols = min(len(panels), summary.PANELS_PER_ROW)
+    width = max(6.0, 13.0 / cols)  # room for a legend of one entry per learner
+    legend_rows = -(-learners_shown // max(1, int(width * cols // 2.6)))
+    fig, axes = summary.figure(len(panels), width=width, height=4.6 + 0.32 * legend_rows / -(-len(panels) // cols))
+    counts = []
+    for ax, ((k, n, c), sel) in zip(axes, panels.items()):
+        for i, (name,), part in ((i, *item) for i, item in enumerate(summary.split(sel, ["learner"]).items())):
+            groups = summary.rates(part, ["m"], "success")
+            counts += [g["trials"] for g in groups]
+            groups = sorted(groups, key=lambda g: float(g["m"]))
+            xs = [float(g["m"]) for g in groups]
+            style = {**summary.series_style(ax), "ls": ("-", "--", ":")[min(i // 10, 2)]}
+            line, = ax.plot(xs, [g["rate"] for g in groups], label=_label(name), ms=4, **style)
+            ax.fill_between(xs, [g["low"] for g in groups], [g["high"] for g in groups], color=line.get_color(),
+                            alpha=0.08)
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("training examples m (km: (2n + 1) m queries)")
+        ax.set_title(f"random {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("P[success]\n(95% Wilson band)")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, f"Every learner on the same samples of {PLURALS[family].format(k='k')}: success = exact "
+                          f"error 0, or no error on a fresh test sample ({summary.trials_text(counts)})")
+    return summary.save(fig, stem)
+
+
+REFERENCE = "id3-entropy"
+
+
+def _report(rows):
+    by = ["family", "k", "n", "c"]
+    names = sorted({r["learner"] for r in rows})
+    m90, top = {}, {}
+    for (family, k, n, c, name), sel in summary.split(rows, [*by, "learner"]).items():
+        groups = summary.rates(sel, ["m"], "success")
+        reach = summary.threshold([(int(g["m"]), g["rate"]) for g in groups])
+        if name == "km" and reach is not None:
+            reach = f"{(2 * int(n) + 1) * reach} queries"
+        best = max(groups, key=lambda g: int(g["m"]))
+        m90[(family, k, n, c, name)] = "-" if reach is None else reach
+        top[(family, k, n, c, name)] = best
+    cells = summary.cells(rows, by)
+    maps = []
+    for (family,), sel in summary.split(rows, ["family"]).items():
+        columns = summary.cells(sel, ["k", "n", "c"])
+        header = ["learner"] + [f"k = {k}, n = {n}, {_c_label(c)}" for k, n, c in columns]
+        table = [[name] + [m90.get((family, *column, name), "") for column in columns] for name in names]
+        maps.append(f"#### {PLURALS[family].format(k='k')}\n\n" + summary.markdown_table(header, table))
+    findings = []
+    for cell in cells:
+        family, k, n, c = cell
+        where = f"{PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}"
+        ref = top.get((*cell, REFERENCE))
+        learned = [name for name in names if m90.get((*cell, name), "-") != "-"]
+        if ref is not None:
+            findings.append(f"- {where}: {REFERENCE} succeeds in {ref['rate']:.2f} [{ref['low']:.2f}, "
+                            f"{ref['high']:.2f}] of trials at m = {ref['m']}"
+                            + ("" if m90[(*cell, REFERENCE)] == "-" else f" (>= 0.9 from m = {m90[(*cell, REFERENCE)]})")
+                            + (f"; learners reaching 0.9 that {REFERENCE} does not: "
+                               + ", ".join(f"{name} ({m90[(*cell, name)]})" for name in learned)
+                               if m90[(*cell, REFERENCE)] == "-" and learned else "")
+                            + ("; no learner reaches 0.9" if not learned else "") + ".")
+    boosting = []
+    for cell in cells:
+        pair = [top.get((*cell, name)) for name in ("adaboost-stumps", "adaboost-parities")]
+        if all(pair):
+            family, k, n, c = cell
+            boosting.append(f"- {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}: AdaBoost with stumps "
+                            f"{pair[0]['rate']:.2f}, with 2-parities {pair[1]['rate']:.2f} at m = {pair[0]['m']}.")
+    return ("## Every learner on the same trials\n\n"
+            "Learnability map: the smallest m of the grid from which a learner succeeds in >= 90% of trials "
+            "(\"-\": not within the grid). Success: exact error 0 for trees (exact scoring), no error on the fresh "
+            "test sample otherwise; km counts membership queries, population-entropy grows from the distribution "
+            "itself (it succeeds at every m or none).\n\n"
+            + "\n\n".join(maps)
+            + f"\n\n### What the atlas shows\n\nID3 is {REFERENCE} (greedy growth to the study's depth). The seeds "
+            "claim ID3 learns juntas under smoothed product distributions (000, Theorem 2) but not parities under "
+            "the uniform one (000, Theorem 1), that the addressing functions defeat impurity-based growth (002), "
+            "and that boosting sparse parities helps where stumps cannot (004).\n\n"
+            + "\n".join(findings) + "\n\n" + ("Boosting, success at the largest m:\n\n" + "\n".join(boosting) + "\n"
+                                              if boosting else ""))
+
+
+COLUMNS = {
+    "m": "training examples: the first m of the trial's sample (the same sample for every learner of the cell)",
+    "error": "the hypothesis's error: exact (exact = 1) or on test_m fresh examples (exact = 0)",
+    "success": "1 if error <= 1e-6 (exact) or error = 0 (test sample)",
+    "examples": "labelled examples used: m; km: membership queries (2n + 1) m; population-entropy: -1 (the distribution)",
+    "exact": "1 if the error is exact (from the target's oracle), 0 if measured on the test sample",
+}
+
+SHARED = {"depth": 4, "rounds": 32, "max_rank": 3, "max_calls": 2**18, "theta": 0.1, "l1": 0.05, "width": 64,
+          "sgd_steps": 400, "lr": 0.05, "m_min": 16}
+
+COMPARE = Study(
+    name="compare",
+    description="every registered learner on the same trials: k-parities, k-juntas, depth-k trees, rank-k trees, "
+                "addressing; uniform and c-smoothed; success vs m, a learnability map, per-learner cost",
+    quick={"learner": learners.names(), "family": ["parity", "junta"], "k": 2, "n": 8, "c": [0.0, 0.2],
+           "test_m": 2048, "m_max": 1024, **SHARED},
+    full={"learner": learners.names(), "family": list(FAMILIES), "k": [2, 3], "n": 16, "c": [0.0, 0.1, 0.2],
+          "test_m": 8192, "m_max": 16384, **{**SHARED, "depth": 6, "rounds": 100, "max_rank": 4, "sgd_steps": 2000}},
+    static=("learner", "family", "k", "n", "depth", "rounds", "max_rank", "max_calls", "theta", "l1", "width",
+            "sgd_steps", "test_m", "m_min", "m_max"),
+    trial=_trial,
+    replicates=(24, 200),
+    check=_check,
+    plot=_plot,
+    report=_report,
+    axis=("m", sample_sizes),
+    columns=COLUMNS,
+    shared=("learner",),
+)

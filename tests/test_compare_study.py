@@ -1,0 +1,72 @@
+"""The ``compare`` study: every registered learner, common random numbers across learners, a
+trial equal to the learner fitted directly, and the atlas's headline on a small grid."""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxtrees import learners
+from jaxtrees.core import sampling
+from jaxtrees.experiments import runner, studies
+from jaxtrees.experiments.studies import compare
+
+PARAMS = {**compare.SHARED, "learner": "id3-entropy", "family": "junta", "k": 2, "n": 6, "c": 0.2, "test_m": 256,
+          "m_max": 128}
+
+
+def test_the_quick_and_full_grids_run_every_registered_learner():
+    study = studies.get("compare")
+    assert study.quick["learner"] == study.full["learner"] == learners.names()
+    assert set(study.full["family"]) == set(compare.FAMILIES)
+
+
+def test_every_learner_of_a_cell_gets_the_same_trial_keys():
+    study = studies.get("compare")
+    cells = [{**PARAMS, "learner": name} for name in ("id3-entropy", "km", "sgd")]
+    assert len({study.key_hash(c) for c in cells}) == 1
+    assert len({runner.cell_hash(c) for c in cells}) == 3
+    other = {**PARAMS, "c": 0.0}
+    assert study.key_hash(other) != study.key_hash(cells[0])
+
+
+def test_trial_matches_the_learner_fitted_directly():
+    key = jax.random.key(2)
+    out = jax.jit(lambda k: compare._trial(k, PARAMS))(key)
+    keys = compare.trial_keys(key, "distribution", "target", "sample")
+    f = compare.target("junta", keys["target"], 6, 2)
+    p = sampling.quantize(compare.distributions.Smoothed(jnp.float32(0.5), jnp.float32(0.2)).marginals(
+        keys["distribution"], 6), compare.PRECISION_BITS)
+    sample = sampling.draw(keys["sample"], p, f, 128, precision_bits=compare.PRECISION_BITS)
+    learner = compare.configured("id3-entropy", 6, 2, PARAMS)
+    tree = learner.fit(jax.random.fold_in(keys["sample"], 2), sampling.prefix(sample, 32))  # grid 16, 32, 64, 128
+    assert float(out["error"][1]) == pytest.approx(float(tree.exact_error(p, f)))
+    assert bool(out["exact"][0]) and np.asarray(out["examples"]).tolist() == [16, 32, 64, 128]
+
+
+def test_parity_learners_beat_id3_on_uniform_parities(tmp_path):
+    names = ["id3-entropy", "parities-1", "population-entropy", "km"]
+    overrides = {**{k: v for k, v in PARAMS.items() if k != "learner"}, "learner": names, "family": "parity",
+                 "c": 0.0, "n": 8, "m_max": 256}
+    config = runner.configure(studies.get("compare"), quick=True, overrides=overrides, seed=0, replicates=12)
+    path = runner.run(studies.get("compare"), config, str(tmp_path), progress=False)
+    rows = runner.read_results(os.path.dirname(path))
+    at = {name: np.mean([float(r["success"]) for r in rows if r["learner"] == name and int(r["m"]) == 256])
+          for name in names}
+    assert at["parities-1"] == 1.0 and at["km"] >= 0.9 and at["id3-entropy"] <= 0.5, at
+    km = [r for r in rows if r["learner"] == "km"]
+    assert {int(r["examples"]) for r in km} == {17 * m for m in (16, 32, 64, 128, 256)}
+    assert {int(r["examples"]) for r in rows if r["learner"] == "population-entropy"} == {-1}
+    report = studies.get("compare").report(rows)
+    assert "learners reaching 0.9 that id3-entropy does not: km" in report and "parities-1 (16)" in report
+
+
+def test_bad_cells_are_refused():
+    for change, match in (({"family": "addressing", "k": 2, "n": 7}, "k\\^2 \\+ 2\\^k"), ({"learner": "nope"}, "learner"),
+                          ({"family": "rank", "k": 4, "n": 7}, "k must"), ({"depth": 11}, "depth")):
+        with pytest.raises(ValueError, match=match):
+            compare._check({**PARAMS, **change})
