@@ -21,7 +21,8 @@ exact error <= 1e-6, or no test error. Two learners use other access: ``km`` ask
 membership queries at grid point m (``examples`` counts them), ``population-entropy`` grows from
 the distribution itself (infinite samples: the same result at every m, ``examples`` = -1).
 
-Outputs: per family a figure of P[success] against m, one line per learner with its 95% band;
+Outputs: an overview figure (each learner's success at the largest m, per family and c), per
+family a figure of P[success] against m, one line per learner with its 95% band;
 a learnability map (per family, k, n, c: the smallest m from which each learner succeeds in >= 90%
 of trials); a summary of what the atlas says about the seeds' claims; per-learner cost from the
 report's table of compiled programs (trials per second).
@@ -181,10 +182,46 @@ def _label(name: str) -> str:
 
 @summary.styled
 def _plot(rows, stem):
-    files = []
+    files = _overview_plot(rows, stem)
     for (family,), sel in summary.split(rows, ["family"]).items():
-        files += _family_plot(sel, family, stem if not files else f"{stem}_{family}")
+        files += _family_plot(sel, family, f"{stem}_{family}")
     return files
+
+
+def _overview_plot(rows, stem):
+    """The atlas at a glance: per target family, each learner's success rate at the largest m, one
+    bar per c (95% Wilson interval as an error bar)."""
+    from matplotlib import colormaps
+
+    panels = summary.split(rows, ["family", "k", "n"])
+    names = sorted({r["learner"] for r in rows})
+    fig, axes = summary.figure(len(panels), width=5.0, height=1.2 + 0.3 * len(names))
+    cs = sorted({float(r["c"]) for r in rows})
+    height = 0.8 / len(cs)
+    counts = []
+    for ax, ((family, k, n), sel) in zip(axes, panels.items()):
+        m_top = max(int(r["m"]) for r in sel)
+        top = [r for r in sel if int(r["m"]) == m_top]
+        for j, c in enumerate(cs):
+            groups = {g["learner"]: g for g in summary.rates([r for r in top if float(r["c"]) == c], ["learner"],
+                                                             "success")}
+            counts += [g["trials"] for g in groups.values()]
+            ys = [i + (j - (len(cs) - 1) / 2) * height for i in range(len(names))]
+            rate = [groups[name]["rate"] if name in groups else 0.0 for name in names]
+            err = [[r - groups[name]["low"] if name in groups else 0.0 for r, name in zip(rate, names)],
+                   [groups[name]["high"] - r if name in groups else 0.0 for r, name in zip(rate, names)]]
+            ax.barh(ys, rate, height=height, xerr=err, label=_c_label(c), color=colormaps["tab10"].colors[j % 10],
+                    error_kw={"lw": 0.6, "alpha": 0.6})
+        ax.set_yticks(range(len(names)), [_label(name) for name in names])
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1.05)
+        ax.set_xlabel(f"P[success] at m = {m_top}")
+        ax.set_title(f"random {PLURALS[family].format(k=k)}, n = {n}")
+        ax.grid(alpha=0.3, axis="x")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, f"Every registered learner on the same trials: success at the largest m "
+                          f"({summary.trials_text(counts).replace('per point', 'per bar')})")
+    return summary.save(fig, stem)
 
 
 def _family_plot(rows, family, stem):
