@@ -2,6 +2,12 @@
 
 Exit codes: 0 success, 2 bad input (unknown study or parameter, value out of range, a results
 directory of another configuration), 1 anything unexpected.
+
+``run`` keeps JAX's persistent compilation cache in ``$JAXTREES_CACHE_DIR`` (default
+``~/.cache/jaxtrees/xla``, or under ``$XDG_CACHE_HOME``; an empty value turns it off): a rerun, a
+resumed run, or a run of the same static groups with other dynamic values (e.g. another c) loads
+its programs instead of compiling them (the rank study's quick cell: 15.3 s of compiling, then
+2.0 s), with the same results.
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ def _list(args) -> int:
 
 def _run(args) -> int:
     _initialize_distributed(args)
+    _compilation_cache()
     from jaxtrees.experiments import runner, studies
 
     study = studies.get(args.study)
@@ -175,6 +182,18 @@ def _write_report(study, directory):
     with open(path, "w") as fh:
         fh.write(text)
     return path
+
+
+def _compilation_cache() -> None:
+    """Point JAX's persistent compilation cache at ``$JAXTREES_CACHE_DIR`` (see the module docstring)."""
+    default = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "jaxtrees", "xla")
+    directory = os.environ.get("JAXTREES_CACHE_DIR", default)
+    if not directory:
+        return
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
 def _cost_table(metadata) -> str:

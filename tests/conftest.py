@@ -10,6 +10,9 @@ inherited by the CLI subprocesses): 34% less wall time for tests/test_population
 Every property tested (results independent of batching, chunking and devices; equality with the
 numpy reference and scikit-learn) must hold at any optimization level. Set XLA_FLAGS with an
 ``--xla_backend_optimization_level`` of your own to test at another level.
+
+The CLI's persistent compilation cache is off for the suite (``JAXTREES_CACHE_DIR`` empty), so
+that every run compiles what it tests; tests/test_runner.py turns it on where it tests it.
 """
 
 import os
@@ -17,6 +20,8 @@ import sys
 
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+
+os.environ.setdefault("JAXTREES_CACHE_DIR", "")
 
 sys.path.insert(0, os.path.dirname(__file__))
 

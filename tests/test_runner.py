@@ -236,6 +236,21 @@ def test_every_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures,
     assert cli.main(["plot", str(directory)]) == 0
 
 
+def test_a_rerun_loads_its_programs_from_the_compilation_cache(tmp_path):
+    """With JAXTREES_CACHE_DIR set, the first run fills the cache and a second run into another
+    directory compiles less and writes the same rows."""
+    env = {"JAXTREES_CACHE_DIR": str(tmp_path / "cache")}
+    for out in ("a", "b"):
+        proc = _cli("run", "juntas", "--quick", "--out", str(tmp_path / out), *TINY_JUNTAS[:-1], "--set", "c=0",
+                    "--no-progress", env=env)
+        assert proc.returncode == 0, proc.stderr
+    assert any((tmp_path / "cache").iterdir())
+    assert _rows(tmp_path / "a" / "juntas" / "results.csv") == _rows(tmp_path / "b" / "juntas" / "results.csv")
+    compile_s = [sum(json.loads((tmp_path / out / "juntas" / "metadata.json").read_text())["runs"][-1]
+                     ["compile_seconds"].values()) for out in ("a", "b")]
+    assert compile_s[1] < compile_s[0], compile_s
+
+
 def test_list_names_every_study(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
