@@ -1,7 +1,9 @@
 """scikit-learn estimators over jaxtrees learners (``pip install "jaxtrees[sklearn]"``).
 
 - :class:`DecisionTreeClassifier`: greedy growth (ID3 / C4.5 / CART), :mod:`jaxtrees.learners.greedy`;
-- :class:`LowDegreeClassifier`: the LMN low-degree algorithm, :mod:`jaxtrees.learners.fourier`.
+- :class:`LowDegreeClassifier`: the LMN low-degree algorithm, :mod:`jaxtrees.learners.fourier`;
+- :class:`FindMinClassifier`: Ehrenfeucht-Haussler's FINDMIN, the consistent tree of least rank,
+  :mod:`jaxtrees.learners.rank`.
 
 This module imports scikit-learn; ``import jaxtrees`` does not (``jaxtrees.DecisionTreeClassifier``
 and ``jaxtrees.LowDegreeClassifier`` load it on first use). The estimators pass
@@ -25,6 +27,8 @@ Features are Boolean: a column enters the tree as the bit ``x > threshold`` (def
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -32,11 +36,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from jaxtrees.core import bits, checks, sampling
-from jaxtrees.hypotheses import polynomial
+from jaxtrees.hypotheses import node_tree, polynomial
 from jaxtrees.hypotheses import tree as tree_lib
 from jaxtrees.learners.fourier import LowDegree
 from jaxtrees.learners.greedy import grow
 from jaxtrees.learners.growth import MAX_DEPTH, GrowthRule
+from jaxtrees.learners.rank import MAX_CALLS, FindMin
 
 _grow = jax.jit(grow)
 _leaf = jax.jit(tree_lib.leaf)
@@ -189,6 +194,77 @@ class LowDegreeClassifier(_BooleanClassifier):
     def predict(self, X):
         second = self.decision_function(X) > 0
         return self.classes_[second.astype(int) * (self.classes_.size - 1)]
+
+
+class FindMinClassifier(_BooleanClassifier):
+    """Ehrenfeucht-Haussler's FINDMIN on Boolean features: the decision tree of least rank that is
+    consistent with the training data (seed 003, Theorem 1), :class:`jaxtrees.learners.FindMin`.
+
+    Rows with the same bits and both labels have no consistent tree, so each distinct row of the
+    binarized data takes its (weighted) majority class first (ties: the first class); rows of
+    weight 0 are left out. Parameters: ``max_rank`` (None: n_features; ranks above it are not
+    tried), ``max_calls`` (FIND's invocations allowed), ``threshold`` (bit = x > threshold). When
+    no tree of rank <= max_rank is found within ``max_calls``, the tree is a single leaf of the
+    majority class and ``found_`` is False.
+
+    After ``fit``: ``tree_`` (a :class:`jaxtrees.NodeTree` of numpy arrays), ``rank_`` (the rank
+    r(S) found, -1 if none), ``found_``, ``calls_`` (FIND's invocations), ``classes_``,
+    ``n_features_in_``.
+
+    >>> rng = np.random.default_rng(1)
+    >>> X = rng.integers(0, 2, size=(200, 6))
+    >>> y = X[:, 0] | (X[:, 2] & X[:, 4])       # a rank-1 function (a decision list)
+    >>> clf = FindMinClassifier().fit(X, y)
+    >>> clf.rank_, clf.score(X, y)
+    (1, 1.0)
+    """
+
+    def __init__(self, max_rank=None, max_calls=MAX_CALLS, threshold=0.5):
+        self.max_rank = max_rank
+        self.max_calls = max_calls
+        self.threshold = threshold
+
+    def fit(self, X, y, sample_weight=None):
+        data = self._fit_data(X, y, sample_weight)
+        n = self.n_features_in_
+        max_rank = n if self.max_rank is None else checks.integer("max_rank", self.max_rank, low=0)
+        max_calls = checks.integer("max_calls", self.max_calls, low=1, high=2**31 - 1)
+        m = int(bits.count(data.valid))
+        x, second = np.asarray(bits.unpack(data.X, m)).T, np.asarray(bits.unpack(data.y, m))
+        w = np.ones(m) if data.weight is None else np.asarray(data.weight, np.float64)[:m]
+        keep = w > 0
+        rows, inverse = np.unique(x[keep], axis=0, return_inverse=True)
+        votes = np.bincount(inverse.ravel(), weights=np.where(second[keep], 1.0, -1.0) * w[keep], minlength=len(rows))
+        table = sampling.from_arrays(rows, votes > 0)
+        search = jax.device_get(_findmin(FindMin(max_rank=min(max_rank, n), max_calls=max_calls), table))
+        self.tree_ = jax.tree.map(np.asarray, search.tree)
+        self.rank_, self.found_, self.calls_ = int(search.rank), bool(search.found), int(search.calls)
+        if not self.found_:  # the majority class of the (weighted) data
+            leaf = np.asarray(self.tree_.label).copy()
+            leaf[0] = int(np.sum(w * second) > np.sum(w * ~second))
+            self.tree_ = self.tree_._replace(label=leaf)
+        return self
+
+    def predict_proba(self, X):
+        """``[m, n_classes]``: 0 / 1 by the consistent tree (its leaves are pure on the distinct rows)."""
+        q = self._labels(X).astype(np.float64)
+        return np.stack([1 - q, q], axis=1) if self.classes_.size == 2 else np.ones((q.shape[0], 1))
+
+    def predict(self, X):
+        labels = self._labels(X)
+        return self.classes_[np.minimum(labels, self.classes_.size - 1)]
+
+    def _labels(self, X):
+        x = self._bits(X)
+        return np.asarray(_node_predict(self.tree_, x))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _findmin(learner, data):
+    return learner.search(data)
+
+
+_node_predict = jax.jit(node_tree.predict)
 
 
 @jax.jit

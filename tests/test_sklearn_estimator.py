@@ -1,6 +1,7 @@
-"""jaxtrees.sklearn's estimators (DecisionTreeClassifier, LowDegreeClassifier) are scikit-learn
-estimators: scikit-learn's own checks, its model-selection tools, probabilities, sample weights,
-binarization, parameter errors; LowDegreeClassifier agrees with the LowDegree learner."""
+"""jaxtrees.sklearn's estimators (DecisionTreeClassifier, LowDegreeClassifier, FindMinClassifier) are
+scikit-learn estimators: scikit-learn's own checks, its model-selection tools, probabilities, sample
+weights, binarization, parameter errors; LowDegreeClassifier agrees with the LowDegree learner,
+FindMinClassifier with FINDMIN on the distinct rows."""
 
 import subprocess
 import sys
@@ -15,15 +16,16 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import jaxtrees as jt
 from jaxtrees.learners import LowDegree
-from jaxtrees.sklearn import DecisionTreeClassifier, LowDegreeClassifier
+from jaxtrees.learners import rank_reference
+from jaxtrees.sklearn import DecisionTreeClassifier, FindMinClassifier, LowDegreeClassifier
 
 RNG = np.random.default_rng(0)
 X = RNG.integers(0, 2, size=(300, 8))
 Y = X[:, 1] ^ (X[:, 2] & X[:, 5])
 
 
-@pytest.mark.slow  # 2 x 63 checks, each compiling for its own data shapes: about a minute on 2 cores
-@parametrize_with_checks([DecisionTreeClassifier(), LowDegreeClassifier()])
+@pytest.mark.slow  # 3 x 63 checks, each compiling for its own data shapes: about two minutes on 2 cores
+@parametrize_with_checks([DecisionTreeClassifier(), LowDegreeClassifier(), FindMinClassifier()])
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
 
@@ -134,3 +136,22 @@ def test_low_degree_bad_parameters_name_themselves(params, name):
         LowDegreeClassifier(**params).fit(X, Y)
     with pytest.raises(NotFittedError):
         LowDegreeClassifier().predict(X)
+
+
+def test_findmin_classifier_is_findmin_on_the_majority_labelled_distinct_rows():
+    x = RNG.integers(0, 2, size=(120, 5))
+    y = x[:, 0] | (x[:, 2] & x[:, 4])
+    y[:3] = 1 - y[:3]  # conflicting copies of rows seen elsewhere are outvoted
+    clf = FindMinClassifier().fit(x, y)
+    rows, inverse = np.unique(x, axis=0, return_inverse=True)
+    votes = np.bincount(inverse.ravel(), weights=2.0 * y - 1.0, minlength=len(rows))
+    tree, rank = rank_reference.findmin(rows, (votes > 0).astype(int))
+    assert clf.found_ and clf.rank_ == rank and clf.calls_ >= 1
+    np.testing.assert_array_equal(clf.predict(rows), rank_reference.predict(tree, rows))
+    np.testing.assert_allclose(clf.predict_proba(x)[:, 1], clf.predict(x))
+    weights = np.ones(120)
+    weights[:3] = 0.0  # the flipped rows left out: the clean function, rank 1
+    assert FindMinClassifier().fit(x, y, sample_weight=weights).score(x[3:], y[3:]) == 1.0
+    assert FindMinClassifier(max_rank=0).fit(x, y).found_ is False
+    with pytest.raises(ValueError, match="max_rank"):
+        FindMinClassifier(max_rank=-1).fit(x, y)
