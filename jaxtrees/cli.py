@@ -216,10 +216,11 @@ def _cost_table(metadata) -> str:
     varying = [k for k in params if len({json.dumps(g.get(k)) for g in static}) > 1]  # the others are in the grid line
     table = [[g.get(k, "") for k in varying]
              + [v["trials"], f"{v['compile']:.1f}", f"{v['seconds']:.1f}",
-                f"{v['trials'] / v['seconds']:,.1f}" if v["seconds"] > 0 else "-", v["device"]]
+                f"{v['trials'] / v['seconds']:,.3g}" if v["seconds"] > 0 else "-", v["device"]]
              for g, v in zip(static, groups.values())]
     return ("\n\n### Cost per compiled program\n\nOne program per combination of the static parameters; "
-            "seconds summed over the runs (wall time on the host, compilation apart).\n\n"
+            "seconds summed over the runs (wall time on the host, compilation apart; trials are run in whole "
+            "vmapped groups, so a program with fewer trials than a group pays for a full group).\n\n"
             + summary.markdown_table([*varying, "trials", "compile s", "run s", "trials/s", "device"], table) + "\n")
 
 
