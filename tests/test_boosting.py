@@ -127,6 +127,20 @@ def test_training_error_is_below_the_bound_every_round(seed):
     np.testing.assert_allclose(r.train_error[-1], float(jt.sample_error(H, jt.from_arrays(X, y))), atol=1e-6)
 
 
+def test_a_round_wrong_only_on_examples_of_tiny_weight_is_not_perfect():
+    """Once the wrong examples' weights are below float32's resolution at 1, gamma rounds to 1; the
+    round must still not get the perfect round's dominant vote, or H errs above the bound (0)."""
+    X = np.eye(8, dtype=int)[np.r_[np.zeros(60, int), np.arange(1, 8)]]  # 60 copies of e_0, one of e_1..e_7
+    y = np.r_[np.ones(60, int), np.zeros(7, int)]
+    y[-1] = 1  # e_7 labelled 1: the stump x_0 errs on it alone
+    w = np.r_[np.ones(60), np.full(7, 1e-9)].astype(np.float32)
+    H = fit(AdaBoost(Stump(), rounds=4), jt.with_weights(jt.from_arrays(X, y), np.r_[w, np.zeros(32 * 3 - 67)]))
+    r = jax.device_get(H.rounds)
+    assert r.gamma[0] == 1.0  # in float32
+    assert np.all(r.train_error <= r.bound + 1e-6) and np.all(np.isfinite(np.asarray(H.weights)))
+    assert r.bound[0] > 0.0
+
+
 def test_a_perfect_weak_learner_ends_boosting_without_inf_or_nan():
     X, _ = noisy_data(5)
     y = X[:, 4]  # one stump is exact: gamma_1 = 1
@@ -179,7 +193,7 @@ def test_boosting_study_trial_is_adaboost_on_the_trials_split():
     d = datasets.load("heart")
     problem = d.problem()
     train, test = problem.train(key, 100), problem.test(key, 100)
-    H = AdaBoost(jt.LowDegree(degree=2, max_terms=1), rounds=7).fit(key, train)
+    H = AdaBoost(jt.learners.Parities(degree=2), rounds=7).fit(key, train)  # the study's 2-parity learner
     np.testing.assert_allclose(np.asarray(out["parity2_test_error"]), np.asarray(H.staged_errors(test)), atol=1e-6)
     C = AdaBoost(jt.learners.CART16, rounds=7).fit(key, train)
     np.testing.assert_allclose(np.asarray(out["cart16_test_error"]), np.asarray(C.staged_errors(test)), atol=1e-6)
