@@ -28,13 +28,10 @@ def test_notebook_has_colab_badge_and_install_cell(path):
     assert _cells(path, "code")[0].lstrip("# \n").find("pip install") >= 0
 
 
-#: Notebooks small enough (at JAXTREES_NOTEBOOK_SMALL=1) to run in the default test command.
-FAST = {"fourier", "boosting", "rank", "compare"}
-
-
-# the others take 14-62 s each on 2 cores; every notebook's names are checked by test_notebook_names_exist
-@pytest.mark.parametrize("path", [p if p.stem in FAST else pytest.param(p, marks=pytest.mark.slow) for p in NOTEBOOKS],
-                         ids=lambda p: p.stem)
+# Every notebook runs at its small size under the slow marker (7 to 62 s each on 2 cores; .ci/run runs them
+# after the default command); every notebook's names are checked by test_notebook_names_exist by default.
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path):
     """Every code cell, in order, in a fresh interpreter (shell and magic lines skipped: the
     package is installed already)."""

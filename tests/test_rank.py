@@ -63,8 +63,8 @@ def labelled_samples(seed: int, n: int, m: int, count: int):
     return X, y
 
 
-#: (n, m, samples, min_rank, max_rank): 2,000 samples in all; FINDMIN and FIND(S, r).
-GROUPS = [(4, 8, 650, 0, 4), (6, 24, 500, 0, 3), (8, 32, 400, 0, 3), (12, 64, 300, 2, 2), (12, 128, 150, 0, 3)]
+#: (n, m, samples, min_rank, max_rank): 2,150 samples in all, 2,000 without the slow marker's m = 128 group.
+GROUPS = [(4, 8, 800, 0, 4), (6, 24, 500, 0, 3), (8, 32, 400, 0, 3), (12, 64, 300, 2, 2), (12, 128, 150, 0, 3)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -75,7 +75,8 @@ def batched(group):
     return X, y, jax.device_get(out)
 
 
-@pytest.mark.parametrize("group", GROUPS, ids=[f"n{g[0]}-m{g[1]}-r{g[3]}..{g[4]}" for g in GROUPS])
+@pytest.mark.parametrize("group", [pytest.param(g, marks=pytest.mark.slow) if g[1] > 64 else g for g in GROUPS],
+                         ids=[f"n{g[0]}-m{g[1]}-r{g[3]}..{g[4]}" for g in GROUPS])
 def test_batched_find_equals_the_reference_node_for_node(group):
     n, m, count, r0, r1 = group
     X, y, out = batched(group)
@@ -253,7 +254,7 @@ def random_node_tree(rng, n: int, depth: int):
     return node_tree.from_heap(heap)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_reduce_keeps_the_function_and_removes_repeated_tests(seed):
     n, depth = 4, 5  # one shape: one compilation
