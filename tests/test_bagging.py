@@ -76,13 +76,29 @@ def test_out_of_bag_error_equals_a_numpy_recount(vote):
 
 def test_random_subset_keeps_k_admissible_features_uniformly():
     admissible = jnp.asarray(np.random.default_rng(0).random((4000, 12)) < 0.6).at[:10].set(False).at[0, 3].set(True)
-    keep = np.asarray(growth._random_subset(KEY, admissible, 3))
+    feature, drawn = map(np.asarray, growth._random_subset(KEY, admissible, 3))
     a = np.asarray(admissible)
+    np.testing.assert_array_equal(drawn.sum(1), np.minimum(a.sum(1), 3))
+    assert np.all(drawn[:, :-1] >= drawn[:, 1:])  # the drawn slots come first
+    assert np.all(np.diff(np.where(drawn, feature, 12 + np.arange(3)), axis=1) > 0)  # distinct, increasing
+    keep = np.zeros_like(a)
+    np.put_along_axis(keep, np.where(drawn, feature, 0), drawn, axis=1)
     assert not np.any(keep & ~a)
-    np.testing.assert_array_equal(keep.sum(1), np.minimum(a.sum(1), 3))
     rows = a.sum(1) == 7  # among rows with 7 admissible features, each is kept with probability 3/7
     share = keep[rows].sum(0) / a[rows].sum(0)
     assert np.all(np.abs(share - 3 / 7) < 0.06), share
+
+
+def test_random_subset_is_uniform_over_subsets():
+    """6 admissible features across two words: each of the 15 pairs with probability 1/15."""
+    admissible = np.zeros((30000, 40), bool)
+    admissible[:, [1, 7, 31, 32, 33, 39]] = True
+    feature, drawn = growth._random_subset(KEY, jnp.asarray(admissible), 2)
+    assert bool(jnp.all(drawn))
+    pairs, counts = np.unique(np.asarray(feature), axis=0, return_counts=True)
+    assert len(pairs) == 15 and np.all(np.isin(pairs, [1, 7, 31, 32, 33, 39]))
+    expected = 30000 / 15
+    assert np.all(np.abs(counts - expected) < 4 * np.sqrt(expected * 14 / 15)), counts
 
 
 def test_max_features_per_node():
@@ -96,7 +112,7 @@ def test_max_features_per_node():
     every = jt.GrowthRule(max_depth=4, impurity="gini", max_features=8)
     np.testing.assert_array_equal(jt.grow(data, every, KEY).feature,
                                   jt.grow(data, jt.GrowthRule(max_depth=4, impurity="gini")).feature)
-    assert every.features_per_node(8) == 8 and jt.GrowthRule(1, max_features="sqrt").features_per_node(131) == 11
+    assert every.features_per_node(8) is None and jt.GrowthRule(1, max_features="sqrt").features_per_node(131) == 11
     assert jt.GrowthRule(1, max_features="log2").features_per_node(403) == 8
 
 

@@ -30,14 +30,20 @@ def n_words(m: int) -> int:
 
 
 def pack(bits):
-    """Pack a boolean array ``[..., m]`` into ``uint32[..., ceil(m/32)]`` along its last axis."""
+    """Pack a boolean array ``[..., m]`` into ``uint32[..., ceil(m/32)]`` along its last axis.
+
+    The full words and the last, partial one are summed apart: zero padding fused into the sum
+    costs XLA CPU a bounds check per bit (7x slower packing 131 bits per row)."""
     bits = jnp.asarray(bits).astype(jnp.uint32)
     m = bits.shape[-1]
-    w = n_words(m)
-    bits = jnp.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, w * WORD_BITS - m)])
+    full = m // WORD_BITS
     shifts = jnp.arange(WORD_BITS, dtype=jnp.uint32)
-    words = bits.reshape(bits.shape[:-1] + (w, WORD_BITS)) << shifts
-    return jnp.sum(words, axis=-1, dtype=jnp.uint32)
+    words = bits[..., : full * WORD_BITS].reshape(bits.shape[:-1] + (full, WORD_BITS)) << shifts
+    words = jnp.sum(words, axis=-1, dtype=jnp.uint32)
+    if full * WORD_BITS == m:
+        return words
+    last = jnp.sum(bits[..., full * WORD_BITS:] << shifts[: m - full * WORD_BITS], axis=-1, dtype=jnp.uint32)
+    return jnp.concatenate([words, last[..., None]], axis=-1)
 
 
 def unpack(words, m: int):

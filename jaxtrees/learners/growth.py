@@ -25,7 +25,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxtrees.core import checks
+from jaxtrees.core import bits, checks, prng
 from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.hypotheses.tree import Tree, interleave
 
@@ -103,11 +103,12 @@ class GrowthRule:
         return self.tie_break == "random" or self.max_features is not None
 
     def features_per_node(self, n: int) -> int | None:
-        """How many of a node's n features it may choose among (None: all)."""
+        """How many of a node's n features it may choose among: k < n, or None for all of them."""
         if self.max_features is None:
             return None
         rule = {"sqrt": lambda: int(math.isqrt(n)), "log2": lambda: int(math.log2(n))}.get(self.max_features)
-        return min(n, max(1, rule() if rule else self.max_features))
+        k = max(1, rule() if rule else self.max_features)
+        return k if k < n else None
 
 
 class LevelStats(NamedTuple):
@@ -182,52 +183,107 @@ def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, p
 
 
 def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
-    """Best admissible feature per node (-1 if none) and its gain."""
+    """Best admissible feature per node (-1 if none) and its gain.
+
+    With ``rule.max_features`` = k < n the candidates are each node's random subset
+    (:func:`_random_subset`, k slots in increasing feature order) and only their statistics are
+    gathered and scored; otherwise every feature is a candidate.
+    """
     w = stats.w.astype(jnp.float32)[:, None]
     wy = stats.wy.astype(jnp.float32)[:, None]
     w1 = stats.w1.astype(jnp.float32)
-    w1y = stats.w1y.astype(jnp.float32)
-    w0, w0y = w - w1, wy - w1y
-    safe = lambda a, b: jnp.where(b > 0, a / jnp.maximum(b, 1e-30), 0.0)  # noqa: E731
-    g = impurity_lib.gain(rule.impurity, safe(wy, w), safe(w1, w), safe(w1y, w1), safe(w0y, w0), safe(w0, w))
-    admissible = ~used & (w1 > 0) & (w0 > 0)
+    admissible = ~used & (w1 > 0) & (w - w1 > 0)
     if min_count:
         n, n1 = stats.counts
         admissible &= (n1 >= rule.min_samples_leaf) & ((n[:, None] - n1) >= rule.min_samples_leaf)
-    subset = rule.features_per_node(g.shape[-1])
-    if subset is not None and subset < g.shape[-1]:
-        admissible &= _random_subset(jax.random.fold_in(key, 1), admissible, subset)
+    subset = rule.features_per_node(w1.shape[-1])
+    w1y = stats.w1y.astype(jnp.float32)
+    candidate = None
+    if subset is not None:
+        candidate, admissible = _random_subset(jax.random.fold_in(key, 1), admissible, subset)
+        w1, w1y = (jnp.take_along_axis(a, candidate, axis=-1) for a in (w1, w1y))
+    w0, w0y = w - w1, wy - w1y
+    safe = lambda a, b: jnp.where(b > 0, a / jnp.maximum(b, 1e-30), 0.0)  # noqa: E731
+    g = impurity_lib.gain(rule.impurity, safe(wy, w), safe(w1, w), safe(w1y, w1), safe(w0y, w0), safe(w0, w))
     g = jnp.where(admissible, g, -jnp.inf)
     best = jnp.max(g, axis=-1)
     scale = rule.impurity(jnp.clip(safe(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
     tied = admissible & (g >= best[:, None] - rule.tie_tol * scale)
     if rule.tie_break == "random":
         priority = jax.random.uniform(key, g.shape)
-        feature = jnp.argmax(jnp.where(tied, priority, -1.0), axis=-1)
+        pick = jnp.argmax(jnp.where(tied, priority, -1.0), axis=-1)
     else:
-        feature = jnp.argmax(tied, axis=-1)
+        pick = jnp.argmax(tied, axis=-1)  # the lowest feature: candidates are in increasing order
+    feature = pick if candidate is None else jnp.take_along_axis(candidate, pick[:, None], axis=-1)[:, 0]
     feature = jnp.where(jnp.any(admissible, axis=-1), feature, -1).astype(jnp.int32)
     return feature, jnp.where(feature >= 0, best, 0.0)
 
 
 def _random_subset(key, admissible, k: int):
-    """``bool[L, n]``: per row, k of the admissible features uniformly at random (all if fewer).
+    """``(feature: int32[L, k], drawn: bool[L, k])``: per row of ``admissible: bool[L, n]``, k of its
+    a admissible features uniformly at random, all a if a <= k, in increasing order (``drawn``
+    marks the first min(a, k) slots; the others hold feature 0).
 
-    Each admissible feature gets a distinct random priority (random high bits, its index in the
-    low bits, 0 when inadmissible); the k-th largest priority T is found bit by bit from the top
-    (32 compare-and-count passes, cheaper than sorting every row), and the row keeps priority >= T.
+    A uniform k-subset of the ranks {0, ..., a-1} by Floyd's algorithm, from k random words per
+    row: for j = a-k, ..., a-1 draw u uniform on {0, ..., j} (:func:`_below`) and add u, or j if u
+    is in already. The subset is kept as a bitset over ranks; its t-th rank and the admissible
+    feature of that rank are read off packed rows (:func:`_nth_set_bit`). Only packing
+    ``admissible`` touches all n features.
     """
-    n = admissible.shape[-1]
-    low = max(1, (n - 1).bit_length())
-    random = jax.random.bits(key, admissible.shape, jnp.uint32) | jnp.uint32(1 << 31)
-    priority = jnp.where(admissible, (random >> low << low) | jnp.arange(n, dtype=jnp.uint32), jnp.uint32(0))
+    rows = admissible.shape[0]
+    present = bits.pack(admissible)  # [L, W]
+    a = bits.count(present)
+    words = prng.bits(key, (k, rows))
+    slot = jnp.arange(present.shape[-1], dtype=jnp.uint32)
+    bit = lambda r: jnp.where(slot == (r[:, None] >> 5), jnp.uint32(1) << (r[:, None] & 31), 0)  # noqa: E731
 
-    def settle(i, threshold):  # bit 31 - i of the k-th largest priority
-        candidate = threshold | (jnp.uint32(1) << (31 - i).astype(jnp.uint32))
-        enough = jnp.sum(priority >= candidate, axis=-1, keepdims=True) >= k
-        return jnp.where(enough, candidate, threshold)
+    def add(taken, step):
+        t, word = step
+        j = (a - k + t).astype(jnp.uint32)
+        u = _below(word, j + 1)
+        has_u = jnp.any(taken & bit(u) != 0, axis=-1)
+        return taken | bit(jnp.where(has_u, j, u)), None
 
-    return admissible & (priority >= jax.lax.fori_loop(0, 32, settle, jnp.zeros(admissible.shape[:-1] + (1,), jnp.uint32)))
+    taken, _ = jax.lax.scan(add, jnp.zeros_like(present), (jnp.arange(k), words))
+    taken = jnp.where((a <= k)[:, None], bits.prefix_mask(present.shape[-1], a[:, None]), taken)
+    drawn = jnp.arange(k) < a[:, None]
+    rank = _nth_set_bit(taken, jnp.broadcast_to(jnp.arange(k), drawn.shape))
+    return jnp.where(drawn, _nth_set_bit(present, rank), 0), drawn
+
+
+def _below(word, bound):
+    """floor(word bound / 2^32) for uint32 arrays: uniform words give each of 0, ..., bound-1 with
+    probability within bound / 2^32 of 1 / bound. The high word of the 64-bit product, from
+    16-bit halves: it vectorizes, where a remainder (word mod bound) does not on CPU."""
+    half = jnp.uint32(0xFFFF)
+    (w1, w0), (b1, b0) = ((x >> 16, x & half) for x in (word, bound))
+    cross, cross_ = w1 * b0, w0 * b1
+    middle = ((w0 * b0) >> 16) + (cross & half) + (cross_ & half)
+    return w1 * b1 + (cross >> 16) + (cross_ >> 16) + (middle >> 16)
+
+
+def _nth_set_bit(words, r):
+    """``int32[L, k]``: index of the r-th (from 0) set bit of each row of ``words: uint32[L, W]``,
+    for ``r: int32[L, k]`` below the row's popcount (else meaningless). Word by word, r drops by
+    each word's popcount until the word holding the bit; within it, halving: the low half of the
+    remaining bits is skipped (r drops by its popcount) if it holds <= r set bits."""
+    popcount = lambda x: jax.lax.population_count(x).astype(jnp.int32)  # noqa: E731
+    found = jnp.zeros(r.shape, bool)
+    word = jnp.zeros(r.shape, jnp.uint32)
+    position = jnp.zeros(r.shape, jnp.int32)
+    for i in range(words.shape[-1]):
+        here = ~found & (r < popcount(words[:, i, None]))
+        word = jnp.where(here, words[:, i, None], word)
+        position = jnp.where(here, i * bits.WORD_BITS, position)
+        r = jnp.where(found | here, r, r - popcount(words[:, i, None]))
+        found |= here
+    for width in (16, 8, 4, 2, 1):
+        low = popcount(word & jnp.uint32((1 << width) - 1))
+        skip = r >= low
+        r = jnp.where(skip, r - low, r)
+        word = jnp.where(skip, word >> width, word)
+        position = position + jnp.where(skip, width, 0)
+    return position
 
 
 def check_heap_depth(rule: GrowthRule):
