@@ -178,12 +178,14 @@ def series_style(ax) -> dict:
     return {"color": (tab20[0::2] + tab20[1::2])[i % 20], "marker": MARKERS[i % len(MARKERS)]}
 
 
-def rate_curve(ax, groups, x: str, label: str):
-    """Plot a success-rate curve with its Wilson band from :func:`rates` output (one series)."""
+def rate_curve(ax, groups, x: str, label: str, band_alpha: float = 0.2, **style):
+    """Plot a success-rate curve with its Wilson band from :func:`rates` output (one series);
+    ``style`` overrides the line's (e.g. ``ls="--"``, ``ms=4``)."""
     groups = sorted(groups, key=lambda g: float(g[x]))
     xs = [float(g[x]) for g in groups]
-    line, = ax.plot(xs, [g["rate"] for g in groups], "-", label=label, ms=5, **series_style(ax))
-    ax.fill_between(xs, [g["low"] for g in groups], [g["high"] for g in groups], color=line.get_color(), alpha=0.2)
+    line, = ax.plot(xs, [g["rate"] for g in groups], label=label, **{"ls": "-", "ms": 5, **series_style(ax), **style})
+    ax.fill_between(xs, [g["low"] for g in groups], [g["high"] for g in groups], color=line.get_color(),
+                    alpha=band_alpha)
 
 
 def legend(fig, axes):

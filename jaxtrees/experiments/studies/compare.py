@@ -236,12 +236,7 @@ def _family_plot(rows, family, stem):
         for i, (name,), part in ((i, *item) for i, item in enumerate(summary.split(sel, ["learner"]).items())):
             groups = summary.rates(part, ["m"], "success")
             counts += [g["trials"] for g in groups]
-            groups = sorted(groups, key=lambda g: float(g["m"]))
-            xs = [float(g["m"]) for g in groups]
-            style = {**summary.series_style(ax), "ls": ("-", "--", ":")[min(i // 10, 2)]}
-            line, = ax.plot(xs, [g["rate"] for g in groups], label=_label(name), ms=4, **style)
-            ax.fill_between(xs, [g["low"] for g in groups], [g["high"] for g in groups], color=line.get_color(),
-                            alpha=0.08)
+            summary.rate_curve(ax, groups, "m", _label(name), band_alpha=0.08, ms=4, ls=("-", "--", ":")[min(i // 10, 2)])
         ax.set_xscale("log", base=2)
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("training examples m (km: (2n + 1) m queries)")
