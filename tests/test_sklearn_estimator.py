@@ -1,11 +1,13 @@
-"""jaxtrees.sklearn's estimators (DecisionTreeClassifier, LowDegreeClassifier, FindMinClassifier) are
-scikit-learn estimators: scikit-learn's own checks, its model-selection tools, probabilities, sample
-weights, binarization, parameter errors; LowDegreeClassifier agrees with the LowDegree learner,
-FindMinClassifier with FINDMIN on the distinct rows."""
+"""jaxtrees.sklearn's estimators (DecisionTreeClassifier, LowDegreeClassifier, FindMinClassifier,
+AdaBoostClassifier, RandomForestClassifier) are scikit-learn estimators: scikit-learn's own checks, its
+model-selection tools, probabilities, sample weights, binarization, parameter errors; LowDegreeClassifier
+agrees with the LowDegree learner, FindMinClassifier with FINDMIN on the distinct rows, AdaBoostClassifier
+and RandomForestClassifier with the AdaBoost and random_forest learners."""
 
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
@@ -15,18 +17,42 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import jaxtrees as jt
-from jaxtrees.learners import LowDegree
+from jaxtrees.learners import AdaBoost, LowDegree, Parities, random_forest
 from jaxtrees.learners import rank_reference
-from jaxtrees.sklearn import DecisionTreeClassifier, FindMinClassifier, LowDegreeClassifier
+from jaxtrees.sklearn import (AdaBoostClassifier, DecisionTreeClassifier, FindMinClassifier, LowDegreeClassifier,
+                              RandomForestClassifier)
 
 RNG = np.random.default_rng(0)
 X = RNG.integers(0, 2, size=(300, 8))
 Y = X[:, 1] ^ (X[:, 2] & X[:, 5])
 
 
+#: Checks the ensembles fail by design, with the reason (scikit-learn's ``expected_failed_checks``).
+EXPECTED_FAILURES = {
+    "AdaBoostClassifier": {
+        "check_sample_weight_equivalence_on_dense_data": "D_1 proportional to the weights is the distribution of "
+        "the repeated rows, but AdaBoost runs in float32: sums in another order can move the outputs by ~2e-7 "
+        "relative, above the check's rtol=1e-7"},
+    "RandomForestClassifier": {
+        "check_sample_weight_equivalence_on_dense_data": "the bootstrap draws from the rows, so repeated rows "
+        "are drawn more often than one row of the same weight (scikit-learn's RandomForestClassifier fails it too)"},
+}
+
+
 @pytest.mark.slow  # 3 x 63 checks, each compiling for its own data shapes: about two minutes on 2 cores
 @parametrize_with_checks([DecisionTreeClassifier(), LowDegreeClassifier(), FindMinClassifier()])
 def test_scikit_learn_checks(estimator, check):
+    check(estimator)
+
+
+# 4 x 63 checks; each random-forest fit compiles for 4-15 s on 2 busy cores, most of the time
+@pytest.mark.slow
+@parametrize_with_checks([AdaBoostClassifier(n_estimators=5),
+                          AdaBoostClassifier(weak_learner="parities", n_estimators=5),
+                          AdaBoostClassifier(weak_learner="cart16", n_estimators=5),
+                          RandomForestClassifier(n_estimators=5, max_depth=3)],
+                         expected_failed_checks=lambda est: EXPECTED_FAILURES.get(type(est).__name__, {}))
+def test_scikit_learn_checks_of_the_ensembles(estimator, check):
     check(estimator)
 
 
@@ -155,3 +181,106 @@ def test_findmin_classifier_is_findmin_on_the_majority_labelled_distinct_rows():
     assert FindMinClassifier(max_rank=0).fit(x, y).found_ is False
     with pytest.raises(ValueError, match="max_rank"):
         FindMinClassifier(max_rank=-1).fit(x, y)
+
+
+def majority3(x):
+    return (x[:, 0] + x[:, 1] + x[:, 2] >= 2).astype(int)
+
+
+def test_adaboost_with_stumps_fits_a_majority_of_three():
+    x = RNG.integers(0, 2, size=(200, 6))
+    clf = AdaBoostClassifier(n_estimators=10).fit(x, majority3(x))
+    assert clf.score(x, majority3(x)) == 1.0 and clf.train_errors_[-1] == 0.0
+    np.testing.assert_array_less(clf.train_errors_, clf.bounds_ + 1e-6)  # AdaBoost's bound holds each round
+    assert clf.alphas_.shape == clf.gammas_.shape == (10,) and clf.gammas_[0] > 0
+
+
+def test_adaboost_with_2_parities_learns_xor_and_stumps_cannot():
+    x = RNG.integers(0, 2, size=(400, 8))
+    y = np.where(x[:, 2] ^ x[:, 6], "odd", "even")
+    parities = AdaBoostClassifier(weak_learner="parities", degree=2, n_estimators=5).fit(x, y)
+    assert parities.score(x, y) == 1.0 and parities.ensemble_.members.sets[0].tolist() == [[2, 6]]
+    assert AdaBoostClassifier(n_estimators=30).fit(x, y).score(x, y) < 0.8  # sums of stumps: no XOR
+    assert AdaBoostClassifier(weak_learner="cart16", n_estimators=3).fit(x, y).score(x, y) == 1.0
+    assert AdaBoostClassifier(weak_learner="parities", degree=3).fit(x[:, :2], y).degree_ == 2  # at most n
+
+
+def test_adaboost_probabilities_are_the_normalized_vote():
+    noisy = Y ^ (RNG.random(Y.shape) < 0.2)
+    clf = AdaBoostClassifier(n_estimators=8).fit(X, noisy)
+    decision, proba = clf.decision_function(X), clf.predict_proba(X)
+    margin = np.sum(np.asarray(clf.ensemble_.votes(X)), axis=-1)
+    np.testing.assert_allclose(decision, margin / np.abs(clf.alphas_).sum(), atol=1e-6)
+    assert np.all(np.abs(decision) <= 1.0) and np.all(proba >= 0.0)
+    np.testing.assert_allclose(proba[:, 1], (1 + decision) / 2)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[(decision > 0).astype(int)])
+
+
+def test_adaboost_classifier_is_the_adaboost_learner_and_sample_weight_is_d1():
+    noisy = Y ^ (np.arange(len(Y)) % 9 == 0)
+    w = RNG.integers(0, 3, size=len(Y)).astype(np.float32)
+    clf = AdaBoostClassifier(weak_learner="parities", n_estimators=6, random_state=4).fit(X, noisy, sample_weight=w)
+    H = AdaBoost(Parities(degree=2), rounds=6).fit(jax.random.key(4), jt.with_weights(jt.from_arrays(X, noisy), w))
+    np.testing.assert_allclose(clf.alphas_, np.asarray(H.weights), rtol=1e-6)
+    np.testing.assert_allclose(clf.gammas_, np.asarray(H.rounds.gamma), rtol=1e-6)
+    np.testing.assert_array_equal(clf.predict(X), np.asarray(H.predict(X)))
+
+
+def junta(x):
+    return (x[:, 0] & x[:, 3]) | x[:, 7]
+
+
+def forest(random_state, n_estimators=20):
+    return RandomForestClassifier(n_estimators=n_estimators, max_depth=6, random_state=random_state)
+
+
+def test_random_forest_learns_a_junta():
+    x = RNG.integers(0, 2, size=(800, 12))
+    y = junta(x) ^ (RNG.random(800) < 0.05)  # 5% label noise in training
+    clf = forest(0).fit(x[:400], y[:400])
+    assert clf.score(x[400:], junta(x[400:])) >= 0.95 and 0.0 < clf.oob_error_ < 0.2
+    proba = clf.predict_proba(x[400:])
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(clf.predict(x[400:]), proba[:, 1] > 0.5)
+
+
+def test_random_forest_random_state_reproduces_and_is_the_learner_with_the_same_key():
+    x = RNG.integers(0, 2, size=(400, 12))
+    y = junta(x) ^ (RNG.random(400) < 0.1)
+    a, b, c = forest(7).fit(x, y), forest(7).fit(x, y), forest(8).fit(x, y)
+    np.testing.assert_array_equal(a.forest_.members.feature, b.forest_.members.feature)
+    np.testing.assert_array_equal(a.predict_proba(x), b.predict_proba(x))
+    assert not np.array_equal(a.forest_.members.feature, c.forest_.members.feature)
+    learned = random_forest(members=20, max_depth=6).fit(jax.random.key(7), jt.from_arrays(x, y))
+    np.testing.assert_array_equal(a.forest_.members.feature, np.asarray(learned.members.feature))
+    np.testing.assert_array_equal(a.predict(x), np.asarray(learned.predict(x)))
+    np.testing.assert_allclose(a.predict_proba(x)[:, 1], np.asarray(learned.probability(x)), atol=1e-6)
+
+
+def test_random_forest_sample_weight_leaves_out_zero_weight_rows():
+    x = RNG.integers(0, 2, size=(400, 12))
+    y = junta(x)
+    flipped = np.arange(400) % 4 == 0
+    w = np.where(flipped, 0.0, 1.0)
+    clf = forest(1).fit(x, y ^ flipped, sample_weight=w)
+    assert clf.score(x, y) == 1.0
+
+
+ADA, FOREST = AdaBoostClassifier, RandomForestClassifier
+
+
+@pytest.mark.parametrize("estimator, params, name", [
+    (ADA, {"weak_learner": "trees"}, "weak_learner"), (ADA, {"n_estimators": 0}, "n_estimators"),
+    (ADA, {"degree": 4}, "degree"), (ADA, {"degree": 0}, "degree"), (ADA, {"random_state": -1}, "random_state"),
+    (ADA, {"threshold": float("nan")}, "threshold"), (FOREST, {"n_estimators": 0}, "n_estimators"),
+    (FOREST, {"max_depth": -1}, "max_depth"), (FOREST, {"max_depth": None}, "max_depth"),
+    (FOREST, {"max_features": "half"}, "max_features"), (FOREST, {"max_features": 0}, "max_features"),
+    (FOREST, {"impurity": "information"}, "impurity"), (FOREST, {"random_state": 1.5}, "random_state"),
+])
+def test_ensemble_bad_parameters_name_themselves_at_fit(estimator, params, name):
+    clf = estimator(**params)  # scikit-learn's convention: __init__ only stores them
+    with pytest.raises(ValueError, match=rf"^{name}\b"):
+        clf.fit(X, Y)
+    with pytest.raises(NotFittedError):
+        estimator().predict(X)
