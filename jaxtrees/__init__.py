@@ -18,7 +18,8 @@ tree level-wise, score it. Batch trials with ``jax.vmap`` and compile with ``jax
 The package face re-exports core (bits, prng, sampling, distributions, impurity), targets,
 hypotheses, problems, learners and fourier (transforms and exact spectra). The gradient-descent
 learner (``sgd``: optax), the experiments (``runner``, ``studies``, ``summary``: matplotlib) and
-the scikit-learn estimators (``DecisionTreeClassifier``, ``LowDegreeClassifier``, ``FindMinClassifier``:
+the scikit-learn estimators (``DecisionTreeClassifier``, ``LowDegreeClassifier``, ``FindMinClassifier``,
+``AdaBoostClassifier``, ``RandomForestClassifier``:
 scikit-learn) load on first use.
 """
 
@@ -57,6 +58,8 @@ _LAZY = {
     "DecisionTreeClassifier": ("jaxtrees.sklearn", "DecisionTreeClassifier"),
     "LowDegreeClassifier": ("jaxtrees.sklearn", "LowDegreeClassifier"),
     "FindMinClassifier": ("jaxtrees.sklearn", "FindMinClassifier"),
+    "AdaBoostClassifier": ("jaxtrees.sklearn", "AdaBoostClassifier"),
+    "RandomForestClassifier": ("jaxtrees.sklearn", "RandomForestClassifier"),
 }
 
 

@@ -11,6 +11,10 @@ Every property tested (results independent of batching, chunking and devices; eq
 numpy reference and scikit-learn) must hold at any optimization level. Set XLA_FLAGS with an
 ``--xla_backend_optimization_level`` of your own to test at another level.
 
+The README's command runs the suite in pytest-xdist workers, one per core (``-n auto``): most of
+the suite's time is compilation, which is single-threaded, so one process would leave cores idle. JAX's GPU
+memory preallocation is off for the suite, so that several workers can share one GPU.
+
 The CLI's persistent compilation cache is off for the suite (``JAXTREES_CACHE_DIR`` empty), so
 that every run compiles what it tests; tests/test_runner.py turns it on where it tests it.
 """
@@ -22,10 +26,25 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
 os.environ.setdefault("JAXTREES_CACHE_DIR", "")
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 import helpers  # noqa: E402
+import pytest  # noqa: E402
+
+
+def pytest_sessionfinish(session):
+    """Under pytest-xdist (``-n``), a worker hands its reference comparison counts to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["jaxtrees_report"] = dict(helpers.REPORT)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist's controller: gather each worker's counts for the summary."""
+    helpers.REPORT.update(getattr(node, "workeroutput", {}).get("jaxtrees_report", {}))
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -33,9 +52,6 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("jaxtrees reference comparisons")
         for name, line in sorted(helpers.REPORT.items()):
             terminalreporter.write_line(f"{name}: {line}")
-
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture
