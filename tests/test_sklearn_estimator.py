@@ -79,7 +79,8 @@ def test_predict_before_fit_raises_not_fitted():
 
 
 def test_predict_proba_is_the_leaf_frequency_and_agrees_with_predict():
-    noisy = Y ^ (RNG.random(Y.shape) < 0.2)
+    rng = np.random.default_rng(1)
+    noisy = Y ^ (rng.random(Y.shape) < 0.2)
     clf = DecisionTreeClassifier(max_depth=2).fit(X, noisy)
     proba = clf.predict_proba(X)
     np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-6)
@@ -91,7 +92,8 @@ def test_predict_proba_is_the_leaf_frequency_and_agrees_with_predict():
 
 
 def test_integer_sample_weights_equal_repeated_rows():
-    w = RNG.integers(0, 4, size=len(Y))
+    rng = np.random.default_rng(2)
+    w = rng.integers(0, 4, size=len(Y))
     noisy = Y ^ (np.arange(len(Y)) % 7 == 0)
     a = DecisionTreeClassifier(max_depth=3).fit(X, noisy, sample_weight=w).tree_
     b = DecisionTreeClassifier(max_depth=3).fit(np.repeat(X, w, axis=0), np.repeat(noisy, w)).tree_
@@ -100,7 +102,8 @@ def test_integer_sample_weights_equal_repeated_rows():
 
 
 def test_real_features_are_binarized_at_the_threshold_and_labels_may_be_any_two_classes():
-    real = X + RNG.uniform(-0.4, 0.4, X.shape)
+    rng = np.random.default_rng(3)
+    real = X + rng.uniform(-0.4, 0.4, X.shape)
     labels = np.where(Y == 1, "yes", "no")
     clf = DecisionTreeClassifier(max_depth=3).fit(real, labels)
     ref = DecisionTreeClassifier(max_depth=3).fit(X, Y)
@@ -132,8 +135,9 @@ def test_max_depth_none_is_bounded_and_too_deep_is_refused():
 
 
 def test_low_degree_classifier_is_the_low_degree_learner():
+    rng = np.random.default_rng(4)
     noisy = Y ^ (np.arange(len(Y)) % 9 == 0)
-    w = RNG.integers(0, 3, size=len(Y)).astype(np.float32)
+    w = rng.integers(0, 3, size=len(Y)).astype(np.float32)
     for basis in ("uniform", "biased"):
         clf = LowDegreeClassifier(degree=2, basis=basis).fit(X, noisy, sample_weight=w)
         h = LowDegree(degree=2, basis=basis).fit(None, jt.with_weights(jt.from_arrays(X, noisy), w))
@@ -165,7 +169,8 @@ def test_low_degree_bad_parameters_name_themselves(params, name):
 
 
 def test_findmin_classifier_is_findmin_on_the_majority_labelled_distinct_rows():
-    x = RNG.integers(0, 2, size=(120, 5))
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 2, size=(120, 5))
     y = x[:, 0] | (x[:, 2] & x[:, 4])
     y[:3] = 1 - y[:3]  # conflicting copies of rows seen elsewhere are outvoted
     clf = FindMinClassifier().fit(x, y)
@@ -188,7 +193,8 @@ def majority3(x):
 
 
 def test_adaboost_with_stumps_fits_a_majority_of_three():
-    x = RNG.integers(0, 2, size=(200, 6))
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 2, size=(200, 6))
     clf = AdaBoostClassifier(n_estimators=10).fit(x, majority3(x))
     assert clf.score(x, majority3(x)) == 1.0 and clf.train_errors_[-1] == 0.0
     np.testing.assert_array_less(clf.train_errors_, clf.bounds_ + 1e-6)  # AdaBoost's bound holds each round
@@ -196,17 +202,19 @@ def test_adaboost_with_stumps_fits_a_majority_of_three():
 
 
 def test_adaboost_with_2_parities_learns_xor_and_stumps_cannot():
-    x = RNG.integers(0, 2, size=(400, 8))
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 2, size=(400, 8))
     y = np.where(x[:, 2] ^ x[:, 6], "odd", "even")
     parities = AdaBoostClassifier(weak_learner="parities", degree=2, n_estimators=5).fit(x, y)
     assert parities.score(x, y) == 1.0 and parities.ensemble_.members.sets[0].tolist() == [[2, 6]]
     assert AdaBoostClassifier(n_estimators=30).fit(x, y).score(x, y) < 0.8  # sums of stumps: no XOR
-    assert AdaBoostClassifier(weak_learner="cart16", n_estimators=3).fit(x, y).score(x, y) == 1.0
+    assert AdaBoostClassifier(weak_learner="cart16", n_estimators=10).fit(x, y).score(x, y) == 1.0  # 8 of 8 seeds (3 rounds: 5 of 8)
     assert AdaBoostClassifier(weak_learner="parities", degree=3).fit(x[:, :2], y).degree_ == 2  # at most n
 
 
 def test_adaboost_probabilities_are_the_normalized_vote():
-    noisy = Y ^ (RNG.random(Y.shape) < 0.2)
+    rng = np.random.default_rng(8)
+    noisy = Y ^ (rng.random(Y.shape) < 0.2)
     clf = AdaBoostClassifier(n_estimators=8).fit(X, noisy)
     decision, proba = clf.decision_function(X), clf.predict_proba(X)
     margin = np.sum(np.asarray(clf.ensemble_.votes(X)), axis=-1)
@@ -218,8 +226,9 @@ def test_adaboost_probabilities_are_the_normalized_vote():
 
 
 def test_adaboost_classifier_is_the_adaboost_learner_and_sample_weight_is_d1():
+    rng = np.random.default_rng(9)
     noisy = Y ^ (np.arange(len(Y)) % 9 == 0)
-    w = RNG.integers(0, 3, size=len(Y)).astype(np.float32)
+    w = rng.integers(0, 3, size=len(Y)).astype(np.float32)
     clf = AdaBoostClassifier(weak_learner="parities", n_estimators=6, random_state=4).fit(X, noisy, sample_weight=w)
     H = AdaBoost(Parities(degree=2), rounds=6).fit(jax.random.key(4), jt.with_weights(jt.from_arrays(X, noisy), w))
     np.testing.assert_allclose(clf.alphas_, np.asarray(H.weights), rtol=1e-6)
@@ -236,8 +245,9 @@ def forest(random_state, n_estimators=20):
 
 
 def test_random_forest_learns_a_junta():
-    x = RNG.integers(0, 2, size=(800, 12))
-    y = junta(x) ^ (RNG.random(800) < 0.05)  # 5% label noise in training
+    rng = np.random.default_rng(10)
+    x = rng.integers(0, 2, size=(800, 12))
+    y = junta(x) ^ (rng.random(800) < 0.05)  # 5% label noise in training
     clf = forest(0).fit(x[:400], y[:400])
     assert clf.score(x[400:], junta(x[400:])) >= 0.95 and 0.0 < clf.oob_error_ < 0.2
     proba = clf.predict_proba(x[400:])
@@ -246,8 +256,9 @@ def test_random_forest_learns_a_junta():
 
 
 def test_random_forest_random_state_reproduces_and_is_the_learner_with_the_same_key():
-    x = RNG.integers(0, 2, size=(400, 12))
-    y = junta(x) ^ (RNG.random(400) < 0.1)
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 2, size=(400, 12))
+    y = junta(x) ^ (rng.random(400) < 0.1)
     a, b, c = forest(7).fit(x, y), forest(7).fit(x, y), forest(8).fit(x, y)
     np.testing.assert_array_equal(a.forest_.members.feature, b.forest_.members.feature)
     np.testing.assert_array_equal(a.predict_proba(x), b.predict_proba(x))
@@ -259,7 +270,8 @@ def test_random_forest_random_state_reproduces_and_is_the_learner_with_the_same_
 
 
 def test_random_forest_sample_weight_leaves_out_zero_weight_rows():
-    x = RNG.integers(0, 2, size=(400, 12))
+    rng = np.random.default_rng(12)
+    x = rng.integers(0, 2, size=(400, 12))
     y = junta(x)
     flipped = np.arange(400) % 4 == 0
     w = np.where(flipped, 0.0, 1.0)
