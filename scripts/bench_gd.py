@@ -13,6 +13,8 @@ Times, after compilation (best of --reps):
   shared    the same, but members share one distribution and one data stream (``data_key``,
             common random numbers) and differ in init seed and target: vmap draws each batch
             once and runs the first layer of all members as one [b, n] @ [n, B h] matmul;
+  packed    vmapped, with inputs drawn bit-packed (``TrainConfig(precision_bits=8)``: exact draws
+            from p rounded to multiples of 2^-8, 8 random words per 32 inputs instead of 32);
 and, to see what bounds the vmapped program, in the same run:
   matmul    a plain 1024^3 float32 matmul (the machine's dense rate);
   bmm       the workload's batched layer-1 matmuls alone ([B, b, n] @ [B, n, h], and the
@@ -28,6 +30,7 @@ The last line is ``speedup_vs_loop: <ratio>`` (loop time / vmapped time, indepen
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -101,6 +104,9 @@ def main(argv=None):
     same = all(np.allclose(np.asarray(a)[0], np.asarray(c), rtol=1e-5, atol=1e-6)
                for a, c in zip(jax.tree.leaves(batched), jax.tree.leaves(check)))
 
+    packed_cfg = dataclasses.replace(cfg, precision_bits=8)
+    t_packed = best_time(lambda: sgd.train_many(keys, p, f, packed_cfg, learning_rate=lr), args.reps, "packed")
+
     # Shared distribution and data stream (common random numbers).
     data_key = jax.random.key(3)
     t_shared = best_time(lambda: sgd.train_many(keys, p[0], f, cfg, data_key=data_key, learning_rate=lr),
@@ -139,6 +145,7 @@ def main(argv=None):
         "device": str(jax.devices()[0]), "backend": jax.default_backend(), "jax": jax.__version__,
         "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
         "loop_s": t_loop, "vmapped_s": t_vmap, "shared_data_vmapped_s": t_shared, "single_s": t_single,
+        "packed_inputs_vmapped_s": t_packed,
         "loop_gflops": flops / t_loop / 1e9, "vmapped_gflops": flops / t_vmap / 1e9,
         "shared_gflops": flops / t_shared / 1e9,
         "matmul_1024_gflops": 2 * 1024**3 / t_mm / 1e9,
@@ -157,6 +164,8 @@ def main(argv=None):
           f"{result['vmapped_gflops']:6.1f} GFLOP/s   (member 0 equals the single run: {same})")
     print(f"  shared data stream {t_shared:8.3f} s   {us(t_shared):6.2f} us/member-step  "
           f"{result['shared_gflops']:6.1f} GFLOP/s   ({t_loop / t_shared:.2f}x the loop)")
+    print(f"  packed inputs (b=8) {t_packed:8.3f} s   {us(t_packed):6.2f} us/member-step  "
+          f"{flops / t_packed / 1e9:6.1f} GFLOP/s   ({t_loop / t_packed:.2f}x the loop)")
     print(f"CPU seconds: loop {CPU_SECONDS['loop']:.3f} ({CPU_SECONDS['loop'] / t_loop:.2f} cores busy), "
           f"vmapped {CPU_SECONDS['vmapped']:.3f} ({CPU_SECONDS['vmapped'] / t_vmap:.2f} cores), shared "
           f"{CPU_SECONDS['shared']:.3f}; speedup by CPU time {result['speedup_vs_loop_cpu_time']:.2f}")

@@ -14,7 +14,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxtrees.core import distributions
+from jaxtrees.core import distributions, sampling
 from jaxtrees.learners import sgd
 from jaxtrees import targets
 
@@ -51,7 +51,9 @@ ONLINE = sgd.TrainConfig(sgd.mlp(16), **SMALL)  # online, exact test error (n <=
     ONLINE,
     sgd.TrainConfig(sgd.mlp(8, activation="tanh"), loss="logistic", optimizer=optax.adamw,
                    mode="fixed", m=24, encoding="01", exact_max_n=0, test_size=300, **SMALL),
-], ids=["online-sgd-exact", "fixed-adamw-sampled"])
+    sgd.TrainConfig(sgd.mlp(16), precision_bits=8, **SMALL),
+    sgd.TrainConfig(sgd.mlp(8), mode="fixed", m=24, exact_max_n=0, test_size=300, precision_bits=3, **SMALL),
+], ids=["online-sgd-exact", "fixed-adamw-sampled", "online-packed-inputs", "fixed-packed-inputs"])
 def test_batched_equals_loop_of_single_trainings(cfg):
     keys, p, f, lr = _members()
     batched = sgd.train_many(keys, p, f, cfg, learning_rate=lr)
@@ -151,6 +153,38 @@ def test_exact_test_error_matches_weighted_enumeration():
     np.testing.assert_allclose(float(score(params)), want, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("precision_bits", [1, 3, 8])
+def test_packed_inputs_follow_the_quantized_marginals_exactly(precision_bits):
+    """``inputs(..., precision_bits=b)`` draws x_i ~ Bernoulli(quantize(p, b)_i) independently: each
+    coordinate's count and each pair's joint count within 5 standard deviations of the binomial
+    mean over 2^18 rows (dyadic p are their own quantization: exact), and b = 1 gives fair bits."""
+    rows = 2**18
+    p = jnp.array([0.0, 0.125, 0.25, 0.5, 0.75, 1.0, 0.3, 0.61], jnp.float32)
+    q = np.asarray(sampling.quantize(p, precision_bits), np.float64)
+    x = np.asarray(jax.jit(sgd.inputs, static_argnums=(2, 3))(jax.random.key(11), p, rows, precision_bits))
+    assert x.shape == (rows, p.size) and x.dtype == bool
+    if precision_bits >= 3:
+        np.testing.assert_array_equal(q[:6], np.asarray(p)[:6])  # dyadic: no rounding
+    assert np.all(np.abs(q - np.asarray(p)) <= 2.0 ** -(precision_bits + 1))
+    counts = x.sum(axis=0)
+    sd = np.sqrt(rows * q * (1 - q))
+    assert np.all(np.abs(counts - rows * q) <= 5 * sd + 1e-9), (counts / rows, q)
+    i, j = 3, 4  # pairwise independence of two non-degenerate coordinates
+    joint = np.sum(x[:, i] & x[:, j])
+    pij = q[i] * q[j]
+    assert abs(joint - rows * pij) <= 5 * np.sqrt(rows * pij * (1 - pij))
+
+
+def test_packed_inputs_weigh_the_exact_test_error_by_the_quantized_marginals():
+    n = 6
+    cfg = sgd.TrainConfig(sgd.mlp(4), steps=1, eval_every=1, precision_bits=2)
+    p = jnp.array([0.1, 0.3, 0.5, 0.6, 0.8, 0.95], jnp.float32)
+    X, _, w = sgd._test_set(jax.random.key(0), p, targets.parity([0, 1], n=n), cfg)
+    q = np.array([0.0, 0.25, 0.5, 0.5, 0.75, 1.0])
+    want = np.prod(np.where(np.asarray(X), q, 1 - q), axis=1)
+    np.testing.assert_allclose(np.asarray(w), want, atol=1e-7)
+
+
 def test_mlp_initialization_scales():
     params = sgd.mlp(2000, activation="relu").init(jax.random.key(0), 500)
     np.testing.assert_allclose(float(jnp.var(params[0].w)), 2 / 500, rtol=0.02)  # He
@@ -179,6 +213,8 @@ def test_mlp_initialization_scales():
     (lambda: sgd.TrainConfig(sgd.mlp(4), m=64), "m must be None with mode='online'"),
     (lambda: sgd.TrainConfig(sgd.mlp(4), exact_max_n=40), "exact_max_n"),
     (lambda: sgd.TrainConfig(sgd.mlp(4), eps=-0.1), "eps"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), precision_bits=0), r"precision_bits must be in \[1, 31\]"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), precision_bits=32), r"precision_bits must be in \[1, 31\]"),
     (lambda: sgd.TrainConfig("mlp"), "model must be"),
 ])
 def test_bad_configurations(build, match):

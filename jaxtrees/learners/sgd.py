@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxtrees.core import bits, checks, prng
+from jaxtrees.core import bits, checks, prng, sampling
 from jaxtrees.learners.base import check_data
 
 ACTIVATIONS = {"relu": jax.nn.relu, "gelu": jax.nn.gelu, "tanh": jnp.tanh}
@@ -208,6 +208,12 @@ class TrainConfig:
       test_size: fresh test examples when n > exact_max_n.
       exact_max_n: exact test error over all 2^n inputs when n <= exact_max_n (<= 20; 0 never).
       eps: ``steps_to_eps`` is the first recorded step with test error <= eps.
+      precision_bits: None: inputs drawn as float32 uniforms compared with p (one 32-bit random
+        word per input bit); b in 1..31: exact draws from p rounded to multiples of 2^-b
+        (:func:`jaxtrees.core.sampling.packed_bernoulli`: b random words per 32 input bits, so
+        32 / b times fewer random words; b = 1 for uniform inputs). The training batches, the
+        fixed sample and the test sample all come from ``quantize(p, b)``, and the exact test
+        error weighs inputs by it.
     """
 
     model: Model
@@ -222,6 +228,7 @@ class TrainConfig:
     test_size: int = 8192
     exact_max_n: int = 13
     eps: float = 0.0
+    precision_bits: int | None = None
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -246,6 +253,9 @@ class TrainConfig:
         set_("test_size", checks.integer("test_size", self.test_size, low=1))
         set_("exact_max_n", checks.integer("exact_max_n", self.exact_max_n, low=0, high=MAX_EXACT_N))
         set_("eps", checks.real("eps", self.eps, low=0.0, high=1.0))
+        if self.precision_bits is not None:
+            set_("precision_bits", checks.integer("precision_bits", self.precision_bits, low=1,
+                                                  high=sampling.MAX_PRECISION_BITS))
 
     @property
     def record_steps(self) -> np.ndarray:
@@ -515,18 +525,39 @@ def _check_hyperparams(config, hyperparams):
                 raise ValueError(f"{name} must be in {interval}; {name}[{i}] = {arr.ravel()[i]:g}")
 
 
+def inputs(key, p, rows: int, precision_bits: int | None = None):
+    """``bool[rows, n]``: rows i.i.d. x ~ prod_i Bernoulli(p_i), as :class:`TrainConfig` draws them.
+
+    ``precision_bits=None``: ``uniform[rows, n] < p``; b: exact Bernoulli(quantize(p, b)) from
+    bit-packed draws (b random words per 32 examples of a coordinate), unpacked.
+
+    >>> x = inputs(jax.random.key(0), jnp.array([0.0, 0.5, 1.0]), 64, precision_bits=1)
+    >>> x.shape, x[:, 0].any().item(), x[:, 2].all().item()
+    ((64, 3), False, True)
+    """
+    if precision_bits is None:
+        return prng.uniform(key, (rows, p.shape[-1])) < p
+    packed = sampling.packed_bernoulli(key, p, rows, precision_bits=precision_bits)  # [n, ceil(rows / 32)]
+    return bits.unpack(packed, rows).T
+
+
+def _marginals(p, config):
+    """The marginals the draws follow: p, or p on the 2^-b grid."""
+    return p if config.precision_bits is None else sampling.quantize(p, config.precision_bits)
+
+
 def _data(key, p, target, config):
     """(next_batch(data, t) -> (x, y, data), data0) for the configured mode."""
-    n, b = p.shape[0], config.batch_size
+    b = config.batch_size
     if config.mode == "online":
         def next_batch(data, t):
-            x = prng.uniform(jax.random.fold_in(key, t), (b, n)) < p
+            x = inputs(jax.random.fold_in(key, t), p, b, config.precision_bits)
             return x, target(x), data
 
         return next_batch, ()
     m = config.m
     k_sample, k_shuffle = jax.random.split(key)
-    X = prng.uniform(k_sample, (m, n)) < p
+    X = inputs(k_sample, p, m, config.precision_bits)
     Y = target(X)
     per_epoch = m // b
     if per_epoch == 1 and b == m:  # full-batch gradient descent: no shuffling needed
@@ -548,9 +579,10 @@ def _test_set(key, p, target, config):
     n = p.shape[0]
     if n <= config.exact_max_n:
         X = jnp.asarray((np.arange(2**n)[:, None] >> np.arange(n)) & 1, bool)  # [2^n, n]
-        w = jnp.prod(jnp.where(X, p, 1.0 - p), axis=-1)
+        q = _marginals(p, config)
+        w = jnp.prod(jnp.where(X, q, 1.0 - q), axis=-1)
     else:
-        X = prng.uniform(key, (config.test_size, n)) < p
+        X = inputs(key, p, config.test_size, config.precision_bits)
         w = jnp.full((config.test_size,), 1.0 / config.test_size, jnp.float32)
     return X, target(X), w
 
