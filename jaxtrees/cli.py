@@ -8,6 +8,14 @@ directory of another configuration), 1 anything unexpected.
 resumed run, or a run of the same static groups with other dynamic values (e.g. another c) loads
 its programs instead of compiling them (the rank study's quick cell: 15.3 s of compiling, then
 2.0 s), with the same results.
+
+``run`` splits the CPU into one JAX device per core (``--xla_force_host_platform_device_count``;
+``$JAXTREES_CPU_DEVICES`` sets the count, 1 turns it off, and an XLA_FLAGS that already sets it
+wins), so that the runner's shard_map keeps every core busy: XLA runs most of a trial's program
+on one thread per device. Results do not depend on it (trials are keyed). On the 2-core CPU the
+quick ``gd-smoothed`` study took 41 s instead of 75 s, byte-identical. GPU and TPU runs are
+unaffected (the split only adds CPU devices, which the runner does not use when an accelerator
+is the default backend).
 """
 
 from __future__ import annotations
@@ -70,6 +78,7 @@ def _list(args) -> int:
 
 
 def _run(args) -> int:
+    _cpu_devices()
     _initialize_distributed(args)
     _compilation_cache()
     from jaxtrees.experiments import runner, studies
@@ -109,6 +118,22 @@ def _run(args) -> int:
     print(open(report).read())
     print(f"wrote {results}, {', '.join(figures)} and {report} in {time.perf_counter() - t0:.0f} s")
     return 0
+
+
+def _cpu_devices() -> None:
+    """Split the CPU into one JAX device per core (see the module docstring), before JAX starts."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" in flags:
+        return  # the user's own split
+    value = os.environ.get("JAXTREES_CPU_DEVICES", "").strip()
+    if value:
+        count = int(value) if value.isdigit() else 0
+        if count < 1:
+            raise ValueError(f"JAXTREES_CPU_DEVICES must be an integer >= 1 (1: one CPU device), got {value!r}")
+    else:
+        count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if count > 1:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
 
 
 def _initialize_distributed(args):

@@ -16,7 +16,9 @@ the suite's time is compilation, which is single-threaded, so one process would 
 memory preallocation is off for the suite, so that several workers can share one GPU.
 
 The CLI's persistent compilation cache is off for the suite (``JAXTREES_CACHE_DIR`` empty), so
-that every run compiles what it tests; tests/test_runner.py turns it on where it tests it.
+that every run compiles what it tests, and so is its split of the CPU into one device per core
+(``JAXTREES_CPU_DEVICES=1``: ``cli.main`` called in a test process must not change that process's
+devices); tests/test_runner.py turns each on where it tests it.
 """
 
 import os
@@ -26,6 +28,7 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
 os.environ.setdefault("JAXTREES_CACHE_DIR", "")
+os.environ.setdefault("JAXTREES_CPU_DEVICES", "1")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -93,6 +93,24 @@ def test_eight_devices_give_identical_rows(tmp_path, reference):
     assert _rows(tmp_path / "juntas" / "results.csv") == reference
 
 
+def test_run_splits_the_cpu_into_one_device_per_core_with_identical_rows(tmp_path, reference):
+    """``jaxtrees run`` (JAXTREES_CPU_DEVICES unset) shards over one CPU device per core; 3 devices
+    when asked; the rows stay those of one device. A bad count is refused before any work."""
+    env = {k: v for k, v in os.environ.items() if k != "JAXTREES_CPU_DEVICES"}
+    for name, devices in (("default", len(os.sched_getaffinity(0))), ("three", 3)):
+        out = tmp_path / name
+        extra = {"JAXTREES_CPU_DEVICES": "3"} if name == "three" else {}
+        proc = subprocess.run([sys.executable, "-m", "jaxtrees.cli", "run", "juntas", "--quick", "--out", str(out),
+                               *TINY_JUNTAS], env={**env, "JAX_PLATFORMS": "cpu", **extra}, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        metadata = json.loads((out / "juntas" / "metadata.json").read_text())
+        assert metadata["runs"][-1]["environment"]["local_device_count"] == devices
+        assert _rows(out / "juntas" / "results.csv") == reference
+    proc = _cli("run", "juntas", "--quick", "--out", str(tmp_path / "bad"), env={"JAXTREES_CPU_DEVICES": "0"})
+    assert proc.returncode == 2 and "JAXTREES_CPU_DEVICES must be an integer >= 1" in proc.stderr
+    assert not (tmp_path / "bad").exists()
+
+
 def test_two_processes_write_the_same_results_as_one_byte_for_byte(tmp_path, reference_file):
     """jax.distributed on loopback (CPU, gloo): two processes take alternate trials and write their
     own parts; after a barrier process 0 writes metadata.json (one run entry) and results.csv."""
