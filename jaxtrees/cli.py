@@ -78,7 +78,7 @@ def _list(args) -> int:
 
 
 def _run(args) -> int:
-    _cpu_devices()
+    split_cpu()
     _initialize_distributed(args)
     _compilation_cache()
     from jaxtrees.experiments import runner, studies
@@ -120,8 +120,9 @@ def _run(args) -> int:
     return 0
 
 
-def _cpu_devices() -> None:
-    """Split the CPU into one JAX device per core (see the module docstring), before JAX starts."""
+def split_cpu() -> None:
+    """Split the CPU into one JAX device per core (see the module docstring); call it before JAX
+    starts its backend (scripts/bench_gd.py does, as ``jaxtrees run`` does)."""
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" in flags:
         return  # the user's own split

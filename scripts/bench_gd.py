@@ -8,8 +8,10 @@ examples). Matmul work per member-step: 4 b n h + 6 b h flops (layer 1 forward a
 gradient, layer 2 forward, weight and input gradient), ~0.40 MFLOP.
 
 Times, after compilation (best of --reps):
-  loop      jax.jit(train) called for each member in turn (same keys, same numbers);
-  vmapped   jaxtrees.learners.sgd.train_many (jax.jit(jax.vmap(train))) on all B members;
+  loop      jax.jit(train) called for each member in turn on the default device (same keys,
+            same numbers);
+  vmapped   jaxtrees.learners.sgd.train_many (jax.jit(jax.vmap(train))) on all B members, sharded
+            over the local devices (on a CPU, one per core: ``jaxtrees.cli.split_cpu``);
   shared    the same, but members share one distribution and one data stream (``data_key``,
             common random numbers) and differ in init seed and target: vmap draws each batch
             once and runs the first layer of all members as one [b, n] @ [n, B h] matmul;
@@ -36,13 +38,17 @@ import os
 import platform
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from jaxtrees.cli import split_cpu
 
-from jaxtrees.core import distributions
-from jaxtrees.learners import sgd
-from jaxtrees import targets
+split_cpu()  # before JAX starts: one CPU device per core, as ``jaxtrees run`` (JAXTREES_CPU_DEVICES=1: off)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from jaxtrees.core import distributions  # noqa: E402
+from jaxtrees.learners import sgd  # noqa: E402
+from jaxtrees import targets  # noqa: E402
 
 
 CPU_SECONDS = {}  # process CPU time (user + system) of the best run, per timed function
@@ -143,6 +149,7 @@ def main(argv=None):
                      "distribution": f"smoothed(c={args.c}) around 1/2, one per member",
                      "target": f"random {args.k}-parity per member", "matmul_flops": flops},
         "device": str(jax.devices()[0]), "backend": jax.default_backend(), "jax": jax.__version__,
+        "local_devices": jax.local_device_count(),
         "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
         "loop_s": t_loop, "vmapped_s": t_vmap, "shared_data_vmapped_s": t_shared, "single_s": t_single,
         "packed_inputs_vmapped_s": t_packed,
@@ -156,8 +163,8 @@ def main(argv=None):
     }
     us = lambda t: t / (B * S) * 1e6  # noqa: E731  microseconds per member-step
     print(f"workload: B={B} width-{h} ReLU MLP, n={n}, random {args.k}-parity, smoothed c={args.c}, online "
-          f"batch {b}, SGD lr={args.lr}, hinge, S={S} steps; device {result['device']} "
-          f"({os.cpu_count()} cores), jax {jax.__version__}")
+          f"batch {b}, SGD lr={args.lr}, hinge, S={S} steps; {jax.local_device_count()} x {jax.default_backend()} "
+          f"device(s) ({os.cpu_count()} cores), jax {jax.__version__}")
     print(f"loop of jit(train)   {t_loop:8.3f} s   {us(t_loop):6.2f} us/member-step  "
           f"{result['loop_gflops']:6.1f} GFLOP/s   (one training alone: {t_single * 1e3:.1f} ms)")
     print(f"vmapped train_many   {t_vmap:8.3f} s   {us(t_vmap):6.2f} us/member-step  "

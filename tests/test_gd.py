@@ -26,7 +26,7 @@ def _members(B=3, n=N, k=2):
     keys = jax.random.split(jax.random.key(7), B)
     p = distributions.marginals(distributions.smoothed(c=0.2), jax.random.key(1), n, batch=B)
     f = jax.vmap(lambda kk: targets.random_parity(kk, n, k))(jax.random.split(jax.random.key(2), B))
-    lr = jnp.array([0.05, 0.1, 0.2][:B], jnp.float32)
+    lr = jnp.array([0.05, 0.1, 0.2, 0.3][:B], jnp.float32)
     return keys, p, f, lr
 
 
@@ -63,6 +63,34 @@ def test_batched_equals_loop_of_single_trainings(cfg):
     assert batched.trace.test_error.shape == (3, 2)
     # The members really differ (different keys, p, targets and learning rates).
     assert not np.allclose(batched.params[0].w[0], batched.params[0].w[1])
+
+
+SHARDED_CHECK = """
+import jax, numpy as np, test_gd
+from jaxtrees.learners import sgd
+assert jax.local_device_count() == 2
+keys, p, f, lr = test_gd._members(B=4)
+cfg = test_gd.ONLINE
+batched = sgd.train_many(keys, p, f, cfg, learning_rate=lr)
+single = test_gd._single(cfg)
+test_gd._assert_results_close(batched, [single(keys[b], p[b], jax.tree.map(lambda x: x[b], f), lr[b]) for b in range(4)])
+assert len(batched.params[0].w.sharding.device_set) == 2
+print("ok")
+"""
+
+
+def test_members_sharded_over_two_cpu_devices_equal_single_trainings():
+    """With 2 local devices and B = 4, train_many shards the members (2 per device); each equals
+    its single training."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2",
+           "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", SHARDED_CHECK], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
 def test_batched_with_shared_p_target_data_and_scalar_hyperparameter():
