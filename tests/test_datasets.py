@@ -61,7 +61,7 @@ def test_labels_follow_the_stated_classes():
     census = gzip.open(Path(datasets.__file__).parent / "uci" / "census.train.gz", "rt").read().split()
     assert datasets.load("census").y.sum() == census.count(">50K") == 1001  # a (nearly) balanced subsample
     cp = datasets.load("ecoli", ecoli_positive=("cp",))  # another merge, as an option
-    assert cp.y.sum() == 143 and datasets.load("ecoli").y.sum() == 77 + 35 + 2  # im, imU, imL (default)
+    assert cp.y.sum() == 143 and datasets.load("ecoli").y.sum() == 143 + 77 + 35  # cp, im, imU (default)
     np.testing.assert_array_equal(cp.X, datasets.load("ecoli").X)
 
 
