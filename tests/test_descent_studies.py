@@ -1,4 +1,4 @@
-"""The gradient-descent studies (gd-parity-uniform, gd-smoothed, gd-vs-id3) at a tiny size through the CLI."""
+"""The gradient-descent studies (gd-parity-uniform, gd-smoothed, gd-vs-id3, gd-scaling) at a tiny size through the CLI."""
 
 import csv
 import json
@@ -119,3 +119,128 @@ def test_report_warns_of_diverged_networks():
     rows = [{"drift": "nan", "lr": "50.0"}, {"drift": "inf", "lr": "50.0"}, {"drift": "0.5", "lr": "50.0"}]
     assert "**diverged: 2 of 3 trials**" in descent._divergence_note(rows)
     assert descent._divergence_note(rows[2:]) == ""
+
+
+# ----------------------------------------------------------------------------- gd-scaling
+
+SCALING_TINY = ["--set", "family=parity,junta", "--set", "n=6,10", "--set", "k=2", "--set", "c=0,0.3",
+                "--set", "width=16", "--set", "max_steps=256", "--set", "eval_every=8", "--set", "test_size=64",
+                "--set", "records_per_doubling=4", "--set", "replicates=4", "--chunk", "32", "--no-progress"]
+
+
+def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, unclipped_figures):
+    assert cli.main(["run", "gd-scaling", "--quick", "--out", str(tmp_path), *SCALING_TINY]) == 0
+    directory = tmp_path / "gd-scaling"
+    with open(directory / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    params = {**descent.GD_SCALING.quick, "n": 6, "k": 2, "width": 16, "max_steps": 256, "eval_every": 8,
+              "test_size": 64, "records_per_doubling": 4}
+    marks = descent.checkpoints(params)
+    assert marks[-1] == 256 and set(marks) <= set(descent.scaling_config(params).record_steps)
+    assert len(rows) == 2 * 2 * 2 * 4 * len(marks)  # families x n x c x replicates, along the step axis
+    records = set(descent.scaling_config(params).record_steps.tolist())
+    trials = [r for r in rows if int(r["step"]) == 256]
+    assert len(trials) == 32
+    for r in trials:
+        s = int(r["steps"])
+        assert s == -1 or s in records
+        assert (r["learned"] == "1") == (s >= 0)
+        sep = int(r["separated_all"])
+        assert sep == -1 or (sep in records and int(r["separated_first"]) <= sep)
+        if r["family"] == "parity" and float(r["c"]) == 0:
+            assert abs(float(r["influence_max"])) < 1e-6  # no degree-1 signal for a uniform 2-parity
+        if float(r["c"]) > 0:
+            assert float(r["influence_min"]) > 0
+    for r in rows:  # the norms are NaN exactly at the checkpoints after the trial stopped (learned)
+        made = int(r["steps"]) < 0 or int(r["step"]) <= int(r["steps"])
+        assert np.isnan(float(r["norm_on"])) == (not made) and np.isnan(float(r["norm_off"])) == (not made)
+    report = (directory / "report.md").read_text()
+    assert "exponent of n [95% CI]" in report and "Exponent of 1/c" in report and "Step J separated" in report
+    assert helpers.assert_valid_markdown_tables(report) >= 3
+    assert (directory / "gd-scaling.png").stat().st_size > 10_000
+    assert (directory / "gd-scaling_mechanism.png").stat().st_size > 10_000
+    columns = json.loads((directory / "metadata.json").read_text())["columns"]
+    assert set(rows[0]) <= set(columns), "every result column is described in metadata.json"
+    capsys.readouterr()
+    assert cli.main(["report", str(directory)]) == 0
+    assert capsys.readouterr().out.strip() == report.strip()
+
+
+def test_gd_scaling_trial_is_the_gd_smoothed_trial_at_n30_k3():
+    """Same code path: on the same trial keys, gd-scaling (records every K steps) learns in exactly
+    the steps gd-smoothed does; with geometric records at the first geometric record at or after."""
+    params = {"n": 30, "k": 3, "c": jnp.float32(0.3), "lr": jnp.float32(0.1), **descent.BARAK, "test_size": 512,
+              "max_steps": 4096, "eval_every": 16}
+    keys = jax.random.split(jax.random.key(11), 8)
+    smoothed = jax.jit(jax.vmap(lambda key: descent.GD_SMOOTHED.trial(key, params)))(keys)
+    for r, exact in ((4096, True), (8, False)):  # r = 4096: the first 4096 records are every K steps
+        scaling = {**params, "family": "parity", "optimizer": "sgd", "records_per_doubling": r}
+        out = jax.jit(jax.vmap(lambda key: descent.GD_SCALING.trial(key, scaling)))(keys)
+        want, got = np.asarray(smoothed["steps"]), np.asarray(out["steps"])
+        assert (want > 0).sum() >= 6, "most trials must learn for the comparison to say anything"
+        if exact:
+            np.testing.assert_array_equal(got, want)
+            assert np.median(got) == np.median(want)
+        else:
+            records = descent.scaling_config(scaling).record_steps
+            learned = want > 0
+            assert np.all(np.isin(got[learned], records)) and np.all(got[learned] >= want[learned])
+            # the first geometric record with error 0: resolution 2^(1/8) - 1 = 9% (error is not monotone in t)
+            assert np.median(got[learned]) <= 1.2 * np.median(want[learned])
+
+
+def test_separation_steps_of_a_constructed_trace():
+    steps = np.array([10, 20, 30, 40, 50])
+    mask = jnp.array([True, True, False, False])
+    norms = jnp.array([[1.0, 1.0, 2.0, 1.5],   # J below the others
+                       [3.0, 1.0, 2.0, 1.5],   # j = 0 above (and stays)
+                       [3.0, 1.8, 2.0, 1.5],
+                       [3.0, 2.5, 2.0, 1.5],   # j = 1 above from here on
+                       [np.nan] * 4])          # stopped: records not made do not count
+    first, every = descent._separation(norms, mask, steps)
+    assert (int(first), int(every)) == (20, 40)
+    dips = norms.at[2, 0].set(1.0)  # j = 0 drops back below at step 30: it separates only from 40
+    assert tuple(map(int, descent._separation(dips, mask, steps))) == (40, 40)
+    never = norms.at[3, 1].set(1.0)  # j = 1 ends below: J never fully separates
+    assert tuple(map(int, descent._separation(never, mask, steps))) == (20, -1)
+
+
+@pytest.mark.parametrize("target", ["junta", "tree", "parity"])
+def test_label_covariance_equals_enumeration(target):
+    n = 6
+    key = jax.random.key(5)
+    f = {"junta": lambda: targets.random_junta(key, n, 3), "tree": lambda: targets.random_tree(key, n, 3),
+         "parity": lambda: targets.parity([1, 3, 4], n)}[target]()
+    p = jnp.asarray(np.random.default_rng(2).uniform(0.1, 0.9, n), jnp.float32)
+    X = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+    w = np.prod(np.where(X == 1, np.asarray(p), 1 - np.asarray(p)), axis=1)
+    y = np.asarray(f(jnp.asarray(X)))
+    want = (w * y) @ X - (w @ y) * (w @ X)  # E[f x_i] - E[f] E[x_i]
+    np.testing.assert_allclose(np.asarray(targets.label_covariance(f, p)), want, rtol=1e-4, atol=1e-6)
+
+
+def test_parity_covariance_obeys_lemma_9():
+    """000 Lemma 9: |I(D, j)| > alpha^2 (2c)^(k-1) on J for p_j in (alpha, 1 - alpha), |p_j - 1/2| >= c."""
+    rng = np.random.default_rng(4)
+    n, k, c, alpha = 10, 4, 0.1, 0.2
+    for _ in range(20):
+        J = rng.choice(n, k, replace=False)
+        p = 0.5 + rng.choice([-1, 1], n) * rng.uniform(c, 0.5 - alpha, n)
+        cov = np.asarray(targets.label_covariance(targets.parity(J, n), jnp.asarray(p, jnp.float32)))
+        assert np.all(np.abs(cov[J]) > alpha**2 * (2 * c) ** (k - 1))
+        assert np.allclose(np.delete(cov, J), 0, atol=1e-7)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "n=6", "--set", "k=6"], "k must be in [1, 5]"),
+    (["--set", "c=0.5"], "c must be in [0, 0.5)"),
+    (["--set", "max_steps=8", "--set", "eval_every=8"], "max_steps must be at least 2 eval_every = 16"),
+    (["--set", "width=0"], "width must be in [1, 65536]"),
+    (["--set", "family=tree"], "family must be one of"),
+    (["--set", "optimizer=lbfgs"], "optimizer must be one of"),
+    (["--set", "records_per_doubling=0"], "records_per_doubling must be in [1, 1024]"),
+])
+def test_gd_scaling_bad_parameters_exit_2(tmp_path, capsys, args, message):
+    assert cli.main(["run", "gd-scaling", "--quick", "--out", str(tmp_path), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "gd-scaling").exists()

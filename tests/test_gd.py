@@ -79,6 +79,54 @@ print("ok")
 """
 
 
+# Geometric records, the early stop and the row norms: one training of 160 steps on a 2-parity.
+LONG = dict(steps=160, batch_size=16, eval_every=8)
+EVERY_K = sgd.TrainConfig(sgd.mlp(16), **LONG)
+OBSERVED = sgd.TrainConfig(sgd.mlp(16), records_per_doubling=2, stop_at_eps=True, record_row_norms=True, **LONG)
+
+
+def test_record_schedule_is_geometric_and_a_subset_of_every_k():
+    steps = OBSERVED.record_steps
+    assert steps.tolist() == [8, 16, 24, 32, 40, 56, 72, 96, 128, 160]
+    assert set(steps) <= set(EVERY_K.record_steps) and steps[-1] == 160
+    gaps = np.diff(steps)
+    assert np.all(gaps % 8 == 0) and np.all(gaps[:-1] <= np.ceil(steps[:-2] * (2**0.5 - 1) / 8) * 8 + 8)
+    long = sgd.TrainConfig(sgd.mlp(4), steps=2**20, eval_every=8, records_per_doubling=16).record_steps
+    assert long.size < 300 and np.all(np.diff(long) >= 8)  # instead of 131072 records every 8 steps
+    ratios = long[1:] / long[:-1]
+    assert np.all(ratios[long[:-1] > 8 * 64] <= 2 ** (1 / 16) + 1e-9)  # ~4.4% resolution once gaps exceed K
+
+
+def test_geometric_records_early_stop_and_row_norms_change_no_number():
+    """The same training recorded every K steps and on the geometric schedule with an early stop:
+    at every common record before the stop, equal numbers; steps_to_eps is the first geometric
+    record with error 0; records after the stop are NaN; the row norms are those of W1."""
+    keys, p, f, lr = _members(B=4, k=2)
+    lr = jnp.full((4,), 0.3)
+    dense = sgd.train_many(keys, p, f, EVERY_K, learning_rate=lr)
+    sparse = sgd.train_many(keys, p, f, OBSERVED, learning_rate=lr)
+    at = np.searchsorted(EVERY_K.record_steps, OBSERVED.record_steps)
+    for b in range(4):
+        made = ~np.isnan(np.asarray(sparse.trace.test_error[b]))
+        np.testing.assert_allclose(np.asarray(sparse.trace.test_error[b])[made],
+                                   np.asarray(dense.trace.test_error[b])[at][made], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(sparse.trace.drift[b])[made], np.asarray(dense.trace.drift[b])[at][made],
+                                   rtol=1e-5)
+        hit = np.asarray(dense.trace.test_error[b])[at] == 0
+        want = OBSERVED.record_steps[np.argmax(hit)] if hit.any() else -1
+        assert int(sparse.steps_to_eps[b]) == want
+        if want > 0:  # stopped there: nothing recorded later, and the final weights are those of the stop
+            assert made.sum() == np.argmax(hit) + 1 and not made[np.argmax(hit) + 1:].any()
+            norms = np.asarray(sparse.trace.row_norms[b])[made.sum() - 1]
+            np.testing.assert_allclose(norms, np.linalg.norm(np.asarray(sparse.params[0].w[b]), axis=-1), rtol=1e-5)
+        assert sparse.trace.row_norms.shape == (4, OBSERVED.record_steps.size, N)
+    assert (np.asarray(sparse.steps_to_eps) > 0).sum() >= 2, "the test needs trainings that stop early"
+    single = _single(OBSERVED)
+    one = single(keys[1], p[1], jax.tree.map(lambda x: x[1], f), lr[1])  # vmap with a batched stop == single
+    for got, want in zip(jax.tree.leaves(jax.tree.map(lambda x: x[1], sparse)), jax.tree.leaves(one)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
 def test_members_sharded_over_two_cpu_devices_equal_single_trainings():
     """With 2 local devices and B = 4, train_many shards the members (2 per device); each equals
     its single training."""
@@ -244,6 +292,9 @@ def test_mlp_initialization_scales():
     (lambda: sgd.TrainConfig(sgd.mlp(4), precision_bits=0), r"precision_bits must be in \[1, 31\]"),
     (lambda: sgd.TrainConfig(sgd.mlp(4), precision_bits=32), r"precision_bits must be in \[1, 31\]"),
     (lambda: sgd.TrainConfig("mlp"), "model must be"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), records_per_doubling=0), r"records_per_doubling must be in \[1, "),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), stop_at_eps=1), "stop_at_eps must be True or False"),
+    (lambda: sgd.TrainConfig(sgd.mlp(4), record_row_norms="yes"), "record_row_norms must be True or False"),
 ])
 def test_bad_configurations(build, match):
     with pytest.raises(ValueError, match=match):

@@ -12,8 +12,9 @@ hyperparameters, and compile once with ``jax.jit``:
 - the optimizer is any optax factory (``optax.sgd``, ``optax.adamw``, ``optax.chain`` inside a
   lambda, ...) wrapped in ``optax.inject_hyperparams``: its hyperparameters are arguments of
   :func:`train` (``learning_rate=0.1``), so they can be traced and differ per batch member;
-- steps run in ``lax.scan``; every ``eval_every`` = K steps (a scan of scans) the trace records the
-  test error, the mean training loss of the last K steps, the share of first-layer weight mass
+- steps run in ``lax.scan``; every ``eval_every`` = K steps (a scan of scans; or on a geometric
+  schedule, ``records_per_doubling``) the trace records the
+  test error, the mean training loss since the previous record, the share of first-layer weight mass
   on the target's support and ||w_t - w_0||_inf, all without leaving the compiled loop.
 
 Data. ``mode="online"``: a fresh batch x ~ prod_i Bernoulli(p_i) at every step (Barak et al. 2022,
@@ -203,6 +204,11 @@ class TrainConfig:
       steps: S >= 1 optimizer steps.
       batch_size: examples per step (>= 1).
       eval_every: K; the trace records at steps K, 2K, ..., S (K must divide S).
+      records_per_doubling: None (records every K steps), or r >= 1: records at geometrically
+        spaced steps, r per doubling of the step count: the gap after step t is
+        K max(1, floor(t / (K r))) steps (the last record is at S). The step resolution is then
+        about 1 / r relative, and a budget of S steps takes about r log2(S / (K r)) + 2r records
+        instead of S / K (each record scores the test set).
       mode: ``"online"`` (fresh examples every step) or ``"fixed"`` (``m`` examples, epochs).
       m: training-set size in fixed mode (>= batch_size); must be None online.
       encoding: ``"pm1"`` or ``"01"`` (see the module docstring for why not standardized).
@@ -215,6 +221,12 @@ class TrainConfig:
         32 / b times fewer random words; b = 1 for uniform inputs). The training batches, the
         fixed sample and the test sample all come from ``quantize(p, b)``, and the exact test
         error weighs inputs by it.
+      stop_at_eps: stop at the first record with test error <= eps: later records are NaN and
+        ``params`` are those of that record. The records a member does make, and
+        ``steps_to_eps``, are unchanged; the remaining steps are saved (under vmap a batch runs
+        until its last member stops or the budget ends).
+      record_row_norms: the trace also holds ``row_norms: float32[E, n]``, the Euclidean norm
+        ||W1[i, :]||_2 of each input coordinate's first-layer weights at every record.
     """
 
     model: Model
@@ -230,6 +242,9 @@ class TrainConfig:
     exact_max_n: int = 13
     eps: float = 0.0
     precision_bits: int | None = None
+    records_per_doubling: int | None = None
+    stop_at_eps: bool = False
+    record_row_norms: bool = False
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -257,20 +272,39 @@ class TrainConfig:
         if self.precision_bits is not None:
             set_("precision_bits", checks.integer("precision_bits", self.precision_bits, low=1,
                                                   high=sampling.MAX_PRECISION_BITS))
+        if self.records_per_doubling is not None:
+            set_("records_per_doubling", checks.integer("records_per_doubling", self.records_per_doubling, low=1,
+                                                        high=2**20))
+        for name in ("stop_at_eps", "record_row_norms"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
     @property
     def record_steps(self) -> np.ndarray:
-        """The steps at which the trace records: K, 2K, ..., S."""
-        return np.arange(self.eval_every, self.steps + 1, self.eval_every)
+        """The steps at which the trace records: K, 2K, ..., S, or the geometric schedule of
+        ``records_per_doubling``.
+
+        >>> TrainConfig(mlp(4), steps=200, eval_every=10, records_per_doubling=2).record_steps.tolist()
+        [10, 20, 30, 40, 50, 70, 90, 120, 160, 200]
+        """
+        K, S, r = self.eval_every, self.steps, self.records_per_doubling
+        if r is None:
+            return np.arange(K, S + 1, K)
+        steps = [K]
+        while steps[-1] < S:
+            steps.append(min(S, steps[-1] + K * max(1, int(steps[-1] * (2.0 ** (1.0 / r) - 1.0)) // K)))
+        return np.asarray(steps)
 
 
 class Trace(NamedTuple):
-    """Metrics recorded at ``config.record_steps`` (each ``float32[S / K]``)."""
+    """Metrics recorded at ``config.record_steps`` (each ``float32[E]``, E records; NaN after an early
+    stop, see ``TrainConfig.stop_at_eps``)."""
 
     test_error: jax.Array  # exact or on the test sample
-    train_loss: jax.Array  # mean minibatch loss over the K steps before the record
+    train_loss: jax.Array  # mean minibatch loss over the steps since the previous record
     support_share: jax.Array  # sum_{i in J} ||W1[i]||_1 / sum_i ||W1[i]||_1 (NaN without a support)
     drift: jax.Array  # ||w_t - w_0||_inf over all parameters ("hidden progress")
+    row_norms: Any = None  # float32[E, n]: ||W1[i, :]||_2 per coordinate (record_row_norms only)
 
 
 class Result(NamedTuple):
@@ -392,7 +426,10 @@ def train_on(key, data, config: TrainConfig, **hyperparams) -> Result:
 def _descend(k_init, n, next_batch, data0, score, mask, config, hyperparams) -> Result:
     """The training loop shared by :func:`train` and :func:`train_on`."""
     opt = make_optimizer(config, **hyperparams)
-    model, phi, K, E = config.model, margin_loss(config.loss), config.eval_every, config.steps // config.eval_every
+    model, phi, K = config.model, margin_loss(config.loss), config.eval_every
+    record_steps = config.record_steps
+    E = record_steps.size
+    blocks = np.diff(record_steps, prepend=0) // K  # K-step blocks before each record
     params0 = model.init(k_init, n)
     opt_state0 = opt.init(params0)
 
@@ -407,21 +444,55 @@ def _descend(k_init, n, next_batch, data0, score, mask, config, hyperparams) -> 
         updates, opt_state = opt.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state, data, loss_sum + loss), None
 
+    def block(carry, start):  # K steps from step ``start``
+        return jax.lax.scan(step, carry, start + jnp.arange(K, dtype=jnp.int32))[0]
+
     def record(carry, e):
         params, opt_state, data = carry
         zero = jnp.zeros((), jnp.float32)
-        (params, opt_state, data, loss_sum), _ = jax.lax.scan(
-            step, (params, opt_state, data, zero), e * K + jnp.arange(K, dtype=jnp.int32))
+        start = jnp.asarray(record_steps - blocks * K, jnp.int32)[e]
+        if blocks.max() == 1:
+            count = K
+            params, opt_state, data, loss_sum = block((params, opt_state, data, zero), start)
+        else:  # a traced number of blocks (geometric records)
+            count = jnp.asarray(blocks, jnp.int32)[e] * K
+            params, opt_state, data, loss_sum = jax.lax.fori_loop(
+                0, count // K, lambda b, c: block(c, start + b * K), (params, opt_state, data, zero))
         w1 = jnp.sum(jnp.abs(params[0].w), axis=-1)
         share = jnp.sum(jnp.where(mask, w1, 0.0)) / jnp.sum(w1) if mask is not None else jnp.float32(jnp.nan)
         drift = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in zip(jax.tree.leaves(params),
                                                                             jax.tree.leaves(params0))]))
-        return (params, opt_state, data), Trace(score(params), loss_sum / K, share, drift)
+        norms = jnp.sqrt(jnp.sum(jnp.square(params[0].w), axis=-1)) if config.record_row_norms else None
+        return (params, opt_state, data), Trace(score(params), loss_sum / count, share, drift, norms)
 
-    (params, _, _), trace = jax.lax.scan(record, (params0, opt_state0, data0), jnp.arange(E, dtype=jnp.int32))
+    state0 = (params0, opt_state0, data0)
+    if config.stop_at_eps:
+        (params, _, _), trace = _records_until_eps(record, state0, E, config.eps)
+    else:
+        (params, _, _), trace = jax.lax.scan(record, state0, jnp.arange(E, dtype=jnp.int32))
     hit = trace.test_error <= config.eps
-    steps_to_eps = jnp.where(jnp.any(hit), (jnp.argmax(hit) + 1) * K, -1).astype(jnp.int32)
+    steps_to_eps = jnp.where(jnp.any(hit), jnp.asarray(record_steps, jnp.int32)[jnp.argmax(hit)], -1)
     return Result(params, trace, steps_to_eps)
+
+
+def _records_until_eps(record, state0, E: int, eps: float):
+    """``lax.scan(record, state0, arange(E))`` that stops after the first record with test error
+    <= eps (a ``lax.while_loop``); the records not made are NaN."""
+    shapes = jax.eval_shape(record, state0, jnp.int32(0))[1]
+    trace0 = jax.tree.map(lambda a: jnp.full((E,) + a.shape, jnp.nan, a.dtype), shapes)
+
+    def not_done(carry):
+        _, e, done, _ = carry
+        return (e < E) & ~done
+
+    def body(carry):
+        state, e, _, trace = carry
+        state, rec = record(state, e)
+        trace = jax.tree.map(lambda buf, v: jax.lax.dynamic_update_index_in_dim(buf, v, e, 0), trace, rec)
+        return state, e + 1, rec.test_error <= eps, trace
+
+    state, _, _, trace = jax.lax.while_loop(not_done, body, (state0, jnp.int32(0), jnp.bool_(False), trace0))
+    return state, trace
 
 
 def train_many(keys, p, target, config: TrainConfig, *, data_key=None, **hyperparams) -> Result:

@@ -56,6 +56,27 @@ def support_mask(target: Target, n: int):
     return target.support_mask(n)
 
 
+def label_covariance(target: Target, p):
+    """``float32[n]``: I(D, i) = E[f(x) x_i] - E[f(x)] E[x_i] = p_i (E[f | x_i = 1] - E[f]) under
+    the product distribution ``p``, exactly (``target.means``; 000 Sec. 3).
+
+    The degree-1 signal that ID3's gain tracks (000 Lemma 6: gain >= beta I^2 / 2) and that a
+    network's first gradient steps see: zero off the support; for a k-parity under marginals
+    with |p_j - 1/2| >= c on J and p_j in (alpha, 1 - alpha), |I(D, j)| > alpha^2 (2c)^(k-1)
+    (000 Lemma 9), and exactly 0 for every j under the uniform distribution when k >= 2.
+
+    >>> import jax.numpy as jnp
+    >>> from jaxtrees.targets import parity
+    >>> p = jnp.array([0.7, 0.5, 0.4])
+    >>> [round(v, 4) for v in label_covariance(parity([0, 2], n=3), p).tolist()]  # 0.7 * 0.3 * 0.2, 0, -0.4 * 0.6 * 0.4
+    [0.042, 0.0, -0.096]
+    """
+    n = jnp.shape(p)[-1]
+    unrestricted = jnp.zeros((n,), bool)
+    mu, mu1 = target.means(jnp.asarray(p, jnp.float32), unrestricted, unrestricted)
+    return p * (mu1 - mu)
+
+
 def indices_mask(indices, n: int):
     """``bool[n]``: True at the given indices (no scatter: a one-hot sum)."""
     return jnp.any(indices[:, None] == jnp.arange(n), axis=0)

@@ -2,19 +2,19 @@
 for a laptop CPU and a full size for a GPU.
 
 >>> sorted(STUDIES)
-['addressing', 'agnostic', 'boosting', 'compare', 'fourier', 'gd-parity-uniform', 'gd-smoothed', 'gd-vs-id3', 'juntas', 'parity', 'rank', 'trees']
+['addressing', 'agnostic', 'boosting', 'compare', 'fourier', 'gd-parity-uniform', 'gd-scaling', 'gd-smoothed', 'gd-vs-id3', 'juntas', 'parity', 'rank', 'trees']
 """
 
 from jaxtrees.experiments.studies.boosting import BOOSTING
 from jaxtrees.experiments.studies.compare import COMPARE
 from jaxtrees.experiments.studies.counterexamples import ADDRESSING, AGNOSTIC
-from jaxtrees.experiments.studies.descent import GD_PARITY_UNIFORM, GD_SMOOTHED, GD_VS_ID3
+from jaxtrees.experiments.studies.descent import GD_PARITY_UNIFORM, GD_SCALING, GD_SMOOTHED, GD_VS_ID3
 from jaxtrees.experiments.studies.fourier import FOURIER
 from jaxtrees.experiments.studies.learning import JUNTAS, PARITY, TREES
 from jaxtrees.experiments.studies.rank import RANK
 
 STUDIES = {s.name: s for s in (PARITY, JUNTAS, TREES, ADDRESSING, AGNOSTIC, GD_PARITY_UNIFORM, GD_SMOOTHED,
-                                   GD_VS_ID3, FOURIER, BOOSTING, RANK, COMPARE)}
+                                   GD_SCALING, GD_VS_ID3, FOURIER, BOOSTING, RANK, COMPARE)}
 
 
 def get(name: str):

@@ -44,7 +44,7 @@ import optax
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments import summary
+from jaxtrees.experiments import analysis, summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
                                                  sample_sizes, trial_keys)
@@ -407,6 +407,332 @@ GD_VS_ID3 = Study(
         "net_error": "the network's test error at the last step",
         "net_support_share": "share of the first layer's absolute weight on the junta's support at the end",
     },
+)
+
+
+# ----------------------------------------------------------------------------- gd-scaling
+
+#: The target families of gd-scaling: a k-parity on a random k-subset, a random non-degenerate k-junta.
+FAMILIES = {"parity": lambda key, n, k: targets.MaskParity(targets.random_subset(key, n, k)),
+            "junta": lambda key, n, k: targets.random_junta(key, n, k)}
+#: Optimizers of gd-scaling (``lr`` is the step size of either).
+OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
+#: One random subset or junta per trial: its largest k (2^k truth table, C(n, k) supports).
+SCALING_MAX_K = 12
+
+
+def scaling_config(params) -> sgd.TrainConfig:
+    """The :class:`~jaxtrees.learners.sgd.TrainConfig` of a gd-scaling cell: :func:`train_config` with the
+    cell's optimizer, geometric records, a stop at the first record with test error 0 and the
+    first layer's row norms in the trace."""
+    return dataclasses.replace(train_config(params), optimizer=OPTIMIZERS[params["optimizer"]],
+                               records_per_doubling=params["records_per_doubling"], stop_at_eps=True,
+                               record_row_norms=True)
+
+
+def checkpoints(params) -> list[int]:
+    """The steps along gd-scaling's ``step`` axis: for each K 2^j <= S (K = eval_every, S = max_steps)
+    the last record at or before it, and S."""
+    steps = scaling_config(params).record_steps
+    K, S = params["eval_every"], params["max_steps"]
+    marks = [K * 2**j for j in range(int(math.log2(S // K)) + 1)] + [S]
+    return sorted({int(steps[np.searchsorted(steps, m, side="right") - 1]) for m in marks})
+
+
+def _last_valid(series):
+    """The last non-NaN entry of a trace series (the record at the stop or at the budget)."""
+    valid = ~jnp.isnan(series)
+    return series[jnp.maximum(jnp.sum(valid) - 1, 0)]
+
+
+def _separation(norms, mask, record_steps):
+    """Per support coordinate j: the first record from which ||W1[j]|| exceeds every off-support
+    row norm at every later record made; -1 where that never happens. Returns (first, all):
+    the earliest such step over J, and the step by which all of J has separated (-1: not all)."""
+    made = ~jnp.isnan(norms[:, 0])  # [E]
+    off_max = jnp.max(jnp.where(mask, -jnp.inf, norms), axis=-1)  # [E]
+    above = (norms > off_max[:, None]) | ~made[:, None]  # [E, n]; records not made do not break a run
+    stays = jax.lax.cummin(above.astype(jnp.int32), axis=0, reverse=True).astype(bool) & made[:, None]
+    ever = jnp.any(stays, axis=0)
+    step = jnp.where(ever, jnp.asarray(record_steps, jnp.int32)[jnp.argmax(stays, axis=0)], -1)  # [n]
+    big = jnp.iinfo(jnp.int32).max
+    first = jnp.min(jnp.where(mask & ever, step, big))
+    every = jnp.all(ever | ~mask)
+    return (jnp.where(first == big, -1, first).astype(jnp.int32),
+            jnp.where(every, jnp.max(jnp.where(mask, step, -1)), -1).astype(jnp.int32))
+
+
+def _scaling_trial(key, params):
+    n, k = params["n"], params["k"]
+    keys = trial_keys(key, "distribution", "target", "training")  # as gd-smoothed: the same p, J and run
+    p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n)
+    f = FAMILIES[params["family"]](keys["target"], n, k)
+    config = scaling_config(params)
+    result = sgd.train(keys["training"], p, f, config, learning_rate=params["lr"])
+    trace, mask = result.trace, f.support_mask(n)
+    influence = jnp.abs(targets.label_covariance(f, p))
+    first, every = _separation(trace.row_norms, mask, config.record_steps)
+    at = np.searchsorted(config.record_steps, checkpoints(params))
+    norms = trace.row_norms[at]  # [checkpoints, n]
+    return {"steps": result.steps_to_eps, "learned": result.steps_to_eps >= 0,
+            "final_error": _last_valid(trace.test_error), "support_share": _last_valid(trace.support_share),
+            "drift": _last_valid(trace.drift),
+            "influence_min": jnp.min(jnp.where(mask, influence, jnp.inf)),
+            "influence_max": jnp.max(jnp.where(mask, influence, 0.0)),
+            "separated_first": first, "separated_all": every,
+            "norm_on": jnp.sum(jnp.where(mask, norms, 0.0), -1) / k,
+            "norm_off": jnp.sum(jnp.where(mask, 0.0, norms), -1) / (n - k)}
+
+
+def _scaling_check(params):
+    n = checks.integer("n", params["n"], low=2, high=4096)
+    checks.integer("k", params["k"], low=1, high=min(n - 1, SCALING_MAX_K))
+    checks.choice("family", params["family"], FAMILIES)
+    checks.choice("optimizer", params["optimizer"], OPTIMIZERS)
+    checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
+    checks.integer("records_per_doubling", params["records_per_doubling"], low=1, high=1024)
+    _check_training(params)
+    if params["max_steps"] < 2 * params["eval_every"]:
+        raise ValueError(f"max_steps must be at least 2 eval_every = {2 * params['eval_every']} (two records), "
+                         f"got {params['max_steps']}")
+    scaling_config(params)
+
+
+def _scaling_bytes(params) -> int:
+    """Peak memory of one trial: the test set (bits and encoded chunk), the trace's row norms and
+    the network's parameters, gradients and optimizer state (a generous 4 copies)."""
+    n = params["n"]
+    rows = 2**n if n <= EXACT_MAX_N else params["test_size"]
+    records = scaling_config(params).record_steps.size
+    return rows * n * 2 + EVAL_BYTES * n + records * (n + 8) * 4 + 16 * (n + 2) * params["width"]
+
+
+#: Bytes of the encoded test inputs one scoring pass holds per input bit (sgd.EVAL_CHUNK rows of float32).
+EVAL_BYTES = sgd.EVAL_CHUNK * 4
+
+
+def _trials(rows) -> list[dict]:
+    """One row per trial (gd-scaling's rows run along ``step``; the scalars repeat on each)."""
+    return [r for r in rows if int(r["step"]) == int(r["max_steps"])]
+
+
+def _exponent_cell(sel, x_of):
+    """Tobit fit (with a stratified bootstrap) of log(steps) on x_of(row) over the trials ``sel``."""
+    budget = np.asarray([float(r["max_steps"]) for r in sel])
+    s = _steps(sel)
+    censored = ~np.isfinite(s)
+    y = np.log(np.where(censored, budget, s))
+    x = np.asarray([x_of(r) for r in sel])
+    return analysis.bootstrap_fit(x, y, censored, replicates=BOOTSTRAP)
+
+
+#: Bootstrap resamples behind every interval of the gd-scaling report.
+BOOTSTRAP = 400
+
+
+def _fit_text(out) -> str:
+    if not out.fit.converged:
+        return "not identified"
+    if not out.replicates:
+        return f"{out.fit.slope:.2f}"
+    return f"{out.fit.slope:.2f} [{out.low:.2f}, {out.high:.2f}]"
+
+
+def _scaling_exponents(trials, by, x_name):
+    """{group key: (BootstrapFit, distinct x values, censored share, the group's trials)} for log steps vs
+    log n (``x_name="n"``) or vs log(1/c) over c > 0 (``"c"``)."""
+    out = {}
+    for key, sel in summary.split(trials, by).items():
+        if x_name == "c":
+            sel = [r for r in sel if float(r["c"]) > 0]
+        if not sel:
+            continue
+        x_of = (lambda r: math.log(1.0 / float(r["c"]))) if x_name == "c" else (lambda r: math.log(float(r[x_name])))
+        fit = _exponent_cell(sel, x_of)
+        values = sorted({float(r[x_name]) for r in sel})
+        censored = float(np.mean(~np.isfinite(_steps(sel))))
+        out[key] = (fit, values, censored, sel)
+    return out
+
+
+def _scaling_report(rows):
+    trials = _trials(rows)
+    extra = _varying(trials, TRAINING + ("optimizer", "records_per_doubling"))
+    by_n = _scaling_exponents(trials, ["family", "k", *extra, "c"], "n")
+    table = [[*key[:-1], f"{float(key[-1]):g}", _fit_text(fit), ", ".join(f"{v:g}" for v in ns),
+              f"{cens:.0%}", _median_slope(sel)] for key, (fit, ns, cens, sel) in by_n.items()]
+    header = ["family", "k", *extra, "c", "exponent of n [95% CI]", "n", "censored", "slope of medians"]
+    by_c = _scaling_exponents(trials, ["family", "k", *extra, "n"], "c")
+    table_c = [[*key, _fit_text(fit), ", ".join(f"{v:g}" for v in cs), f"{cens:.0%}"]
+               for key, (fit, cs, cens, _) in by_c.items() if len(cs) >= 2]
+    header_c = ["family", "k", *extra, "n", "exponent of 1/c [95% CI]", "c", "censored"]
+    cells = []
+    for key, sel in summary.split(trials, ["family", "k", *extra, "c", "n"]).items():
+        s = _steps(sel)
+        cells.append([*key, len(s), f"{int(np.isfinite(s).sum())}/{len(s)}", _median_iqr(s, int(sel[0]["max_steps"])),
+                      _median_int(sel, "separated_all"), f"{np.median([float(r['influence_min']) for r in sel]):.2g}"])
+    header_cells = ["family", "k", *extra, "c", "n", "trials", "learned", "median steps [IQR]",
+                    "median step J separated (-: most stopped first)", "median min_j |I(D, j)|"]
+    mech = _mechanism_fit(trials)
+    return ("## SGD steps to learn k-juntas and k-parities: how they grow with n, k and c\n\n"
+            f"{_network_text(trials)}; p_i = 1/2 + U[-c, c] (c = 0: uniform). Steps: first record with test error 0 "
+            f"(records at {_vals(trials, 'records_per_doubling')} per doubling of the step count from step "
+            f"{_vals(trials, 'eval_every')}, so steps are resolved to about "
+            f"{100 * (2 ** (1 / max(int(r['records_per_doubling']) for r in trials)) - 1):.0f}%; exact over "
+            f"{{0,1}}^n for n <= {EXACT_MAX_N}, else on {_vals(trials, 'test_size')} fresh examples); a trial "
+            "stops when it learns. Censored trials (not learned within the budget) enter the fits as "
+            "censored, not dropped.\n\n"
+            "### Exponent of n\n\nTobit fit (maximum likelihood, right-censored normal) of log(steps) = "
+            "a log(n) + b + s e over every trial of the (family, k, c) group; a is the exponent of n in the "
+            f"median steps. Interval: 2.5-97.5% percentiles of {BOOTSTRAP} bootstrap fits (trials resampled "
+            "within each n). 'Slope of medians': least squares on log(median) over the n whose median is "
+            "not censored, for comparison. 'not identified': fewer than two n with a learned trial.\n\n"
+            + summary.markdown_table(header, table)
+            + "\n\n### Exponent of 1/c at fixed n\n\nThe same fit of log(steps) against log(1/c) over c > 0 (at "
+              "least two values of c).\n\n"
+            + (summary.markdown_table(header_c, table_c) if table_c else "- fewer than two c > 0 in this grid")
+            + "\n\n### Mechanism: the support separates in the first layer\n\n"
+              "'Step J separated': the first record from which every support coordinate's first-layer "
+              "row norm ||W1[j]||_2 stays above every off-support row norm. I(D, j) = E[f x_j] - E[f] E[x_j], the "
+              "degree-1 signal (000 Lemma 9: |I| > alpha^2 (2c)^(k-1) for a k-parity). "
+            + mech + "\n\n### Cells\n\n" + summary.markdown_table(header_cells, cells) + "\n"
+            + _divergence_note(trials))
+
+
+def _median_slope(sel) -> str:
+    fits = _exponents(sel, [])
+    return f"{fits[()][0]:.2f}" if () in fits else "-"
+
+
+def _median_int(sel, column) -> str:
+    v = np.asarray([float(r[column]) for r in sel])
+    v = np.where(v < 0, np.inf, v)
+    m = np.quantile(v, 0.5, method="inverted_cdf")
+    return f"{int(m):,}" if np.isfinite(m) else "-"
+
+
+def _mechanism_fit(trials) -> str:
+    """Least squares of log(step J separated) on log(min_j |I(D, j)|) over trials where both exist."""
+    pts = [(float(r["influence_min"]), float(r["separated_all"])) for r in trials
+           if float(r["separated_all"]) > 0 and float(r["influence_min"]) > 1e-6]
+    if len(pts) < 3 or len({i for i, _ in pts}) < 2:
+        return "Too few trials with a separated support and a nonzero signal to fit separation against I."
+    x, y = np.log([i for i, _ in pts]), np.log([s for _, s in pts])
+    slope = float(np.polyfit(x, y, 1)[0])
+    r = float(np.corrcoef(x, y)[0, 1])
+    return (f"Over the {len(pts)} trials whose support separated and whose weakest support coordinate has "
+            f"|I| > 1e-6: log(step J separated) = {slope:.2f} log(min_j |I(D, j)|) + const (least squares, "
+            f"correlation {r:.2f}; a gradient signal of size I needs ~I^-2 steps to stand out of noise: slope -2).")
+
+
+@summary.styled
+def _scaling_plot(rows, stem):
+    trials = _trials(rows)
+    extra = _varying(trials, TRAINING + ("optimizer", "records_per_doubling"))
+    panels = summary.split(trials, ["family", "k", *extra])
+    fig, axes = summary.figure(len(panels), width=5.6, height=4.6)
+    budget = max(int(r["max_steps"]) for r in trials)
+    fits = _scaling_exponents(trials, ["family", "k", *extra, "c"], "n")
+    for ax, (key, sel) in zip(axes, panels.items()):
+        for (c,), part in summary.split(sel, ["c"]).items():
+            fit = fits.get((*key, c), (None,))[0]
+            slope = f", n^{fit.fit.slope:.2f}" if fit is not None and fit.fit.converged else ""
+            _median_curve(ax, part, "n", ("uniform (c = 0)" if float(c) == 0 else f"c = {float(c):g}") + slope)
+            colour = ax.get_lines()[-1].get_color()
+            for (n,), cell in summary.split(part, ["n"]).items():
+                censored = float(np.mean(~np.isfinite(_steps(cell))))
+                if censored > 0:
+                    ax.plot([float(n)], [budget], "^", color=colour, ms=4 + 8 * censored, alpha=0.7, ls="none")
+        _budget_lines(ax, budget, barak=False)
+        ax.set_xlabel("input bits n")
+        ax.set_title(f"random {key[1]}-{'parities' if key[0] == 'parity' else 'juntas'}" + _suffix(extra, key[2:]))
+        ax.legend(fontsize=8, loc="upper left")  # per panel: the fitted exponents are the panel's
+    axes[0].set_ylabel("SGD steps to 0 test error\n(median, interquartile band)")
+    summary.suptitle(fig, f"SGD ({_network_title(trials)[:-5]}), online, p_i = 1/2 + U[-c, c]: steps vs n on log-log "
+                          f"axes; legend: Tobit-fitted exponent of n; triangles at the budget: share of censored "
+                          f"trials (size); {summary.trials_text([len(v) for v in summary.split(trials, ['family', 'k', *extra, 'c', 'n']).values()])}")
+    files = summary.save(fig, stem)
+    return files + _mechanism_plot(rows, trials, stem)
+
+
+def _mechanism_plot(rows, trials, stem):
+    """Left: median first-layer row norm on J (solid) and off J (dashed) over training, one panel per
+    k at the largest n (parities, or juntas without parities); right: step J separated vs min |I|."""
+    family = "parity" if any(r["family"] == "parity" for r in rows) else "junta"
+    n_top = max(int(r["n"]) for r in rows if r["family"] == family)
+    ks = sorted({int(r["k"]) for r in rows if r["family"] == family})
+    fig, axes = summary.figure(len(ks) + 1, width=5.2, height=4.4)
+    for ax, k in zip(axes, ks):
+        sel = [r for r in rows if r["family"] == family and int(r["n"]) == n_top and int(r["k"]) == k]
+        for i, ((c,), part) in enumerate(summary.split(sel, ["c"]).items()):
+            colour = f"C{i}"
+            label = "uniform" if float(c) == 0 else f"c = {float(c):g}"
+            for column, ls, suffix in (("norm_on", "-", " on J"), ("norm_off", "--", " off J")):
+                points = []
+                for (step,), at in summary.split(part, ["step"]).items():
+                    v = np.asarray([float(r[column]) for r in at])
+                    if np.isfinite(v).sum() >= max(1, len(v) // 4):  # while a quarter of the trials still train
+                        points.append((float(step), float(np.nanmedian(v))))
+                if points:
+                    ax.plot(*zip(*points), ls=ls, color=colour, label=label + suffix)
+        ax.legend(fontsize=7, ncols=2)
+        ax.set_xscale("log")
+        ax.set_xlabel("SGD step")
+        ax.set_title(f"{k}-{family}, n = {n_top}")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("first-layer row norm ||W1[i]||_2\n(median over trials still training)")
+    ax = axes[-1]
+    for (family_, k), sel in summary.split(trials, ["family", "k"]).items():
+        pts = [(float(r["influence_min"]), float(r["separated_all"])) for r in sel
+               if float(r["separated_all"]) > 0 and float(r["influence_min"]) > 1e-6]
+        if pts:
+            ax.plot(*zip(*pts), ls="none", ms=3, alpha=0.5, label=f"{k}-{family_}", **summary.series_style(ax))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("min over J of |I(D, j)| (degree-1 signal)")
+    ax.set_ylabel("step by which J separated")
+    ax.set_title("separation vs signal, every trial")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    summary.suptitle(fig, "Mechanism: the support's first-layer weights grow away from the rest")
+    return summary.save(fig, stem + "_mechanism")
+
+
+GD_SCALING = Study(
+    name="gd-scaling",
+    description="Open Question 1 at scale: SGD steps to learn k-parities / k-juntas vs n, k and c, exponents of n "
+                "and 1/c (Tobit fits), and how the support separates",
+    quick={"family": ["parity", "junta"], "n": [8, 16, 32, 64], "k": [2, 3], "c": [0.0, 0.1, 0.3],
+           "optimizer": "sgd", **{**BARAK, "test_size": 2048}, "max_steps": 16384, "eval_every": 8,
+           "records_per_doubling": 8},
+    full={"family": ["parity", "junta"], "n": [8, 16, 32, 64, 128], "k": [2, 3, 4, 5],
+          "c": [0.0, 0.05, 0.1, 0.2, 0.3], "optimizer": "sgd", **BARAK, "max_steps": 2**18, "eval_every": 8,
+          "records_per_doubling": 16},
+    static=("family", "n", "k", "optimizer", "records_per_doubling", *STATIC_TRAINING),
+    trial=_scaling_trial,
+    replicates=(32, 32),
+    check=_scaling_check,
+    plot=_scaling_plot,
+    report=_scaling_report,
+    axis=("step", checkpoints),
+    bytes_per_trial=_scaling_bytes,
+    columns={
+        "step": "checkpoint step (rows run along the steps K 2^j <= S; norm_on / norm_off are taken there, the "
+                "other columns are the trial's and repeat)",
+        "steps": "first record with test error 0 (-1: not within max_steps); the trial stops there",
+        "learned": "1 if steps >= 0",
+        "final_error": "test error at the last record made (at the stop or the budget)",
+        "support_share": "share of the first layer's absolute weight on the support at the last record",
+        "drift": "||w_T - w_0||_inf over all parameters at the last record (NaN / inf: diverged)",
+        "influence_min": "min over the support J of |I(D, j)| = |E[f x_j] - E[f] E[x_j]| (exact, 000 Sec. 3)",
+        "influence_max": "max over J of |I(D, j)|",
+        "separated_first": "first record from which some j in J has ||W1[j]||_2 above every off-support row "
+                           "norm at every later record (-1: none)",
+        "separated_all": "the same for every j in J: the step by which the whole support separated (-1: not)",
+        "norm_on": "mean over J of ||W1[j]||_2 at this step (NaN: the trial had stopped)",
+        "norm_off": "mean over the coordinates off J of ||W1[i]||_2 at this step (NaN: stopped)",
+    },
+    shared=("family", "optimizer"),
 )
 
 
