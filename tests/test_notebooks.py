@@ -18,7 +18,7 @@ def _cells(path, kind):
 
 def test_every_study_family_has_a_notebook():
     assert {p.stem for p in NOTEBOOKS} >= {"sample_complexity", "counterexamples", "gradient_descent", "fourier",
-                                           "boosting", "rank", "compare"}
+                                           "boosting", "rank", "compare", "gd_scaling"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
