@@ -22,6 +22,17 @@ accuracy), so it is resolved to K steps; a trial that never gets there within ``
   to depth k on the prefixes m = m_min, ..., m_max of one sample, scored exactly) and the network
   (online; examples seen = steps x batch) learn the same (p, f). Per trial: the examples each
   needs to reach error <= eps.
+- ``gd-scaling``: the open question at scale: k-parities and random non-degenerate k-juntas
+  (``family``), n on a geometric grid, several c, one network family (``optimizer``, ``lr``,
+  ``width``; Adam and other widths are runs of the same study, e.g. ``--set optimizer=adam
+  --set lr=0.001`` or ``--set width=400``). Records are geometric (``records_per_doubling`` per
+  doubling of the step count: resolution 2^(1/r) - 1) and a trial stops at its first record with
+  test error 0, so a budget of 2^18 steps costs only what the slowest trial of a batch needs.
+  The report fits the exponent of n (and of 1/c) in the median steps by a Tobit fit over every
+  trial, censored ones included (:mod:`jaxtrees.experiments.analysis`), with bootstrap
+  intervals; a second figure follows the first layer: the row norms ||W1[j]||_2 on and off the
+  support J over training, and the step by which J separates from the rest against the degree-1
+  signal min_j |I(D, j)| (:func:`jaxtrees.targets.label_covariance`).
 
 In the parity studies the support size k is a traced parameter (one compilation per n serves
 every k): the target is a mask parity on a uniformly random k-subset of the n
