@@ -23,6 +23,7 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees import learners
+from jaxtrees.core import sampling
 
 NAMES = learners.names()
 N, M, B = 8, 96, 4
@@ -38,13 +39,21 @@ def data_for(learner, key, n=N, m=M):
 
 
 @functools.lru_cache(maxsize=None)
+def compiled(name):
+    """``(jit(fit), jit(vmap(fit)))`` of the learner ``name``, made once per process: a new ``jax.jit``
+    of ``learner.fit`` compiles again, so every test that fits the same shapes shares these."""
+    learner = learners.get(name)
+    return jax.jit(learner.fit), jax.jit(jax.vmap(learner.fit))
+
+
+@functools.lru_cache(maxsize=None)
 def fitted(name):
     """(learner, keys, batched data, jit(vmap(fit)) output, loop of single fits)."""
     learner = learners.get(name)
     keys = jax.random.split(jax.random.key(0), B)
     data = jax.vmap(lambda k: data_for(learner, k))(keys)
-    fit = jax.jit(learner.fit)
-    batched = jax.device_get(jax.jit(jax.vmap(learner.fit))(keys, data))
+    fit, run = compiled(name)
+    batched = jax.device_get(run(keys, data))
     singles = [jax.device_get(fit(keys[b], jax.tree.map(lambda a: a[b], data))) for b in range(B)]
     return learner, keys, data, batched, singles
 
@@ -89,7 +98,7 @@ def test_vmap_equals_loop_of_single_fits(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_same_key_same_hypothesis_and_chunking_does_not_matter(name):
     learner, keys, data, batched, _ = fitted(name)
-    run = jax.jit(jax.vmap(learner.fit))
+    run = compiled(name)[1]  # the program that fitted the batch: run again on the same keys
     again = jax.device_get(run(keys, data))
     assert_same(again, batched, f"{name}: refit")
     halves = [jax.device_get(run(keys[s], jax.tree.map(lambda a: a[s], data))) for s in (slice(0, 2), slice(2, 4))]
@@ -112,33 +121,40 @@ def test_hypothesis_is_valid_and_exact_error_matches_a_test_sample(name):
 
 
 def degenerate_cases(learner):
+    """The degenerate cases, each ``(data, n)``. Those over n = N coordinates have the shapes of the
+    batch's members (``data_for``: M examples, a 3-junta target), so they share the compiled
+    ``jit(fit)`` of :func:`compiled` with :func:`fitted` and with each other."""
     key = jax.random.key(1)
     if learner.access == "population":
-        f = jt.random_junta(key, N, 2)
+        f = jt.random_junta(key, N, 3)
         p_edges = jnp.asarray(np.r_[np.zeros(N // 2), np.ones(N // 2)], jnp.float32)
-        constant = jt.junta([0], [0, 0], N)
+        constant = jt.junta([0, 1, 2], np.zeros(8, int), N)
         return {"p at 0 and 1": (jt.problems.Population(p_edges, f), N),
                 "constant target": (jt.problems.Population(jnp.full((N,), 0.5), constant), N),
                 "n = 1": (jt.problems.Population(jnp.full((1,), 0.3), jt.parity([0], 1)), 1)}
     if learner.access == "query":
-        return {"constant target": (jt.problems.Queries(jt.junta([0], [1, 1], N), N), N),
+        return {"constant target": (jt.problems.Queries(jt.junta([0, 1, 2], np.ones(8, int), N), N), N),
                 "n = 1": (jt.problems.Queries(jt.parity([0], 1), 1), 1)}
     rng = np.random.default_rng(0)
-    X, y = rng.integers(0, 2, (40, N)), rng.integers(0, 2, 40)
-    return {"m = 1": (jt.from_arrays(X[:1], y[:1]), N),
-            "all labels equal": (jt.from_arrays(X, np.ones(40, int)), N),
-            "all weight on one example": (jt.with_weights(jt.from_arrays(X, y), np.eye(40)[7].astype(np.float32)), N),
+    X, y = rng.integers(0, 2, (M, N)), rng.integers(0, 2, M)
+    one = np.arange(M) == 0  # m = 1: the first example, in M slots (the rest zero and not valid)
+    return {"m = 1": (sampling.prefix(jt.from_arrays(X * one[:, None], y * one), 1), N),
+            "all labels equal": (jt.from_arrays(X, np.ones(M, int)), N),
+            "all weight on one example": (jt.with_weights(jt.from_arrays(X, y), np.eye(M)[7].astype(np.float32)), N),
             "n = 1": (jt.from_arrays(X[:, :1], y), 1)}
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_degenerate_data_gives_a_valid_hypothesis(name):
     learner = learners.get(name)
+    fit = compiled(name)[0]
     for case, (data, n) in degenerate_cases(learner).items():
-        h = jax.jit(learner.fit)(jax.random.key(2), data)
+        h = fit(jax.random.key(2), data)
         assert_valid(h, n)
+        if case == "m = 1":
+            assert int(data.m) == 1 and data.X.shape == (N, M // jt.bits.WORD_BITS)
         if h.exact and learner.access == "sample" and case == "all labels equal":
-            assert int(jt.bits.count(h.predict_bits(data.X) & data.valid)) == 40, case
+            assert int(jt.bits.count(h.predict_bits(data.X) & data.valid)) == M, case
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,5 +1,6 @@
 """Exact (infinite-sample) oracles, growth and scoring, against brute force and the papers."""
 
+import functools
 import itertools
 
 import jax
@@ -34,6 +35,14 @@ def brute_means(f, p, fixed, values):
     return mu, mu1
 
 
+#: The target constructors and the oracle as compiled programs (one per family and k, instead of
+#: one small program per operation and shape run eagerly).
+_random_target = jax.jit(lambda family, kf, n, k: [functools.partial(jt.random_junta, nondegenerate=False),
+                                                    jt.random_parity, jt.random_tree][family](kf, n, k),
+                         static_argnums=(0, 2, 3))
+_means = jax.jit(lambda f, p, fixed, values: f.means(p, fixed, values))
+
+
 @pytest.mark.parametrize("n", [6, pytest.param(9, marks=pytest.mark.slow), pytest.param(12, marks=pytest.mark.slow)])
 def test_oracles_equal_brute_force(n):
     rng = np.random.default_rng(n)
@@ -42,12 +51,11 @@ def test_oracles_equal_brute_force(n):
     for trial in range(12):
         k = int(rng.integers(1, min(n, 5) + 1))
         kf = jax.random.fold_in(key, trial)
-        f = [jt.random_junta(kf, n, k, nondegenerate=False), jt.random_parity(kf, n, k),
-             jt.random_tree(kf, n, min(k, 4))][trial % 3]
+        f = _random_target(trial % 3, kf, n, min(k, 4) if trial % 3 == 2 else k)
         p = rng.uniform(0.05, 0.95, n)
         fixed = rng.random(n) < 0.3
         values = rng.random(n) < 0.5
-        mu, mu1 = f.means(jnp.asarray(p, jnp.float32), jnp.asarray(fixed), jnp.asarray(values))
+        mu, mu1 = _means(f, jnp.asarray(p, jnp.float32), jnp.asarray(fixed), jnp.asarray(values))
         want_mu, want_mu1 = brute_means(f, p, fixed, values)
         np.testing.assert_allclose(float(mu), want_mu, atol=2e-6)
         np.testing.assert_allclose(np.asarray(mu1), want_mu1, atol=2e-6)

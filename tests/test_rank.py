@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxtrees as jt
+from jaxtrees.core import sampling
 from jaxtrees.hypotheses import node_tree, tree
 from jaxtrees.learners import rank as rank_lib
 from jaxtrees.learners import rank_reference as reference
@@ -135,7 +136,10 @@ def test_findmin_rank_equals_the_least_rank_by_exhaustive_search():
         for _ in range(40):
             m = int(rng.integers(1, 2**n + 3))
             X, y = rng.integers(0, 2, (m, n)), rng.integers(0, 2, m)
-            s = rank_lib.search(jt.from_arrays(X, y), max_rank=n)
+            # from_arrays(X, y) (one word, m <= 18), packed from 32 zero-padded rows: one shape per n
+            pad = np.zeros((32 - m, n), int)
+            data = sampling.prefix(jt.from_arrays(np.r_[X, pad], np.r_[y, pad[:, 0]]), m)
+            s = rank_lib.search(data, max_rank=n)
             want = reference.sample_rank(X, y)
             assert (int(s.rank) if bool(s.found) else None) == want, (X, y)
 
@@ -187,24 +191,33 @@ def test_ranks_above_n_count_as_n():
 # ------------------------------------------------------------------------------------ rank of trees
 
 
+# The constructors and tree summaries as compiled programs: one per shape, not one small program per
+# operation and shape run eagerly.
+_heap_rank, _rank, _n_leaves, _depth = (jax.jit(f) for f in (tree.rank, node_tree.rank, node_tree.n_leaves,
+                                                             node_tree.depth))
+_random_tree = jax.jit(jt.random_tree, static_argnames=("n", "d"))
+_random_decision_list = jax.jit(jt.random_decision_list, static_argnames=("n", "length"))
+_random_rank_tree = jax.jit(jt.random_rank_tree, static_argnames=("n", "r", "length"))
+
+
 def test_rank_of_the_target_families():
     key = jax.random.key(0)
     for k in (1, 3):  # a k-parity's tree is complete of depth k: rank k
         features = np.concatenate([np.full(2**level, level) for level in range(k)])
         leaves = np.array([bin(i).count("1") % 2 for i in range(2**k)])
         f = jt.decision_tree(features, leaves, n=6)
-        assert int(tree.rank(f.as_tree())) == k
-        assert int(node_tree.rank(node_tree.from_heap(f.as_tree()))) == k
+        assert int(_heap_rank(f.as_tree())) == k
+        assert int(_rank(node_tree.from_heap(f.as_tree()))) == k
     for d in (0, 3):  # complete depth-d trees: rank d
-        f = jt.random_tree(key, n=8, d=d)
-        assert int(tree.rank(f.as_tree())) == d
+        f = _random_tree(key, n=8, d=d)
+        assert int(_heap_rank(f.as_tree())) == d
     for length in (1, 5):
-        assert int(node_tree.rank(jt.random_decision_list(key, n=9, length=length).tree)) == 1
+        assert int(_rank(_random_decision_list(key, n=9, length=length).tree)) == 1
     for r, length in ((2, 2), (3, 2)):
-        f = jt.random_rank_tree(key, n=8, r=r, length=length)
-        assert int(node_tree.rank(f.tree)) == r
+        f = _random_rank_tree(key, n=8, r=r, length=length)
+        assert int(_rank(f.tree)) == r
         assert_lemma_1(f.tree, 8)
-        assert int(node_tree.n_leaves(f.tree)) == (length + 1) ** r and int(node_tree.depth(f.tree)) == r * length
+        assert int(_n_leaves(f.tree)) == (length + 1) ** r and int(_depth(f.tree)) == r * length
 
 
 def test_rank_batches_under_vmap():
