@@ -167,26 +167,20 @@ def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, 
 
 
 def test_gd_scaling_trial_is_the_gd_smoothed_trial_at_n30_k3():
-    """Same code path: on the same trial keys, gd-scaling (records every K steps) learns in exactly
-    the steps gd-smoothed does; with geometric records at the first geometric record at or after."""
+    """Same code path: on the same trial keys, gd-scaling (with records every K steps: r = 4096 puts
+    the first 4096 records K apart) learns in exactly the steps gd-smoothed does, so their medians
+    agree. (Geometric records change only when the test error is looked at: tests/test_gd.py.)"""
     params = {"n": 30, "k": 3, "c": jnp.float32(0.3), "lr": jnp.float32(0.1), **descent.BARAK, "test_size": 512,
               "max_steps": 4096, "eval_every": 16}
     keys = jax.random.split(jax.random.key(11), 8)
     smoothed = jax.jit(jax.vmap(lambda key: descent.GD_SMOOTHED.trial(key, params)))(keys)
-    for r, exact in ((4096, True), (8, False)):  # r = 4096: the first 4096 records are every K steps
-        scaling = {**params, "family": "parity", "optimizer": "sgd", "records_per_doubling": r}
-        out = jax.jit(jax.vmap(lambda key: descent.GD_SCALING.trial(key, scaling)))(keys)
-        want, got = np.asarray(smoothed["steps"]), np.asarray(out["steps"])
-        assert (want > 0).sum() >= 6, "most trials must learn for the comparison to say anything"
-        if exact:
-            np.testing.assert_array_equal(got, want)
-            assert np.median(got) == np.median(want)
-        else:
-            records = descent.scaling_config(scaling).record_steps
-            learned = want > 0
-            assert np.all(np.isin(got[learned], records)) and np.all(got[learned] >= want[learned])
-            # the first geometric record with error 0: resolution 2^(1/8) - 1 = 9% (error is not monotone in t)
-            assert np.median(got[learned]) <= 1.2 * np.median(want[learned])
+    scaling = {**params, "family": "parity", "optimizer": "sgd", "records_per_doubling": 4096}
+    assert descent.scaling_config(scaling).record_steps.tolist() == list(range(16, 4097, 16))
+    out = jax.jit(jax.vmap(lambda key: descent.GD_SCALING.trial(key, scaling)))(keys)
+    want, got = np.asarray(smoothed["steps"]), np.asarray(out["steps"])
+    assert (want > 0).sum() >= 6, "most trials must learn for the comparison to say anything"
+    np.testing.assert_array_equal(got, want)
+    assert np.median(got) == np.median(want)
 
 
 def test_separation_steps_of_a_constructed_trace():

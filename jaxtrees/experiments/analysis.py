@@ -157,6 +157,25 @@ def _loglik(theta, x, y, censored, weights):
     return jnp.sum(weights * ll)
 
 
+def _derivatives(theta, x, y, censored, weights):
+    """Gradient and Hessian of :func:`_loglik` in closed form (cheaper to compile than autodiff's).
+
+    Uncensored, z = gamma y - alpha x - beta: d/d(alpha, beta, gamma) = (z x, z, 1 / gamma - z y),
+    Hessian -v v^T - e_3 e_3^T / gamma^2 with v = (x, 1, -y). Censored, u = alpha x + beta - gamma y:
+    d/dtheta = lambda v, Hessian -lambda (u + lambda) v v^T, with lambda = phi(u) / Phi(u)."""
+    alpha, beta, gamma = theta
+    gamma = jnp.maximum(gamma, 1e-12)
+    z = gamma * y - alpha * x - beta
+    mills = jnp.exp(-0.5 * z * z - 0.5 * jnp.log(2.0 * jnp.pi) - log_ndtr(-z))  # phi(u) / Phi(u), u = -z
+    v = jnp.stack([x, jnp.ones_like(x), -y])  # [3, N]
+    slope = jnp.where(censored, mills, z)  # d ll / d u along v, u = -z (uncensored: ll = -u^2 / 2 + log gamma)
+    curvature = jnp.where(censored, mills * (-z + mills), 1.0)  # minus the second derivative along v
+    g = v @ (weights * slope) + jnp.asarray([0.0, 0.0, 1.0]) * jnp.sum(jnp.where(censored, 0.0, weights)) / gamma
+    h = -(v * (weights * curvature)) @ v.T
+    h = h.at[2, 2].add(-jnp.sum(jnp.where(censored, 0.0, weights)) / gamma**2)
+    return g, h
+
+
 def _fit(x, y, censored, weights):
     """Newton's method on the concave Olsen log-likelihood; ``(theta, converged)``."""
     w = weights / jnp.maximum(jnp.sum(weights), 1.0)  # the mean log-likelihood: scale-free tolerances
@@ -168,11 +187,10 @@ def _fit(x, y, censored, weights):
     s = jnp.sqrt(jnp.maximum(jnp.sum(w * (y - a * x - b) ** 2), 1e-4))
     theta0 = jnp.stack([a / s, b / s, 1.0 / s])
     objective = lambda t: _loglik(t, x, y, censored, w)  # noqa: E731
-    grad, hess = jax.grad(objective), jax.hessian(objective)
     sizes = jnp.asarray(STEP_SIZES, jnp.float32)
 
     def newton(theta, _):
-        g, h = grad(theta), hess(theta)
+        g, h = _derivatives(theta, x, y, censored, w)
         direction = -jnp.linalg.solve(h - 1e-9 * jnp.eye(3), g)
         candidates = theta[None] + sizes[:, None] * direction[None]
         values = jax.vmap(objective)(candidates)
@@ -182,7 +200,7 @@ def _fit(x, y, censored, weights):
         return jnp.where(better, candidates[best], theta), None
 
     theta, _ = jax.lax.scan(newton, theta0, None, length=NEWTON_STEPS)
-    g = grad(theta)
+    g, _ = _derivatives(theta, x, y, censored, w)
     ok = jnp.all(jnp.isfinite(theta)) & (jnp.linalg.norm(g) < GRADIENT_TOL) & (theta[2] > 0)
     return theta, ok
 
