@@ -14,6 +14,7 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees import datasets
+from jaxtrees.learners.bagging import random_forest
 from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.stumps import Stump
 
@@ -189,7 +190,7 @@ def test_boosting_study_trial_is_adaboost_on_the_trials_split():
     from jaxtrees.experiments.studies import boosting
 
     key = jax.random.key(5)
-    out = jax.jit(lambda k: boosting._trial(k, {"data": "heart", "rounds": 7, "max_degree": 2}))(key)
+    out = jax.jit(lambda k: boosting._trial(k, {"data": "heart", "rounds": 7, "max_degree": 2, "forest_depth": 3}))(key)
     d = datasets.load("heart")
     problem = d.problem()
     train, test = problem.train(key, 100), problem.test(key, 100)
@@ -198,7 +199,9 @@ def test_boosting_study_trial_is_adaboost_on_the_trials_split():
     C = AdaBoost(jt.learners.CART16, rounds=7).fit(key, train)
     np.testing.assert_allclose(np.asarray(out["cart16_test_error"]), np.asarray(C.staged_errors(test)), atol=1e-6)
     assert np.all(np.isnan(np.asarray(out["parity3_test_error"])))
-    assert out["forest_test_error"].shape == (7,) and out["stumps_gamma"].shape == (7,)
+    F = random_forest(members=7, max_depth=3).fit(key, train)  # the study's forest, depth forest_depth
+    np.testing.assert_allclose(np.asarray(out["forest_test_error"]), np.asarray(F.staged_errors(test)), atol=1e-6)
+    assert out["stumps_gamma"].shape == (7,)
     assert np.all(np.asarray(out["stumps_train_error"]) <= np.asarray(out["stumps_bound"]) + 1e-6)
     report = boosting.BOOSTING.report([{"data": "heart", "round": "7", **{k: str(float(v[-1])) for k, v in out.items()}}])
     assert "| heart | decision stumps | 1 | 7 |" in report and "| 22.24 |" in report and "| 24.06 |" in report

@@ -13,8 +13,8 @@ each learner runs for ``rounds`` rounds:
 - ``cart16``: Gini trees grown best-first to 16 leaves (:data:`~jaxtrees.learners.best_first.CART16`,
   our reading of "CART trees pruned to 16 nodes");
 - ``forest``: not boosted: a random forest (:func:`~jaxtrees.learners.bagging.random_forest`, Gini
-  trees of depth <= 10, sqrt(n) features per node, averaged votes) of ``rounds`` trees, whose row t
-  is the forest of its first t trees.
+  trees of depth <= ``forest_depth`` (10, scikit-learn's depth in the seed's comparisons), sqrt(n)
+  features per node, averaged votes) of ``rounds`` trees, whose row t is the forest of its first t trees.
 
 Rows run along ``round`` (1 .. rounds): test error, and for the boosted learners training error,
 edge gamma_t and the bound prod 2 sqrt(eps (1 - eps)). Replicates are splits (the seed: 20 splits,
@@ -50,6 +50,8 @@ PAPER = {"census": {"stumps": 18.50, "parity2": 20.44, "parity3": 22.00, "cart16
          "cancer": {"stumps": 4.45, "parity2": 4.02, "parity3": 3.64, "cart16": 3.19},
          "ecoli": {"stumps": 7.06, "parity2": 6.84, "parity3": 5.87, "cart16": 8.98},
          "heart": {"stumps": 22.24, "parity2": 23.88, "parity3": 22.94, "cart16": 24.06}}
+#: The deepest forest trees the study grows (the heap layout holds 2^(depth + 1) - 1 nodes per tree).
+MAX_FOREST_DEPTH = 16
 #: Where the OCR sets' raw files are, if anywhere (they are never shipped).
 OCR_PATH = "JAXTREES_OCR_PATH"
 
@@ -82,7 +84,7 @@ def _trial(key, params):
         H = AdaBoost(weak_learner(name), rounds=params["rounds"]).fit(key, train)
         out |= {f"{name}_test_error": H.staged_errors(test), f"{name}_train_error": H.rounds.train_error,
                 f"{name}_gamma": H.rounds.gamma, f"{name}_bound": H.rounds.bound}
-    forest = random_forest(members=params["rounds"]).fit(key, train)
+    forest = random_forest(members=params["rounds"], max_depth=params["forest_depth"]).fit(key, train)
     return out | {"forest_test_error": forest.staged_errors(test)}
 
 
@@ -93,6 +95,7 @@ def _check(params):
     checks.choice("data", params["data"], available())
     checks.integer("rounds", params["rounds"], low=1, high=10_000)
     checks.integer("max_degree", params["max_degree"], low=2, high=3)
+    checks.integer("forest_depth", params["forest_depth"], low=1, high=MAX_FOREST_DEPTH)
 
 
 def _rounds(params):
@@ -172,9 +175,9 @@ BOOSTING = Study(
     name="boosting",
     description="004 Tables 2-3: AdaBoost with stumps, d-parities, CART-16 (and a random forest) on the seed's data "
                 "sets, vs the paper",
-    quick={"data": list(datasets.SHIPPED), "rounds": 50, "max_degree": 2},
-    full={"data": available(), "rounds": 250, "max_degree": 3},
-    static=("data", "rounds", "max_degree"),
+    quick={"data": list(datasets.SHIPPED), "rounds": 50, "max_degree": 2, "forest_depth": 10},
+    full={"data": available(), "rounds": 250, "max_degree": 3, "forest_depth": 10},
+    static=("data", "rounds", "max_degree", "forest_depth"),
     trial=_trial,
     replicates=(2, 20),
     check=_check,
