@@ -430,6 +430,10 @@ FAMILIES = {"parity": lambda key, n, k: targets.MaskParity(targets.random_subset
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 #: One random subset or junta per trial: its largest k (2^k truth table, C(n, k) supports).
 SCALING_MAX_K = 12
+#: Bytes of the encoded test inputs one scoring pass holds per input bit (sgd.EVAL_CHUNK rows of float32).
+EVAL_BYTES = sgd.EVAL_CHUNK * 4
+#: Bootstrap resamples behind every interval of the gd-scaling report.
+BOOTSTRAP = 400
 
 
 def scaling_config(params) -> sgd.TrainConfig:
@@ -518,9 +522,6 @@ def _scaling_bytes(params) -> int:
     return rows * n * 2 + EVAL_BYTES * n + records * (n + 8) * 4 + 16 * (n + 2) * params["width"]
 
 
-#: Bytes of the encoded test inputs one scoring pass holds per input bit (sgd.EVAL_CHUNK rows of float32).
-EVAL_BYTES = sgd.EVAL_CHUNK * 4
-
 
 def _trials(rows) -> list[dict]:
     """One row per trial (gd-scaling's rows run along ``step``; the scalars repeat on each)."""
@@ -536,9 +537,6 @@ def _exponent_cell(sel, x_of):
     x = np.asarray([x_of(r) for r in sel])
     return analysis.bootstrap_fit(x, y, censored, replicates=BOOTSTRAP)
 
-
-#: Bootstrap resamples behind every interval of the gd-scaling report.
-BOOTSTRAP = 400
 
 
 def _fit_text(out) -> str:
