@@ -206,9 +206,9 @@ class TrainConfig:
       eval_every: K; the trace records at steps K, 2K, ..., S (K must divide S).
       records_per_doubling: None (records every K steps), or r >= 1: records at geometrically
         spaced steps, r per doubling of the step count: the gap after step t is
-        K max(1, floor(t / (K r))) steps (the last record is at S). The step resolution is then
-        about 1 / r relative, and a budget of S steps takes about r log2(S / (K r)) + 2r records
-        instead of S / K (each record scores the test set).
+        K max(1, floor(t (2^(1/r) - 1) / K)) steps (the last record is at S). The step
+        resolution is then 2^(1/r) - 1 relative, and a budget of S steps takes about
+        r log2(S / (K r)) + 1.5 r records instead of S / K (each record scores the test set).
       mode: ``"online"`` (fresh examples every step) or ``"fixed"`` (``m`` examples, epochs).
       m: training-set size in fixed mode (>= batch_size); must be None online.
       encoding: ``"pm1"`` or ``"01"`` (see the module docstring for why not standardized).
