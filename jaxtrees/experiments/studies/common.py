@@ -43,20 +43,61 @@ def learn_on_prefixes(key, p, f, n, depth, params):
 
     ``p`` must be on the grid of multiples of 2^-PRECISION_BITS (:func:`jaxtrees.core.sampling.quantize`): the
     sample is drawn exactly from it with the dyadic sampler (PRECISION_BITS random words per 32
-    examples instead of 32) and trees are scored exactly against it. The m-grid is a
-    ``lax.map`` (one tree at a time per trial), so memory holds one tree's node bitsets per trial,
-    not one per m."""
-    ms = jnp.asarray(sample_sizes(params))
+    examples instead of 32) and trees are scored exactly against it. The m-grid runs through
+    :func:`on_prefixes` (one tree at a time per trial), so memory holds one tree's node bitsets
+    per trial, not one per m."""
     learner = GreedyTree(GrowthRule(max_depth=depth, impurity=params["impurity"]))
     sample = sampling.draw(key, p, f, params["m_max"], precision_bits=PRECISION_BITS)
 
     fit_key = jax.random.fold_in(key, 2)  # read only by random tie-breaks (gd-vs-id3 trains on fold_in(key, 1))
 
-    def at(m):
-        t = learner.fit(fit_key, sampling.prefix(sample, m))
+    def at(data):
+        t = learner.fit(fit_key, data)
         return t.exact_error(p, f), tree.features_used(t, n)
 
-    return jax.lax.map(at, ms)
+    return on_prefixes(at, sample, sample_sizes(params))
+
+
+#: :func:`prefix_widths` cuts the m-grid at m_max / 4 and m_max / 16 where the cut is at least
+#: this many examples: below it a fit is cheap and one more compiled fit costs more than it saves.
+SPLIT_WIDTH = 2**12
+
+
+def prefix_widths(grid, split_width: int | None = None) -> list[tuple[int, list[int]]]:
+    """The m-grid (ascending) as runs ``[(width, ms)]``, each fitted on the first ``width`` examples.
+
+    A fit on ``prefix(sample, m)`` costs what a fit on the whole sample costs (the prefix is a
+    mask over the same words), so a grid of powers of two up to m_max run at width m_max costs
+    len(grid) fits at m_max. Cut at m_max / 4 and m_max / 16 (cuts below ``split_width`` are not
+    made; default :data:`SPLIT_WIDTH`), the two largest m run at m_max, the next two at m_max / 4
+    and the rest at m_max / 16: at most 2 + 2 / 4 + (len(grid) - 4) / 16 fits' worth, for one more
+    compiled fit per cut.
+
+    >>> prefix_widths([16, 32, 64, 128, 256, 512, 1024], split_width=64)
+    [(64, [16, 32, 64]), (256, [128, 256]), (1024, [512, 1024])]
+    >>> prefix_widths([16, 32, 64, 128, 256, 512, 1024])  # m_max / 4 < SPLIT_WIDTH: one run
+    [(1024, [16, 32, 64, 128, 256, 512, 1024])]
+    """
+    split_width = SPLIT_WIDTH if split_width is None else split_width
+    top = grid[-1]
+    cuts = [w for w in (top // 4, top // 16) if w >= split_width and w > grid[0]]
+    runs, upper = [], top
+    for cut in cuts + [0]:
+        ms = [m for m in grid if cut < m <= upper]
+        if ms:
+            runs.append((upper, ms))
+        upper = cut
+    return runs[::-1]
+
+
+def on_prefixes(fit, sample, grid, split_width: int | None = None):
+    """``fit(prefix)`` on the first m examples of ``sample`` for each m of ``grid``, outputs stacked
+    along a leading grid axis: a ``lax.map`` over the m of each run of :func:`prefix_widths`, on the
+    run's first ``width`` examples (:func:`jaxtrees.core.sampling.head`). The same outputs as
+    ``lax.map`` over ``prefix(sample, m)`` (the fit sees the same examples), at a fraction of the cost."""
+    outs = [jax.lax.map(lambda m, part=sampling.head(sample, width): fit(sampling.prefix(part, m)), jnp.asarray(ms))
+            for width, ms in prefix_widths(list(grid), split_width)]
+    return jax.tree.map(lambda *runs: jnp.concatenate(runs), *outs)
 
 
 def bytes_per_trial(n):

@@ -38,8 +38,8 @@ from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import fourier
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, sample_sizes,
-                                                 trial_keys)
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, on_prefixes,
+                                                 sample_sizes, trial_keys)
 from jaxtrees.hypotheses.base import sample_error
 from jaxtrees.hypotheses.polynomial import n_subsets
 from jaxtrees.learners.fourier import MAX_GRAM_SETS
@@ -140,8 +140,7 @@ def _trial(key, params):
         examples = jnp.full((len(grid),), -1)
     else:
         learner = configured(name, n, k, params)
-        error, success = jax.lax.map(lambda m: score(learner.fit(fit_key, sampling.prefix(sample, m))),
-                                     jnp.asarray(grid))
+        error, success = on_prefixes(lambda data: score(learner.fit(fit_key, data)), sample, grid)
         examples = jnp.asarray(grid)
     return {"error": error, "success": success, "examples": examples.astype(jnp.int32),
             "exact": jnp.full((len(grid),), exact[0])}

@@ -37,8 +37,8 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, sample_sizes,
-                                                 trial_keys)
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, on_prefixes,
+                                                 sample_sizes, trial_keys)
 from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses import polynomial, tree
 from jaxtrees.hypotheses.base import sample_error
@@ -89,8 +89,7 @@ def _trial(key, params):
     id3, low_degree = GreedyTree(GrowthRule(max_depth=k, impurity=params["impurity"])), lmn(n, k, params["theta"])
     fit_key = jax.random.fold_in(ks, 2)
 
-    def at(m):
-        data = sampling.prefix(sample, m)
+    def at(data):
         t = id3.fit(fit_key, data)
         h = low_degree.fit(fit_key, data)
         spec = spectra.of_tree(t, n)
@@ -99,7 +98,7 @@ def _trial(key, params):
                 "tree_l1": spectra.l1(spec), "tree_degree": spectra.degree(spec)}
 
     grid = sample_sizes(params)
-    out = jax.lax.map(at, jnp.asarray(grid))
+    out = on_prefixes(at, sample, grid)
     lasso = sparse(n, k, params["l1"])  # on the first m examples only: one program per m, its cost m K^2
     out["sparse_error"] = jnp.stack([sample_error(lasso.fit(fit_key, sampling.head(sample, m)), test) for m in grid])
     km_key, oracle = jax.random.fold_in(ks, 3), Queries(f, n)  # one KM program per m: its shapes depend on m

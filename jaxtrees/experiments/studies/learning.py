@@ -16,7 +16,6 @@ at m when that error is 0 (below ``SUCCESS_TOL``, float32 rounding of exact sums
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from jaxtrees import targets

@@ -33,7 +33,8 @@ from jaxtrees import targets
 from jaxtrees.core import bits, checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import PRECISION_BITS, check_sample_grid, sample_sizes, trial_keys
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, check_sample_grid, on_prefixes, sample_sizes,
+                                                 trial_keys)
 from jaxtrees.hypotheses import node_tree, tree
 from jaxtrees.learners import GreedyTree, GrowthRule
 from jaxtrees.learners.rank import FindMin, sample_bound
@@ -74,8 +75,7 @@ def _trial(key, params):
     id3 = GreedyTree(GrowthRule(max_depth=params["id3_depth"], impurity=params["impurity"]))
     fit_key = jax.random.fold_in(keys["sample"], 2)
 
-    def at(m):
-        data = sampling.prefix(sample, m)
+    def at(data):
         s = findmin.search(data)
         t = id3.fit(fit_key, data)
         return {"findmin_error": s.tree.exact_error(p, f), "findmin_rank": s.rank,
@@ -83,7 +83,7 @@ def _trial(key, params):
                 "findmin_size": s.tree.size, "findmin_tree_rank": node_tree.rank(s.tree),
                 "id3_error": t.exact_error(p, f), "id3_rank": tree.rank(t), "id3_size": 2 * tree.n_leaves(t) - 1}
 
-    out = jax.lax.map(at, jnp.asarray(sample_sizes(params)))
+    out = on_prefixes(at, sample, sample_sizes(params))
     return {**out, "target_rank": _target_rank(kind, f, n, k)}
 
 

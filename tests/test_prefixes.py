@@ -1,0 +1,53 @@
+"""The m-grid in sample widths (``studies.common.prefix_widths`` / ``on_prefixes``): the runs
+partition the grid, and fitting each run on its first ``width`` examples gives what fitting every
+m on the whole sample gives."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxtrees.experiments.studies import common, compare
+
+PARAMS = {**compare.SHARED, "learner": "id3-entropy", "family": "junta", "k": 2, "n": 6, "c": 0.2, "test_m": 256,
+          "m_max": 512}
+
+
+@settings(max_examples=200, deadline=None)
+@given(low=st.integers(0, 12), span=st.integers(0, 14), split=st.integers(0, 20))
+def test_runs_partition_the_grid_and_bound_the_cost(low, span, split):
+    grid = [2 ** (low + i) for i in range(span + 1)]
+    runs = common.prefix_widths(grid, split_width=2**split)
+    assert [m for _, ms in runs for m in ms] == grid  # every m once, ascending
+    assert len(runs) <= 3 and runs[-1][0] == grid[-1]
+    for width, ms in runs:
+        assert max(ms) <= width and width & (width - 1) == 0
+        assert width == grid[-1] or width >= 2**split  # no cut below split_width
+    cost = sum(width * len(ms) for width, ms in runs) / grid[-1]  # in fits at m_max
+    assert cost <= min(len(grid), 2.5 + (len(grid) - 4) / 16) if len(runs) == 3 else cost <= len(grid)
+
+
+def test_cuts_are_made_only_where_a_fit_is_not_cheap():
+    assert len(common.prefix_widths(common.sample_sizes({"m_min": 16, "m_max": 8192}))) == 1
+    assert common.prefix_widths(common.sample_sizes({"m_min": 16, "m_max": 65536})) == [
+        (4096, [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]), (16384, [8192, 16384]), (65536, [32768, 65536])]
+
+
+@pytest.mark.parametrize("learner", ["id3-entropy", "adaboost-stumps"])
+def test_runs_of_widths_give_the_single_width_results(monkeypatch, learner):
+    """The compare trial with the grid cut into three widths (16, 32 at 32; 64, 128 at 128; 256,
+    512 at 512) against one width: trees (integer counts) identical, boosting (float weights) to 1e-6."""
+    params = {**PARAMS, "learner": learner, "rounds": 8}
+    keys = jax.random.split(jax.random.key(5), 4)
+    one_width = jax.jit(jax.vmap(lambda k: compare._trial(k, params)))(keys)
+    monkeypatch.setattr(common, "SPLIT_WIDTH", 32)
+    assert len(common.prefix_widths(common.sample_sizes(params))) == 3
+    three = jax.jit(jax.vmap(lambda k: compare._trial(k, params)))(keys)
+    np.testing.assert_array_equal(np.asarray(three["examples"]), np.asarray(one_width["examples"]))
+    np.testing.assert_array_equal(np.asarray(three["success"]), np.asarray(one_width["success"]))
+    np.testing.assert_allclose(np.asarray(three["error"]), np.asarray(one_width["error"]), rtol=0, atol=1e-6)
+    if learner == "id3-entropy":
+        np.testing.assert_array_equal(np.asarray(three["error"]), np.asarray(one_width["error"]))
