@@ -63,13 +63,17 @@ import subprocess
 import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from jaxtrees.cli import wide_vectors
 
-import jaxtrees as jt
-from jaxtrees.experiments import runner
-from jaxtrees.experiments.studies.common import PRECISION_BITS
+wide_vectors()  # before JAX starts: 512-bit vectors on an AVX-512 CPU, as ``jaxtrees run`` (scripts importing this too)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxtrees as jt  # noqa: E402
+from jaxtrees.experiments import runner  # noqa: E402
+from jaxtrees.experiments.studies.common import PRECISION_BITS  # noqa: E402
 
 
 def best_time(fn, reps):
@@ -226,7 +230,7 @@ def main(argv=None):
            "device": str(jax.devices()[0]), "device_kind": jax.devices()[0].device_kind,
            "backend": jax.default_backend(), "jax": jax.__version__, "n_devices": jax.device_count(),
            "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-           "loadavg_at_start": os.getloadavg()}
+           "loadavg_at_start": os.getloadavg(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
     keys = jax.random.split(jax.random.key(0), B)
 
     # --- growth only ------------------------------------------------------------------------
@@ -408,7 +412,7 @@ def main(argv=None):
     ]
     print(f"workload: B={B} m={m} n={n} k={k} depth={D} entropy, smoothed c={args.c}, random {k}-juntas")
     print(f"device: {res['device']} ({res['backend']}, {res['device_kind']}), jax {jax.__version__}, "
-          f"{os.cpu_count()} cpus, load {res['loadavg_at_start'][0]:.2f} at start")
+          f"{os.cpu_count()} cpus, load {res['loadavg_at_start'][0]:.2f} at start; XLA_FLAGS={res['xla_flags']!r}")
     print(f"{'section':<11} {'engine':<30} {'time ms':>10} {'per s':>10}  note")
     for sec, eng, t, note in rows:
         print(f"{sec:<11} {eng:<30} {t * 1e3:10.1f} {B / t:10.0f}  {note}")

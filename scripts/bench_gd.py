@@ -50,9 +50,10 @@ import os
 import platform
 import time
 
-from jaxtrees.cli import split_cpu
+from jaxtrees.cli import split_cpu, wide_vectors
 
 split_cpu()  # before JAX starts: one CPU device per core, as ``jaxtrees run`` (JAXTREES_CPU_DEVICES=1: off)
+wide_vectors()  # and 512-bit vectors on an AVX-512 CPU
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -18,7 +18,9 @@ memory preallocation is off for the suite, so that several workers can share one
 The CLI's persistent compilation cache is off for the suite (``JAXTREES_CACHE_DIR`` empty), so
 that every run compiles what it tests, and so is its split of the CPU into one device per core
 (``JAXTREES_CPU_DEVICES=1``: ``cli.main`` called in a test process must not change that process's
-devices); tests/test_runner.py turns each on where it tests it.
+devices); tests/test_runner.py turns each on where it tests it. The CLI's vector width for XLA's
+CPU code (``cli.wide_vectors``: 512 bits on AVX-512) is set here for the whole suite, so that
+tests run what ``jaxtrees run`` runs and the test process and its CLI subprocesses agree.
 """
 
 import os
@@ -30,6 +32,10 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 os.environ.setdefault("JAXTREES_CACHE_DIR", "")
 os.environ.setdefault("JAXTREES_CPU_DEVICES", "1")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+from jaxtrees.cli import wide_vectors  # noqa: E402  (the CLI module imports no JAX)
+
+wide_vectors()
 
 sys.path.insert(0, os.path.dirname(__file__))
 

@@ -112,6 +112,45 @@ def test_run_splits_the_cpu_into_one_device_per_core_with_identical_rows(tmp_pat
     assert not (tmp_path / "bad").exists()
 
 
+def test_wide_vectors_sets_the_width_unless_xla_flags_does(monkeypatch):
+    for env, avx512, expected in ((None, True, "512"), (None, False, None), ("128", False, "128"), ("256", True, "256")):
+        monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+        if env is None:
+            monkeypatch.delenv("JAXTREES_CPU_VECTOR_WIDTH", raising=False)
+        else:
+            monkeypatch.setenv("JAXTREES_CPU_VECTOR_WIDTH", env)
+        monkeypatch.setattr(cli, "_has_avx512", lambda: avx512)
+        cli.wide_vectors()
+        widths = re.findall(r"--xla_cpu_prefer_vector_width=(\d+)", os.environ["XLA_FLAGS"])
+        assert widths == ([] if expected is None else [expected]), (env, avx512)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_prefer_vector_width=256")
+    monkeypatch.setenv("JAXTREES_CPU_VECTOR_WIDTH", "512")
+    cli.wide_vectors()
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_prefer_vector_width=256"  # the user's XLA_FLAGS wins
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setenv("JAXTREES_CPU_VECTOR_WIDTH", "1024")
+    with pytest.raises(ValueError, match="JAXTREES_CPU_VECTOR_WIDTH must be 128, 256 or 512"):
+        cli.wide_vectors()
+
+
+def test_the_vector_width_leaves_the_rows_alone(tmp_path, reference):
+    """The suite runs at the CLI's width (conftest); a run at another width writes the same rows
+    and records its XLA_FLAGS. A bad width is refused before any work."""
+    width = re.search(r"--xla_cpu_prefer_vector_width=(\d+)", os.environ["XLA_FLAGS"])
+    other = "256" if width is None or width.group(1) == "512" else "512"
+    flags = re.sub(r"\s*--xla_cpu_prefer_vector_width=\d+", "", os.environ["XLA_FLAGS"])
+    proc = _cli("run", "juntas", "--quick", "--out", str(tmp_path / "other"), *TINY_JUNTAS,
+                env={"XLA_FLAGS": flags, "JAXTREES_CPU_VECTOR_WIDTH": other})
+    assert proc.returncode == 0, proc.stderr
+    metadata = json.loads((tmp_path / "other" / "juntas" / "metadata.json").read_text())
+    assert f"--xla_cpu_prefer_vector_width={other}" in metadata["runs"][-1]["environment"]["xla_flags"]
+    assert _rows(tmp_path / "other" / "juntas" / "results.csv") == reference
+    proc = _cli("run", "juntas", "--quick", "--out", str(tmp_path / "bad"), env={"XLA_FLAGS": flags,
+                                                                                "JAXTREES_CPU_VECTOR_WIDTH": "wide"})
+    assert proc.returncode == 2 and "JAXTREES_CPU_VECTOR_WIDTH must be 128, 256 or 512" in proc.stderr
+    assert not (tmp_path / "bad").exists()
+
+
 def test_two_processes_write_the_same_results_as_one_byte_for_byte(tmp_path, reference_file):
     """jax.distributed on loopback (CPU, gloo): two processes take alternate trials and write their
     own parts; after a barrier process 0 writes metadata.json (one run entry) and results.csv."""

@@ -143,7 +143,7 @@ def completeness(directory: str, rows: list[dict]) -> tuple[int, int]:
 
 
 def environment() -> dict:
-    """Versions, git commit, host, devices and command line, for the metadata file."""
+    """Versions, git commit, host, devices, command line and XLA_FLAGS, for the metadata file."""
     import jaxtrees
 
     devices = jax.devices()
@@ -151,7 +151,7 @@ def environment() -> dict:
         "jaxtrees": jaxtrees.__version__, "git_commit": _git_commit(), "jax": jax.__version__,
         **{name: _version(name) for name in ("jaxlib", "optax", "matplotlib")},
         "numpy": np.__version__, "python": platform.python_version(), "platform": platform.platform(),
-        "host": platform.node(), "command": sys.argv,
+        "host": platform.node(), "command": sys.argv, "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "backend": jax.default_backend(), "devices": [str(d) for d in devices],
         "device_kind": devices[0].device_kind, "local_device_count": jax.local_device_count(),
         "process_index": jax.process_index(), "process_count": jax.process_count(),
