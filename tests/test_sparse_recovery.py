@@ -13,6 +13,10 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees.hypotheses import polynomial
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxtrees.learners import fourier
 from jaxtrees.learners.fourier import MAX_GRAM_SETS, LowDegree, SparseRecovery, moments
 
 TOL = 1e-5
@@ -67,6 +71,53 @@ def test_moments_equal_the_numpy_means_across_many_words(basis):
     phi = design(X, sets, None if p is None else np.asarray(p, np.float64))
     np.testing.assert_allclose(np.asarray(gram), phi.T @ phi / 700, atol=TOL)
     np.testing.assert_allclose(np.asarray(correlations), phi.T @ (1 - 2 * y) / 700, atol=TOL)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 9), degree=st.integers(1, 3))
+def test_symmetric_differences_list_every_pair(n, degree):
+    degree = min(degree, n)
+    sets = [set(row[row < n].tolist()) for row in polynomial.subsets(n, degree)]
+    rows, index = fourier.symmetric_differences(n, degree)
+    listed = [frozenset(row[row < n].tolist()) for row in rows]
+    assert len(set(listed)) == len(listed)  # distinct
+    for a, s_a in enumerate(sets):
+        for b, s_b in enumerate(sets):
+            assert listed[index[a, b]] == s_a ^ s_b
+
+
+@pytest.mark.parametrize("n, degree, m", [(6, 3, 700), (16, 3, 1000), (40, 1, 530)])
+def test_uniform_gram_equals_the_moments(n, degree, m):
+    """From the D character means (22 words at n = 6: a padded second step of 16) the Gram matrix
+    and correlations of the numpy design matrix and of the K x K products per example, to 1 ulp
+    (integer sums / m: XLA may divide by m as a product with 1 / m)."""
+    X, y = sample(n + m, n=n, m=m)
+    data = jt.from_arrays(X, y)
+    subsets = polynomial.subsets(n, degree)
+    phi = design(X, subsets)
+    fast = np.asarray(jax.jit(fourier.uniform_gram)(data, *fourier.symmetric_differences(n, degree)))
+    np.testing.assert_allclose(fast, phi.T @ phi / m, rtol=0, atol=2**-23)
+    counted = np.asarray(jax.jit(fourier._count_uniform)(data, jnp.asarray(subsets)))
+    np.testing.assert_allclose(counted, phi.T @ (1 - 2 * y) / m, rtol=0, atol=2**-23)
+    gram, correlations = jax.jit(moments)(data, jnp.asarray(subsets))
+    np.testing.assert_allclose(fast, np.asarray(gram), rtol=0, atol=2**-23)
+    np.testing.assert_allclose(counted, np.asarray(correlations), rtol=0, atol=2**-23)
+
+
+def test_fit_reads_the_gram_off_character_means_and_solves_the_same_lasso():
+    """Unweighted uniform data take the table path; its solution is the Lasso on moments()'s
+    Gram matrix (to 1e-6: the two Gram matrices differ by at most 1 ulp). Beyond TABLE_SETS sets
+    the table is None (the product path)."""
+    X, y = sample(9, n=12, m=400)
+    data = jt.from_arrays(X, y)
+    learner = SparseRecovery(degree=3, l1=0.03)
+    sets = jnp.asarray(polynomial.subsets(12, 3))
+    h = fit(learner, data)
+    gram, correlations = moments(data, sets)
+    penalty = jnp.full(sets.shape[0], 0.03, jnp.float32).at[0].set(0.0)
+    values = jax.jit(fourier.lasso, static_argnums=(3, 4))(gram, correlations, penalty, learner.steps, learner.tol)
+    np.testing.assert_allclose(np.asarray(h.values), np.asarray(values), rtol=0, atol=1e-6)
+    assert fourier.symmetric_differences(64, 2) is None  # K = 2081 > TABLE_SETS
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxtrees.core import bits, checks
@@ -178,6 +179,10 @@ class SparseRecovery:
     intercept. The solver is FISTA with adaptive restart on the Gram matrix
     G = sum_t w_t phi(x_t) phi(x_t)^T / sum_t w_t and the correlations b = sum_t w_t F_t phi(x_t) / sum_t w_t
     (computed 256 examples at a time): each step is one K x K product, so fitting costs m K^2 + steps K^2.
+    Unweighted data in the uniform basis read G off the D distinct character means instead
+    (chi_S chi_T = chi_{S xor T}, :func:`uniform_gram`; up to ``TABLE_SETS`` sets): m D / 32 word
+    operations instead of m K^2 flops, the same G to 1 ulp (n = 16, degree 3: D = 14,893 against
+    K^2 = 485,809; 23 ms instead of 830 ms for 32 fits at m = 4096 on a 2-core CPU).
     It stops when no coefficient moves more than ``tol`` in a step, or after ``steps`` steps.
 
     - ``degree``: d >= 1 (and <= n, checked at fit, with K = sum_{j <= d} C(n, j) <= 4096);
@@ -226,10 +231,75 @@ class SparseRecovery:
 @functools.partial(jax.jit, static_argnames="learner")
 def _fit_sparse(data: Data, sets, learner: SparseRecovery) -> Polynomial:
     p = estimated_marginals(data) if learner.basis == "biased" else None
-    gram, correlations = moments(data, sets, p)
+    table = symmetric_differences(data.X.shape[-2], learner.degree) if p is None and data.weight is None else None
+    if table is not None:  # sets are subsets(n, degree) (see SparseRecovery.fit)
+        gram, correlations = uniform_gram(data, *table), _count_uniform(data, sets)
+    else:
+        gram, correlations = moments(data, sets, p)
     penalty = jnp.full(sets.shape[0], learner.l1, jnp.float32).at[0].set(0.0)  # row 0: the empty set
     values = lasso(gram, correlations, penalty, learner.steps, learner.tol)
     return Polynomial(*_largest(sets, values, learner.max_terms), p)
+
+
+#: :func:`symmetric_differences` serves at most this many sets (its K x K index is a constant of
+#: the program: 4 MiB at K = 1024) and this many distinct symmetric differences.
+TABLE_SETS, TABLE_DIFFERENCES = 1024, 2**15
+#: Words of examples per step of :func:`uniform_gram`.
+GRAM_WORDS_PER_STEP = 16
+
+
+@functools.lru_cache(maxsize=16)
+def symmetric_differences(n: int, degree: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(U ``int32[D, w]``, index ``int32[K, K]``) for the K rows of ``subsets(n, degree)``: the D
+    distinct symmetric differences S_a xor S_b, each listing its coordinates padded with n, and
+    for each pair (a, b) the row of U that is S_a xor S_b; None beyond ``TABLE_SETS`` sets or
+    ``TABLE_DIFFERENCES`` differences.
+
+    chi_{S_a}(x) chi_{S_b}(x) = chi_{S_a xor S_b}(x), so the uniform Gram matrix needs only the D
+    character means (:func:`uniform_gram`) instead of a K x K product per example.
+
+    >>> U, index = symmetric_differences(3, 1)      # sets {}, {0}, {1}, {2}
+    >>> U[index[1, 2]].tolist(), U[index[2, 2]].tolist()   # {0} xor {1}, {1} xor {1} = {}
+    ([0, 1], [3, 3])
+    """
+    sets = subsets(n, degree)
+    K = len(sets)
+    if K > TABLE_SETS:
+        return None
+    member = np.zeros((K, n + 1), bool)
+    member[np.arange(K)[:, None], sets] = True
+    packed = np.packbits(member[:, :n], axis=1)  # [K, ceil(n / 8)]
+    pairs = np.ascontiguousarray(packed[:, None, :] ^ packed[None, :, :]).reshape(K * K, -1)
+    unique, index = np.unique(pairs.view(f"V{pairs.shape[1]}").ravel(), return_inverse=True)
+    if len(unique) > TABLE_DIFFERENCES:
+        return None
+    coords = np.unpackbits(unique.view(np.uint8).reshape(len(unique), -1), axis=1, count=n).astype(bool)
+    width = max(1, int(coords.sum(axis=1).max()))
+    rows = np.sort(np.where(coords, np.arange(n), n), axis=1)[:, :width]
+    return rows.astype(np.int32), index.reshape(K, K).astype(np.int32)
+
+
+def uniform_gram(data: Data, differences, index):
+    """The uniform Gram matrix G[a, b] = mean_t chi_{S_a}(x_t) chi_{S_b}(x_t) of unweighted
+    ``data`` from the tables of :func:`symmetric_differences`: one exact count per distinct
+    S_a xor S_b (XOR of its packed feature rows, popcount), ``GRAM_WORDS_PER_STEP`` words at a
+    time; each entry is an exact integer sum / m, so :func:`moments`' Gram agrees to 1 ulp (the
+    division's rounding)."""
+    X = jnp.concatenate([data.X, jnp.zeros_like(data.X[:1])])  # row n: the padding index, all zeros
+    pad = -X.shape[-1] % GRAM_WORDS_PER_STEP
+    X = jnp.pad(X, ((0, 0), (0, pad))).reshape(X.shape[0], -1, GRAM_WORDS_PER_STEP).transpose(1, 0, 2)
+    valid = jnp.pad(data.valid, (0, pad)).reshape(-1, GRAM_WORDS_PER_STEP)
+    rows = jnp.asarray(differences)
+
+    def step(ones, block):  # [n + 1, words] feature rows, [words] valid bits
+        x, v = block
+        parity = bits.reduce_xor(x[rows], axis=-2)  # [D, words]
+        return ones + jnp.sum(lax.population_count(parity & v).astype(jnp.int32), axis=-1), None
+
+    ones, _ = lax.scan(step, jnp.zeros(rows.shape[0], jnp.int32), (X, valid))
+    m = bits.count(data.valid)
+    means = (m - 2 * ones).astype(jnp.float32) / m.astype(jnp.float32)
+    return means[jnp.asarray(index)]
 
 
 def moments(data: Data, sets, p=None):
