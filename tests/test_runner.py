@@ -312,6 +312,14 @@ def test_a_rerun_loads_its_programs_from_the_compilation_cache(tmp_path):
     assert compile_s[1] < compile_s[0], compile_s
 
 
+@pytest.mark.parametrize("name", sorted(studies.STUDIES))
+def test_every_studys_quick_and_full_sizes_pass_its_checks(name):
+    """Each size's every cell passes the study's parameter checks (a full size that cannot start
+    is found here, not after a user's install)."""
+    for quick in (True, False):
+        assert runner.configure(studies.get(name), quick=quick, overrides={}, seed=0).cells()
+
+
 def test_list_names_every_study(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out

@@ -322,7 +322,7 @@ COMPARE = Study(
                 "addressing; uniform and c-smoothed; success vs m, a learnability map, per-learner cost",
     quick={"learner": learners.names(), "family": ["parity", "junta"], "k": 2, "n": 8, "c": [0.0, 0.2],
            "test_m": 2048, "m_max": 1024, **SHARED},
-    full={"learner": learners.names(), "family": list(FAMILIES), "k": [2, 3], "n": 16, "c": [0.0, 0.1, 0.2],
+    full={"learner": learners.names(), "family": list(FAMILIES), "k": [2, 3], "n": 17, "c": [0.0, 0.1, 0.2],
           "test_m": 8192, "m_max": 16384, **{**SHARED, "depth": 6, "rounds": 100, "max_rank": 4, "sgd_steps": 2000}},
     static=("learner", "family", "k", "n", "depth", "rounds", "max_rank", "max_calls", "theta", "l1", "width",
             "sgd_steps", "test_m", "m_min", "m_max"),
