@@ -166,6 +166,22 @@ def test_addressing_ignores_coordinates_past_its_n():
     np.testing.assert_array_equal(plain, np.asarray(evaluate(f, x[:, :8])))
 
 
+def test_addressing_oracle_ignores_coordinates_past_its_n():
+    """The exact oracle of f_{1,2} (n = 8) under a product distribution on 11 coordinates: mu and
+    mu1 of the first 8 as on 8 coordinates, and pinning x_8..x_10 leaves the mean at mu (the
+    compare study scores addressing targets on n = 17 > 8 coordinates this way)."""
+    f = jt.addressing(1, 2)
+    p = jnp.asarray(np.random.default_rng(4).uniform(0.2, 0.8, 11), jnp.float32)
+    free = jnp.zeros(11, bool)
+    mu, mu1 = jax.jit(f.means)(p, free, free)
+    mu8, mu1_8 = jax.jit(f.means)(p[:8], free[:8], free[:8])
+    np.testing.assert_allclose(float(mu), float(mu8), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(mu1), np.concatenate([np.asarray(mu1_8), [float(mu8)] * 3]), rtol=1e-5)
+    x = np.array(list(itertools.product([0, 1], repeat=8)))[:, ::-1]  # every x on the first 8 coordinates
+    weight = np.prod(np.where(x == 1, np.asarray(p[:8]), 1 - np.asarray(p[:8])), axis=1)
+    np.testing.assert_allclose(float(mu), float(weight @ np.asarray(evaluate(f, x))), rtol=1e-5)
+
+
 def test_junta_truth_table_convention():
     """a(x) = sum_t x[support[t]] 2^t: support[0] is the least significant bit."""
     x = np.array(list(itertools.product([0, 1], repeat=3)))

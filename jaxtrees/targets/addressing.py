@@ -92,7 +92,7 @@ class Addressing(NamedTuple):
         """
         A = self.n_address
         q = jnp.where(fixed, values.astype(p.dtype), p)
-        memory = jnp.where(self.pinned, self.pinned_value.astype(p.dtype), q[A:])
+        memory = jnp.where(self.pinned, self.pinned_value.astype(p.dtype), q[A:self.n])
         s = 1.0 - 2.0 * q[:A]
         zero = jnp.abs(s) < _TINY
         inside = self._in_sym_diff()  # [2^k, A]
@@ -107,7 +107,8 @@ class Addressing(NamedTuple):
         mu1_address = mu - (1.0 + s) * jnp.where(zero, from_zero, from_nonzero)
         prob = walsh(chi) / 2**self.k
         mu1_memory = jnp.where(self.pinned, mu, mu + prob * (1.0 - memory))
-        return mu, jnp.concatenate([mu1_address, mu1_memory])
+        beyond = jnp.full(p.shape[-1] - self.n, mu)  # coordinates >= n: pinning them changes nothing
+        return mu, jnp.concatenate([mu1_address, mu1_memory, beyond])
 
     def _in_sym_diff(self):
         """``bool[2^k, A]``: j in S_I (row I)."""
