@@ -207,8 +207,8 @@ def _overview_plot(rows, stem):
             counts += [g["trials"] for g in groups.values()]
             ys = [i + (j - (len(cs) - 1) / 2) * height for i in range(len(names))]
             rate = [groups[name]["rate"] if name in groups else 0.0 for name in names]
-            err = [[r - groups[name]["low"] if name in groups else 0.0 for r, name in zip(rate, names)],
-                   [groups[name]["high"] - r if name in groups else 0.0 for r, name in zip(rate, names)]]
+            err = [[max(0.0, r - groups[name]["low"]) if name in groups else 0.0 for r, name in zip(rate, names)],
+                   [max(0.0, groups[name]["high"] - r) if name in groups else 0.0 for r, name in zip(rate, names)]]
             ax.barh(ys, rate, height=height, xerr=err, label=_c_label(c), color=colormaps["tab10"].colors[j % 10],
                     error_kw={"lw": 0.6, "alpha": 0.6})
         ax.set_yticks(range(len(names)), [_label(name) for name in names])
