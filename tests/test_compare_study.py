@@ -25,6 +25,16 @@ def test_the_quick_and_full_grids_run_every_registered_learner():
     assert set(study.full["family"]) == set(compare.FAMILIES)
 
 
+def test_a_cpu_runs_the_full_size_in_small_groups_and_the_quick_size_in_the_default():
+    """The full size's float rows (1.6 MiB per trial) overflow the CPU budget at 32 trials a group;
+    the quick size's (64 KiB) do not, so its rows stay those of the default group."""
+    study, cpu = studies.get("compare"), jax.local_devices(backend="cpu")[0]
+    full, quick = (study.working_set_per_trial({"n": size["n"], "m_max": size["m_max"]})
+                   for size in (study.full, study.quick))
+    assert runner.group_size(cpu, working_set=full) == 2
+    assert runner.group_size(cpu, working_set=quick) == runner.GROUP
+
+
 def test_every_learner_of_a_cell_gets_the_same_trial_keys():
     study = studies.get("compare")
     cells = [{**PARAMS, "learner": name} for name in ("id3-entropy", "km", "sgd")]

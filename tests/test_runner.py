@@ -207,6 +207,10 @@ def test_group_size_by_platform_and_memory():
     assert runner.group_size(gpu, bytes_per_trial=2**25) == 512  # 1024 x 32 MiB > 20 GiB: halved once
     assert runner.group_size(gpu, bytes_per_trial=2**40) == runner.GROUP  # never below a CPU's group
     assert runner.group_size(gpu, group=7) == 7
+    assert runner.group_size(cpu, working_set=runner.CPU_CACHE_BUDGET // 32) == 32  # fits: kept
+    assert runner.group_size(cpu, working_set=runner.CPU_CACHE_BUDGET // 3) == 2  # halved until 2 x fits
+    assert runner.group_size(cpu, working_set=2**40) == 1  # never below one trial
+    assert runner.group_size(gpu, working_set=2**40) == runner.ACCELERATOR_GROUP  # a CPU's cache only
     with pytest.raises(ValueError, match=r"group must be in \[1, 65536\]"):
         runner.group_size(cpu, group=0)
 

@@ -48,6 +48,10 @@ class Study:
       bytes_per_trial: optional ``bytes_per_trial(params)``, the device memory one trial of a
         cell needs at its peak; the default chunk then keeps a device under the runner's
         ``MEMORY_BUDGET``.
+      working_set_per_trial: optional ``working_set_per_trial(params)``, the bytes one trial
+        sweeps again and again (e.g. float rows of its sample, round after round); on a CPU the
+        runner then vmaps fewer trials together, so that a group's sweeps stay in cache
+        (``CPU_CACHE_BUDGET``).
       columns: what each output column (and the axis) means, for metadata.json (see
         :func:`column_descriptions`).
       shared: parameters left out of the trial key (common random numbers): cells that differ only
@@ -67,6 +71,7 @@ class Study:
     report: Callable
     axis: tuple | None = None
     bytes_per_trial: Callable | None = None
+    working_set_per_trial: Callable | None = None
     columns: dict = dataclasses.field(default_factory=dict)
     shared: tuple = ()
 
