@@ -11,7 +11,8 @@ Counting (unweighted data, uniform basis): chi_S(x) = (-1)^(XOR_{i in S} x_i), s
 packed rows of the sample, m f~(S) = m - 2 popcount(valid & (y XOR X_{i1} XOR ... XOR X_{id})):
 each estimate is exact integer counting, n^d sets x W words of XOR + popcount. Weighted data
 (AdaBoost's weights, bootstrap counts) and the p-biased basis (marginals estimated from the same
-sample) take weighted sums over the unpacked examples, 32 at a time.
+sample) take weighted sums over the unpacked examples, 32 at a time; sparse recovery on
+unweighted data counts in both bases (:func:`uniform_gram`, :func:`biased_moments`).
 
 Sparse recovery (001, "compressed sensing"): :class:`SparseRecovery` fits all the degree <= d
 coefficients at once by the Lasso, so a spectrum with few nonzero coefficients is found from far
