@@ -228,6 +228,30 @@ def test_a_given_group_is_recorded_and_a_resumed_run_keeps_it(tmp_path, referenc
     assert _rows(results) == reference
 
 
+def test_a_killed_run_keeps_the_timings_of_its_finished_programs(tmp_path, monkeypatch):
+    """metadata.json is rewritten after every compiled program: killed while compiling the second
+    of two programs (k = 1, 2), the run's entry has the first program's compile and run seconds."""
+    study = studies.get("juntas")
+    config = runner.configure(study, quick=True, overrides={"n": 8, "k": "1,2", "c": 0.2, "m_min": 16, "m_max": 64,
+                                                            "replicates": 2})
+    compile_ = runner._compile
+    calls = []
+
+    def killed_on_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return compile_(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_compile", killed_on_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(study, config, str(tmp_path), progress=False)
+    run = json.loads((tmp_path / "juntas" / "metadata.json").read_text())["runs"][-1]
+    assert len(run["compile_seconds"]) == len(run["run_seconds"]) == 1 and run["trials_run"] == {
+        name: 2 for name in run["run_seconds"]}
+    assert "finished" not in run and run["seconds"] > 0
+
+
 def test_partial_run_then_resume(tmp_path, reference):
     study = studies.get("juntas")
     overrides = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6}

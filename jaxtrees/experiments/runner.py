@@ -164,6 +164,8 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
             bar.update(len(trials))
         this_run["run_seconds"][name] = round(time.perf_counter() - started, 3)
         this_run["trials_run"][name] = len(pending)
+        this_run["seconds"] = bar.elapsed
+        store.write_metadata(metadata)  # a run killed later keeps this program's timings
     bar.close()
     this_run["finished"] = now()
     this_run["peak_host_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
