@@ -10,8 +10,9 @@ Execution: the trials of a static group are cut into chunks of ``chunk`` trials 
 fixed size, so one compilation serves every chunk), the chunk axis is sharded over all local
 devices (``shard_map`` over ``Mesh(devices, ("batch",))``), each device runs its rows in groups of
 vmapped trials (:func:`group_size`: 32 on a CPU, fewer if the study's working set would overflow
-the caches, 1024 on a GPU or TPU, fewer if the study's memory estimate asks; the same compiled arithmetic for any chunk size or device count, so rows are
-bitwise reproducible; a resumed run keeps its group). Under ``jax.distributed`` (several processes, e.g. one per host)
+the caches, 1024 on a GPU or TPU, fewer if the study's memory estimate asks; the same compiled
+arithmetic for any chunk size or device count, so rows are bitwise reproducible; a resumed run
+keeps its group). Under ``jax.distributed`` (several processes, e.g. one per host)
 trial t of the grid runs on process t mod P, whatever was done before, so processes that start
 at different times never take the same trial; each writes its own parts, and after a barrier
 process 0 writes ``results.csv``.
