@@ -185,6 +185,12 @@ def main(argv=None):
             ap.error(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(args, name)}")
 
     B, m, n, k, D = args.B, args.m, args.n, args.k, args.depth
+    started_at = time.perf_counter()
+
+    def stage(name):
+        """Progress on stderr: the section starting and the seconds since the start (compiles included)."""
+        print(f"[{time.perf_counter() - started_at:6.1f} s] {name}", file=sys.stderr, flush=True)
+
     family = jt.smoothed(c=args.c)
     rule = jt.GrowthRule(max_depth=D, impurity="entropy")
 
@@ -232,6 +238,7 @@ def main(argv=None):
            "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
            "loadavg_at_start": os.getloadavg(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
     keys = jax.random.split(jax.random.key(0), B)
+    stage(f"growth: sampling and compiling (B = {B}, groups of {G})")
 
     # --- growth only ------------------------------------------------------------------------
     grow_compiled = {}  # rule -> compiled grouped growth
@@ -250,6 +257,7 @@ def main(argv=None):
     temp_grouped = temp_bytes(grow_compiled[rule], samples)
 
     # --- roofline, timed interleaved with growth -------------------------------------------
+    stage("growth and roofline: timing")
     W = jt.bits.n_words(m)
     rows_per_trial = 2 ** max(D, 1)  # 2^(D-1) counted nodes, each with and without the labels
     words = B * rows_per_trial * n * W
@@ -269,12 +277,14 @@ def main(argv=None):
         return onehot_grow(jt.bits.unpack(s.X, m).T.astype(jnp.float32),
                            jt.bits.unpack(s.y, m).astype(jnp.float32), D)
 
+    stage("growth: one-hot matmul")
     onehot_fn = jax.jit(lambda s: jax.lax.map(onehot_one, s, batch_size=min(args.onehot_batch, B)))
     t_onehot = best_time(lambda: onehot_fn(samples), min(args.reps, 2))  # ~100x slower: 2 suffice
     oh_features = onehot_fn(samples)
     oh_root_agree = float(jnp.mean(oh_features[:, 0] == trees.feature[:, 0]))
 
     T = min(args.sklearn_trials, B)
+    stage(f"growth: scikit-learn, {T} fits")
     unpack = jax.jit(jax.vmap(lambda s: (jt.bits.unpack(s.X, m).T, jt.bits.unpack(s.y, m))))
     Xs, ys = unpack(jax.tree.map(lambda x: x[:T], samples))
     Xs = [np.asfortranarray(x, dtype=np.float32) for x in np.asarray(Xs)]
@@ -294,6 +304,7 @@ def main(argv=None):
                      "sklearn_same_training_predictions": sk_agree, "onehot_same_root_feature": oh_root_agree}
 
     # --- end to end ---------------------------------------------------------------------------
+    stage("end to end: compiling and timing")
     pb = args.precision_bits
     trials_float = batched(trial)
     trials_vmap = jax.jit(jax.vmap(lambda kk: trial(kk, pb)))
@@ -321,6 +332,7 @@ def main(argv=None):
         yt = table[Xt[:, support].astype(np.int64) @ weights]
         return float(np.mean(tree.predict(Xt.astype(np.float32)) != yt))
 
+    stage(f"end to end: numpy + scikit-learn, {T} trials")
     numpy_trial(0)  # warm up
     t0 = time.perf_counter()
     err_sk = float(np.mean([numpy_trial(i) for i in range(T)]))
@@ -334,6 +346,7 @@ def main(argv=None):
                          "trials_per_s_jaxtrees": B / t_e2e, "compile_s": t_compile_e2e}
 
     # --- population growth --------------------------------------------------------------------
+    stage("population growth")
     ps, fs = jax.block_until_ready(jax.jit(jax.vmap(problem))(keys))
     exact_fn = batched(lambda pf: jt.grow_exact(pf[0], pf[1], rule))
     t_pop = best_time(lambda: exact_fn((ps, fs)), args.reps)
@@ -365,6 +378,7 @@ def main(argv=None):
     skip = {x.strip() for x in args.skip.split(",") if x.strip()}
     scaling = {"base": base}
     if "scaling" not in skip:
+        stage("scaling")
         cases = {"base": dict(base)}
         for name in ("B", "m", "n", "depth"):
             cases[name] = dict(base)
@@ -386,6 +400,7 @@ def main(argv=None):
     if "memory" in skip:
         chunked = {"time_s": float("nan"), "source": mem_src, "peak_bytes": 0, "after_import_bytes": 0}
     else:
+        stage(f"memory: {args.big_B} trials in chunks of {args.chunk}, a fresh process")
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
         chunked = json.loads(out)
     res["memory"] = {"source": mem_src, "peak_bytes_this_process": mem_peak,

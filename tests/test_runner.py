@@ -49,6 +49,23 @@ def _rows(path):
         return list(csv.DictReader(fh))
 
 
+def assert_same_rows_across_groups(rows, expected):
+    """Rows of runs with different groups (trials vmapped per step): equal on a CPU, byte for byte. On a
+    GPU the group changes XLA's fusions and so where ptxas contracts a * b + c into one rounding:
+    float columns agree to 1e-6 relative (a few ulps), every other column exactly."""
+    if jax.default_backend() == "cpu":
+        assert rows == expected
+        return
+    assert len(rows) == len(expected)
+    for row, want in zip(rows, expected):
+        assert row.keys() == want.keys()
+        for key in row:
+            if row[key] != want[key] and "." in want[key]:
+                assert float(row[key]) == pytest.approx(float(want[key]), rel=1e-6), key
+            else:
+                assert row[key] == want[key], key
+
+
 def _cli(*args, env=None, **kwargs):
     return subprocess.run([sys.executable, "-m", "jaxtrees.cli", *args], env={**os.environ, **(env or {})},
                           capture_output=True, text=True, **kwargs)
@@ -200,7 +217,7 @@ def test_progress_rate_and_eta_leave_out_compile_time(monkeypatch, capsys):
 
 
 def test_group_size_by_platform_and_memory():
-    cpu = jax.local_devices()[0]
+    cpu = jax.local_devices(backend="cpu")[0]
     gpu = types.SimpleNamespace(platform="gpu", memory_stats=lambda: {"bytes_limit": 80 * 2**30})
     assert runner.group_size(cpu) == runner.GROUP == 32 and runner.group_size(gpu) == runner.ACCELERATOR_GROUP
     assert runner.memory_budget(gpu) == 20 * 2**30 and runner.memory_budget(cpu) == runner.MEMORY_BUDGET
@@ -225,7 +242,7 @@ def test_a_given_group_is_recorded_and_a_resumed_run_keeps_it(tmp_path, referenc
     runner.run(study, config, str(tmp_path), progress=False)
     metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
     assert [set(run["group"].values()) for run in metadata["runs"]] == [{64}, {64}]
-    assert _rows(results) == reference
+    assert_same_rows_across_groups(_rows(results), reference)
 
 
 def test_a_killed_run_keeps_the_timings_of_its_finished_programs(tmp_path, monkeypatch):
@@ -269,7 +286,7 @@ def test_killed_run_resumes_with_every_row_once(tmp_path):
     tiny = [*TINY_JUNTAS, "--set", "replicates=320"]  # 640 trials: 20 chunks of 32
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "whole"), *tiny]) == 0
     whole = _rows(tmp_path / "whole" / "juntas" / "results.csv")
-    args = ["run", "juntas", "--quick", "--out", str(tmp_path / "killed"), "--chunk", "1", *tiny]
+    args = ["run", "juntas", "--quick", "--out", str(tmp_path / "killed"), "--chunk", "1", "--group", "32", *tiny]
     proc = subprocess.Popen([sys.executable, "-m", "jaxtrees.cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     parts = tmp_path / "killed" / "juntas" / "parts"
@@ -286,7 +303,7 @@ def test_killed_run_resumes_with_every_row_once(tmp_path):
     assert 2 <= written < 20
     assert not (tmp_path / "killed" / "juntas" / "results.csv").exists()
     assert cli.main(args) == 0
-    assert _rows(tmp_path / "killed" / "juntas" / "results.csv") == whole
+    assert_same_rows_across_groups(_rows(tmp_path / "killed" / "juntas" / "results.csv"), whole)
     metadata = json.loads((tmp_path / "killed" / "juntas" / "metadata.json").read_text())
     assert len(metadata["runs"]) == 2 and metadata["runs"][-1]["trials"] == 640 - 32 * written
 
@@ -473,7 +490,7 @@ def test_a_rounded_chunk_is_announced_and_metadata_describes_the_run(tmp_path, c
     args = [a for a in TINY_JUNTAS if a != "--no-progress"]
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--chunk", "5", *args]) == 0
     err = capsys.readouterr().err
-    assert "chunk 5 rounded up to 32" in err
+    assert f"chunk 5 rounded up to {runner.group_size(jax.local_devices()[0])}" in err  # 32 on a CPU
     assert "[compiling impurity=entropy, k=2, m_max=64, m_min=16, n=8]" in err and "[done]" in err  # phases
     metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
     run = metadata["runs"][-1]

@@ -106,10 +106,11 @@ def test_untied_weighted_trees_equal_sklearn():
         while stack:
             i, s = stack.pop()
             np.testing.assert_allclose(t.weight[i], sk.weighted_n_node_samples[s], rtol=2e-5)  # float32 sums and differences
-            if t.mean[i] in (0.0, 1.0) and t.feature[i] == -1:
+            if min(t.mean[i], 1.0 - t.mean[i]) <= 1e-6 and t.feature[i] == -1:
                 # A pure node is our leaf; sklearn's float64 weighted impurity of a pure node can
                 # round to a few ulps above its EPSILON, and then it splits it (into pure children).
-                assert t.label[i] == t.mean[i], f"seed {seed}: label {i}"
+                # Our mean is wy / w of float32 sums: a few ulps from 1 where they round apart (seen on an H100).
+                assert t.label[i] == round(float(t.mean[i])), f"seed {seed}: label {i}"
                 continue
             if sk.children_left[s] == -1:
                 assert t.feature[i] == -1, f"seed {seed}: node {i} splits, sklearn's is a leaf"

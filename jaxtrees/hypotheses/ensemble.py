@@ -102,4 +102,4 @@ def _staged(predicted, data: sampling.Data):
     wrong = predicted != bits.unpack(data.y, W * bits.WORD_BITS)[None]
     valid = bits.unpack(data.valid, W * bits.WORD_BITS).astype(jnp.float32)
     weight = valid if data.weight is None else valid * data.weight
-    return wrong.astype(jnp.float32) @ weight / jnp.sum(weight)
+    return jnp.matmul(wrong.astype(jnp.float32), weight, precision=jax.lax.Precision.HIGHEST) / jnp.sum(weight)

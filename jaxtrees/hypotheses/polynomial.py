@@ -88,7 +88,7 @@ class Polynomial(NamedTuple):
 
     def evaluate(self, x):
         """P(x) ``float32[...]`` for plain inputs ``x: {0,1}[..., n]``."""
-        return characters(self.sets, x, self.p) @ self.values
+        return jnp.matmul(characters(self.sets, x, self.p), self.values, precision=jax.lax.Precision.HIGHEST)
 
     def predict(self, x):
         return predict(self, x)

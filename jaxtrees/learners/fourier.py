@@ -139,7 +139,7 @@ def estimated_marginals(data: Data):
     """p^_i: the (weighted) fraction of examples with x_i = 1, clipped into [1 / 2m, 1 - 1 / 2m]."""
     n, W = data.X.shape
     weight = example_weights(data).reshape(-1)
-    ones = bits.unpack(data.X, W * bits.WORD_BITS).astype(jnp.float32) @ weight
+    ones = jnp.matmul(bits.unpack(data.X, W * bits.WORD_BITS).astype(jnp.float32), weight, precision=lax.Precision.HIGHEST)
     eps = 0.5 / bits.count(data.valid).astype(jnp.float32)
     return jnp.clip(ones / jnp.sum(weight), eps, 1.0 - eps)
 
@@ -156,7 +156,7 @@ def _weighted_means(data: Data, sets, p):
         column, y, w = args
         x = bits.unpack(column[:, None], bits.WORD_BITS).T  # [32, n]
         F = 1.0 - 2.0 * bits.unpack(y[None], bits.WORD_BITS).astype(jnp.float32)
-        return (w * F) @ characters(sets, x, p)
+        return jnp.matmul(w * F, characters(sets, x, p), precision=lax.Precision.HIGHEST)
 
     sums = lax.map(word, (data.X.T, data.y, weight), batch_size=WORDS_PER_STEP)
     return jnp.sum(sums, axis=0) / jnp.sum(weight)

@@ -128,7 +128,7 @@ def _fit(key, queries: Queries, learner: KushilevitzMansour, samples: int) -> Po
         head = bits.prefix_mask(words, j + 1)
         u, v = (y & head) | (x & ~head), (z & head) | (x & ~head)
         children = jnp.concatenate([masks, masks | bits.prefix_mask(words, j + 1) & ~bits.prefix_mask(words, j)])
-        weight = signs(children, y ^ z) @ (F(u) * F(v)) / samples
+        weight = jnp.matmul(signs(children, y ^ z), F(u) * F(v), precision=lax.Precision.HIGHEST) / samples
         keep = jnp.concatenate([alive, alive]) & (weight >= cut)
         _, top = lax.top_k(jnp.where(keep, weight, -jnp.inf), width)
         return children[top], keep[top]
@@ -136,7 +136,7 @@ def _fit(key, queries: Queries, learner: KushilevitzMansour, samples: int) -> Po
     start = (jnp.zeros((width, words), jnp.uint32), jnp.arange(width) == 0)  # the empty prefix
     masks, alive = lax.fori_loop(0, n, level, start)
     x = jax.random.bits(level_keys[n], (samples, words), jnp.uint32)
-    values = jnp.where(alive, signs(masks, x) @ F(x) / samples, 0.0)
+    values = jnp.where(alive, jnp.matmul(signs(masks, x), F(x), precision=lax.Precision.HIGHEST) / samples, 0.0)
     member = bits.unpack(masks, n)  # bool[width, n]
     sets = jnp.sort(jnp.where(member, jnp.arange(n, dtype=jnp.int32), n), axis=-1)
     return Polynomial(sets, values)

@@ -11,6 +11,7 @@ build and check S. :mod:`jaxtrees.targets.agnostic` pins memory bits (f_pi of Se
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -19,6 +20,9 @@ import numpy as np
 
 from jaxtrees.core import bits, checks
 from jaxtrees.targets.base import assignments, leading_shape, select
+
+#: float32 products at full precision (a GPU's default rounds their inputs to TF32's 10 bits).
+_matmul = functools.partial(jnp.matmul, precision=jax.lax.Precision.HIGHEST)
 
 
 class Addressing(NamedTuple):
@@ -97,13 +101,13 @@ class Addressing(NamedTuple):
         zero = jnp.abs(s) < _TINY
         inside = self._in_sym_diff()  # [2^k, A]
         chi_nonzero = jnp.prod(jnp.where(inside, jnp.where(zero, 1.0, s), 1.0), axis=-1)  # [2^k]
-        zeros = inside.astype(p.dtype) @ zero.astype(p.dtype)  # [2^k]: zero factors of chi_I
+        zeros = _matmul(inside.astype(p.dtype), zero.astype(p.dtype))  # [2^k]: zero factors of chi_I
         chi = jnp.where(zeros == 0, chi_nonzero, 0.0)
         memory_hat = walsh(memory) / 2**self.k
-        mu = chi @ memory_hat
+        mu = _matmul(chi, memory_hat)
         weighted = inside.T.astype(p.dtype)  # [A, 2^k]
-        from_nonzero = (weighted @ (memory_hat * chi)) / jnp.where(zero, 1.0, s)
-        from_zero = weighted @ jnp.where(zeros == 1, memory_hat * chi_nonzero, 0.0)
+        from_nonzero = _matmul(weighted, memory_hat * chi) / jnp.where(zero, 1.0, s)
+        from_zero = _matmul(weighted, jnp.where(zeros == 1, memory_hat * chi_nonzero, 0.0))
         mu1_address = mu - (1.0 + s) * jnp.where(zero, from_zero, from_nonzero)
         prob = walsh(chi) / 2**self.k
         mu1_memory = jnp.where(self.pinned, mu, mu + prob * (1.0 - memory))
