@@ -11,7 +11,10 @@ Times, after compilation (best of --reps):
   loop      jax.jit(train) called for each member in turn on the default device (same keys,
             same numbers);
   vmapped   jaxtrees.learners.sgd.train_many (jax.jit(jax.vmap(train))) on all B members, sharded
-            over the local devices (on a CPU, one per core: ``jaxtrees.cli.split_cpu``);
+            over the local devices (on a CPU, one per core: ``jaxtrees.cli.split_cpu``), each
+            device's members in ``lax.map`` groups of ``sgd.CPU_GROUP`` on a CPU (one vmap elsewhere);
+  one vmap  the same with one vmap over each device's members (``group=B``), the layout before
+            groups;
   shared    the same, but members share one distribution and one data stream (``data_key``,
             common random numbers) and differ in init seed and target: vmap draws each batch
             once and runs the first layer of all members as one [b, n] @ [n, B h] matmul;
@@ -35,7 +38,8 @@ inputs). Laying the members out last instead ([b, n, B]) is slower: 28.7 GFLOP/s
 matmuls at one core's small-matrix rate; a block of members would need one matmul with a
 shared input, which only the shared data stream has (5.73 us, 2.33x).
 
-The last line is ``speedup_vs_loop: <ratio>`` (loop time / vmapped time, independent members).
+The last two lines are ``shared_speedup_vs_loop: <ratio>`` (loop time / shared-stream time) and
+``speedup_vs_loop: <ratio>`` (loop time / vmapped time, independent members).
 
     python scripts/bench_gd.py            # reference workload
     python scripts/bench_gd.py --quick    # S = 200, 1 rep
@@ -116,6 +120,7 @@ def main(argv=None):
     members = [(keys[i], p[i], jax.tree.map(lambda x: x[i], f), lr[i]) for i in range(B)]
     t_loop = best_time(lambda: [single(*m) for m in members], args.reps, "loop")
     t_vmap = best_time(lambda: sgd.train_many(keys, p, f, cfg, learning_rate=lr), args.reps, "vmapped")
+    t_one_vmap = best_time(lambda: sgd.train_many(keys, p, f, cfg, group=B, learning_rate=lr), args.reps)
     t_single = best_time(lambda: single(*members[0]), max(args.reps, 3))
 
     batched = sgd.train_many(keys, p, f, cfg, learning_rate=lr)
@@ -164,7 +169,7 @@ def main(argv=None):
         "device": str(jax.devices()[0]), "backend": jax.default_backend(), "jax": jax.__version__,
         "local_devices": jax.local_device_count(),
         "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-        "loop_s": t_loop, "vmapped_s": t_vmap, "shared_data_vmapped_s": t_shared, "single_s": t_single,
+        "loop_s": t_loop, "vmapped_s": t_vmap, "one_vmap_s": t_one_vmap, "cpu_group": sgd.CPU_GROUP, "shared_data_vmapped_s": t_shared, "single_s": t_single,
         "packed_inputs_vmapped_s": t_packed,
         "loop_gflops": flops / t_loop / 1e9, "vmapped_gflops": flops / t_vmap / 1e9,
         "shared_gflops": flops / t_shared / 1e9,
@@ -182,6 +187,9 @@ def main(argv=None):
           f"{result['loop_gflops']:6.1f} GFLOP/s   (one training alone: {t_single * 1e3:.1f} ms)")
     print(f"vmapped train_many   {t_vmap:8.3f} s   {us(t_vmap):6.2f} us/member-step  "
           f"{result['vmapped_gflops']:6.1f} GFLOP/s   (member 0 equals the single run: {same})")
+    print(f"  one vmap per device {t_one_vmap:8.3f} s   {us(t_one_vmap):6.2f} us/member-step  "
+          f"{flops / t_one_vmap / 1e9:6.1f} GFLOP/s   ({t_loop / t_one_vmap:.2f}x the loop; groups of "
+          f"{sgd.CPU_GROUP if jax.default_backend() == 'cpu' else B}: {t_one_vmap / t_vmap:.2f}x faster)")
     print(f"  shared data stream {t_shared:8.3f} s   {us(t_shared):6.2f} us/member-step  "
           f"{result['shared_gflops']:6.1f} GFLOP/s   ({t_loop / t_shared:.2f}x the loop)")
     print(f"  packed inputs (b=8) {t_packed:8.3f} s   {us(t_packed):6.2f} us/member-step  "
@@ -196,6 +204,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)
+    print(f"shared_speedup_vs_loop: {t_loop / t_shared:.2f}")
     print(f"speedup_vs_loop: {result['speedup_vs_loop']:.2f}")
 
 

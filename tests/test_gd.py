@@ -71,7 +71,7 @@ from jaxtrees.learners import sgd
 assert jax.local_device_count() == 2
 keys, p, f, lr = test_gd._members(B=4)
 cfg = test_gd.ONLINE
-batched = sgd.train_many(keys, p, f, cfg, learning_rate=lr)
+batched = sgd.train_many(keys, p, f, cfg, group=1, learning_rate=lr)  # 2 per device, in groups of 1
 single = test_gd._single(cfg)
 test_gd._assert_results_close(batched, [single(keys[b], p[b], jax.tree.map(lambda x: x[b], f), lr[b]) for b in range(4)])
 assert len(batched.params[0].w.sharding.device_set) == 2
@@ -141,16 +141,27 @@ def test_members_sharded_over_two_cpu_devices_equal_single_trainings():
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
-def test_batched_with_shared_p_target_data_and_scalar_hyperparameter():
+@pytest.mark.parametrize("group", [None, 2])
+def test_batched_with_shared_p_target_data_and_scalar_hyperparameter(group):
     # One p, one target, one data key for all members (common random numbers): vmap draws the
-    # inputs once; the result still equals the loop.
+    # inputs once; the result still equals the loop, also in lax.map groups of 2 (and a rest of 1).
     keys = jax.random.split(jax.random.key(7), 3)
     p = distributions.smoothed(c=0.2).marginals(jax.random.key(1), N)
     f = targets.parity([0, 3], n=N)
     data_key = jax.random.key(11)
-    batched = sgd.train_many(keys, p, f, ONLINE, data_key=data_key, learning_rate=0.1)
+    batched = sgd.train_many(keys, p, f, ONLINE, data_key=data_key, group=group, learning_rate=0.1)
     single = jax.jit(lambda key: sgd.train(key, p, f, ONLINE, data_key=data_key, learning_rate=0.1))
     _assert_results_close(batched, [single(keys[b]) for b in range(3)])
+
+
+def test_members_in_groups_equal_single_trainings():
+    """group=2 on B = 3 independent members (lax.map over a group of 2 and a rest of 1)."""
+    keys, p, f, lr = _members()
+    batched = sgd.train_many(keys, p, f, ONLINE, group=2, learning_rate=lr)
+    single = _single(ONLINE)
+    _assert_results_close(batched, [single(keys[b], p[b], jax.tree.map(lambda x: x[b], f), lr[b]) for b in range(3)])
+    with pytest.raises(ValueError, match="group must be"):
+        sgd.train_many(keys, p, f, ONLINE, group=0, learning_rate=lr)
 
 
 def _fd_check(loss_name, activation):
