@@ -161,3 +161,17 @@ def test_user_callable_equivalent_to_gini_grows_the_same_trees():
         np.testing.assert_array_equal(t.weight, ref["weight"])
         np.testing.assert_array_equal(t.label, ref["label"])
         np.testing.assert_allclose(t.gain, ref["gain"] / 2, rtol=0, atol=1e-5)
+
+
+def test_ratio_is_exactly_one_for_a_pure_node_and_zero_for_an_empty_one():
+    """A pure node's mean is exactly 1 whatever the division rounds to; the Kearns-Mansour gain
+    of a perfect split is 2 sqrt(p1 p0) there, and 2.4e-4 lower from a mean 1 ulp below 1."""
+    a = jnp.asarray([31.0, 0.0, 3.0, 0.0], jnp.float32)
+    b = jnp.asarray([31.0, 5.0, 0.0, 0.0], jnp.float32)
+    np.testing.assert_array_equal(np.asarray(impurity.ratio(a, b)), [1.0, 0.0, 0.0, 0.0])
+    km = impurity.get("kearns_mansour")
+    p1, p0 = np.float32(31 / 64), np.float32(33 / 64)
+    perfect = float(impurity.gain(km, p1, p1, impurity.ratio(a[0], b[0]), 0.0, p0))
+    assert perfect == pytest.approx(2 * np.sqrt(31 * 33) / 64, rel=1e-6)
+    below = float(impurity.gain(km, p1, p1, np.nextafter(np.float32(1), np.float32(0)), 0.0, p0))
+    assert perfect - below == pytest.approx(2.36e-4, rel=0.02)

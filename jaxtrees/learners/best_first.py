@@ -36,7 +36,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxtrees.core import checks
+from jaxtrees.core import checks, impurity
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.node_tree import NodeTree
 from jaxtrees.learners.base import check_data
@@ -122,6 +122,6 @@ def _grow(data: Data, learner: BestFirstTree, key) -> NodeTree:
 
     s = jax.lax.fori_loop(0, learner.max_leaves - 1, step, state)
     used = slot < s["size"]
-    mean = jnp.where(s["w"] > 0, s["wy"] / jnp.maximum(s["w"], 1e-30), 0.0)
+    mean = impurity.ratio(s["wy"], s["w"])
     return NodeTree(s["feature"], s["left"], s["right"], s["parent"], (used & (2 * s["wy"] > s["w"])).astype(jnp.int32),
                     jnp.where(used, s["w"], 0.0), jnp.where(used, mean, 0.0), s["size"])

@@ -147,7 +147,7 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
     for level in range(rule.max_depth + 1):
         w = stats.w.astype(jnp.float32)
         wy = stats.wy.astype(jnp.float32)
-        mean = jnp.where(w > 0, wy / jnp.maximum(w, 1e-30), 0.0)
+        mean = impurity_lib.ratio(wy, w)
         label = (2 * stats.wy > stats.w).astype(jnp.int32)
         if level == rule.max_depth:
             levels.append((jnp.full(w.shape, -1, jnp.int32), label, w, mean, jnp.zeros_like(w)))
@@ -203,7 +203,7 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
         candidate, admissible = _random_subset(jax.random.fold_in(key, 1), admissible, subset)
         w1, w1y = (jnp.take_along_axis(a, candidate, axis=-1) for a in (w1, w1y))
     w0, w0y = w - w1, wy - w1y
-    safe = lambda a, b: jnp.where(b > 0, a / jnp.maximum(b, 1e-30), 0.0)  # noqa: E731
+    safe = impurity_lib.ratio
     g = impurity_lib.gain(rule.impurity, safe(wy, w), safe(w1, w), safe(w1y, w1), safe(w0y, w0), safe(w0, w))
     g = jnp.where(admissible, g, -jnp.inf)
     best = jnp.max(g, axis=-1)
