@@ -507,8 +507,9 @@ def train_many(keys, p, target, config: TrainConfig, *, data_key=None, group: in
     each device trains B / D members (on a 2-core CPU, 2 devices train 1.8x faster than one).
     On a CPU each device trains its members in groups of ``group`` (default :data:`CPU_GROUP`)
     vmapped per ``lax.map`` step, as the study runner runs trials: a group's activations and
-    weights stay in the core's cache through all its steps (one vmap over 128 members passes
-    over 1.6 MB arrays about 15 times per step; scripts/bench_gd.py times both). Elsewhere
+    weights stay in the core's cache through all its steps (one vmap over 128 members makes
+    about 14 passes per step over 1.5 MB arrays: activations, first-layer weights and their
+    gradient; scripts/bench_gd.py times both). Elsewhere
     ``group=None`` is one vmap. The numbers are those of :func:`train` either way.
 
     ``keys: key[B]``; ``p``: ``float32[B, n]`` or one ``float32[n]`` for all; ``target``: a batch
