@@ -17,7 +17,8 @@ Times, after compilation (best of --reps):
             groups;
   shared    the same, but members share one distribution and one data stream (``data_key``,
             common random numbers) and differ in init seed and target: vmap draws each batch
-            once and runs the first layer of all members as one [b, n] @ [n, B h] matmul;
+            once per group and runs the first layer of its G members as one [b, n] @ [n, G h]
+            matmul;
   packed    vmapped, with inputs drawn bit-packed (``TrainConfig(precision_bits=8)``: exact draws
             from p rounded to multiples of 2^-8, 8 random words per 32 inputs instead of 32);
 and, to see what bounds the vmapped program, in the same run:
@@ -120,7 +121,7 @@ def main(argv=None):
     members = [(keys[i], p[i], jax.tree.map(lambda x: x[i], f), lr[i]) for i in range(B)]
     t_loop = best_time(lambda: [single(*m) for m in members], args.reps, "loop")
     t_vmap = best_time(lambda: sgd.train_many(keys, p, f, cfg, learning_rate=lr), args.reps, "vmapped")
-    t_one_vmap = best_time(lambda: sgd.train_many(keys, p, f, cfg, group=B, learning_rate=lr), args.reps)
+    t_one_vmap = best_time(lambda: sgd.train_many(keys, p, f, cfg, group=B, learning_rate=lr), args.reps, "one vmap")
     t_single = best_time(lambda: single(*members[0]), max(args.reps, 3))
 
     batched = sgd.train_many(keys, p, f, cfg, learning_rate=lr)

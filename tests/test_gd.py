@@ -71,10 +71,11 @@ from jaxtrees.learners import sgd
 assert jax.local_device_count() == 2
 keys, p, f, lr = test_gd._members(B=4)
 cfg = test_gd.ONLINE
-batched = sgd.train_many(keys, p, f, cfg, group=1, learning_rate=lr)  # 2 per device, in groups of 1
 single = test_gd._single(cfg)
-test_gd._assert_results_close(batched, [single(keys[b], p[b], jax.tree.map(lambda x: x[b], f), lr[b]) for b in range(4)])
-assert len(batched.params[0].w.sharding.device_set) == 2
+for group in (None, 1):  # 2 members per device: one vmap, and groups of 1
+    batched = sgd.train_many(keys, p, f, cfg, group=group, learning_rate=lr)
+    test_gd._assert_results_close(batched, [single(keys[b], p[b], jax.tree.map(lambda x: x[b], f), lr[b]) for b in range(4)])
+    assert len(batched.params[0].w.sharding.device_set) == 2
 print("ok")
 """
 
@@ -152,6 +153,12 @@ def test_batched_with_shared_p_target_data_and_scalar_hyperparameter(group):
     batched = sgd.train_many(keys, p, f, ONLINE, data_key=data_key, group=group, learning_rate=0.1)
     single = jax.jit(lambda key: sgd.train(key, p, f, ONLINE, data_key=data_key, learning_rate=0.1))
     _assert_results_close(batched, [single(keys[b]) for b in range(3)])
+
+
+def test_groups_divide_the_members_where_they_can():
+    assert sgd._balanced(48, 16) == 16 and sgd._balanced(50, 16) == 10  # 5 groups of 10, no remainder
+    assert sgd._balanced(53, 16) == 16  # no divisor in [8, 16]: 3 groups of 16 and a remainder of 5
+    assert sgd._balanced(10, 16) is None and sgd._balanced(7, 1) == 1
 
 
 def test_members_in_groups_equal_single_trainings():

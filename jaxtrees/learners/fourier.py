@@ -450,7 +450,7 @@ def lasso(gram, correlations, penalty, steps: int, tol: float):
     def body(s: _Fista) -> _Fista:
         v = s.z - (dot(gram, s.z) - correlations) / L
         c = jnp.sign(v) * jnp.maximum(jnp.abs(v) - threshold, 0.0)
-        restart = jnp.vdot(s.z - c, c - s.c) > 0  # the momentum points uphill: drop it
+        restart = jnp.sum((s.z - c) * (c - s.c)) > 0  # the momentum points uphill: drop it
         t = jnp.where(restart, 1.0, (1.0 + jnp.sqrt(1.0 + 4.0 * s.t**2)) / 2.0)
         z = jnp.where(restart, c, c + (s.t - 1.0) / t * (c - s.c))
         return _Fista(s.step + 1, c, z, t, jnp.max(jnp.abs(c - s.c)))
@@ -468,4 +468,4 @@ def _top_eigenvalue(gram, dot):
 
     v = jax.random.normal(jax.random.key(0), gram.shape[-1:], jnp.float32)
     v = lax.fori_loop(0, POWER_ITERATIONS, step, v / jnp.linalg.norm(v))
-    return jnp.vdot(v, dot(gram, v))
+    return jnp.sum(v * dot(gram, v))
