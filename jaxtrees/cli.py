@@ -232,12 +232,13 @@ def _write_report(study, directory):
     config = metadata["config"]
     env = metadata["runs"][-1]["environment"]
     seconds = sum(r.get("seconds", 0.0) for r in metadata["runs"])
+    compiling = sum(sum(r.get("compile_seconds", {}).values()) for r in metadata["runs"])
     text = (f"# jaxtrees study `{study.name}`\n\n{study.description}.\n\n{incomplete}"
             f"Seed {config['seed']}, {config['replicates']} replicates per cell, {len(rows)} rows, "
             f"{'quick' if config['quick'] else 'full'} size; grid: "
             + ", ".join(f"{k} = {v}" for k, v in sorted(config["grid"].items()))
             + f". jaxtrees {env['jaxtrees']}, jax {env['jax']} on {env['local_device_count']} x "
-              f"{env['device_kind']} ({env['backend']}); {seconds:.0f} s of trials.\n\n"
+              f"{env['device_kind']} ({env['backend']}); {seconds:.0f} s in all, {compiling:.0f} s of it compiling.\n\n"
             + study.report(rows) + _cost_table(metadata))
     path = os.path.join(directory, "report.md")
     with open(path, "w") as fh:
