@@ -38,10 +38,10 @@ inputs). Laying the members out last instead ([b, n, B]) is slower: 28.7 GFLOP/s
 (``precision_bits=8``: 8 words per 32 inputs; 5.37 us, 2.48x). The rest is the per-member
 matmuls at one core's small-matrix rate; a block of members would need one matmul with a
 shared input, which only the shared data stream has (5.73 us, 2.33x).
-Idle, 2026-11-26, each core's members in lax.map groups of 16 (``sgd.CPU_GROUP``): loop 8.20 us
-(49 GFLOP/s), vmapped 3.77 us (107 GFLOP/s, 1.99 cores busy; one vmap per core 3.92 us), shared
-3.18 us, packed 2.78 us; the batched layer-1 matmuls alone run at 102 GFLOP/s, the 1024^3 matmul
-at 477: the per-member products, not the cores, bound the step.
+Idle, 2026-11-26, each core's members in lax.map groups of 32 (``sgd.CPU_GROUP``): loop 8.29 us
+(49 GFLOP/s), vmapped 3.80 us (106 GFLOP/s, 1.99 cores busy; one vmap per core 3.89 us), shared
+2.76 us (3.23 as one vmap per core), packed 2.88 us; the batched layer-1 matmuls alone run at
+101 GFLOP/s, the 1024^3 matmul at 490: the per-member products, not the cores, bound the step.
 
 The last two lines are ``shared_speedup_vs_loop: <ratio>`` (loop time / shared-stream time) and
 ``speedup_vs_loop: <ratio>`` (loop time / vmapped time, independent members).

@@ -66,10 +66,11 @@ ENCODINGS = ("pm1", "01")
 MODES = ("online", "fixed")
 MAX_EXACT_N = 20
 EVAL_CHUNK = 1024  # test inputs per forward pass when scoring (bounds memory under vmap)
-#: Members per ``lax.map`` step of :func:`train_many` on a CPU device (cache-sized). bench_gd's
-#: workload with 128 members per core, beside another job: 7.75 (groups of 16) and 8.24 (64) us
-#: per member-step against 9.32 for one vmap at 400 steps, 7.58 against 7.95 at 1000.
-CPU_GROUP = 16
+#: Members per ``lax.map`` step of :func:`train_many` on a CPU device (cache-sized, the study
+#: runner's group). bench_gd's workload, 128 members per core, idle 2-core CPU, us per member-step
+#: in groups of 8 / 32 / 64 against one vmap: 3.83 / 3.81 / 3.83 vs 3.90 independent, 3.23 / 2.75 /
+#: 2.83 vs 3.23 with a shared data stream.
+CPU_GROUP = 32
 
 # Ranges of the common optax hyperparameters, checked when their values are concrete.
 HYPERPARAMETER_RANGES = {
