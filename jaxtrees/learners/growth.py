@@ -203,11 +203,11 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
         candidate, admissible = _random_subset(jax.random.fold_in(key, 1), admissible, subset)
         w1, w1y = (jnp.take_along_axis(a, candidate, axis=-1) for a in (w1, w1y))
     w0, w0y = w - w1, wy - w1y
-    safe = impurity_lib.ratio
-    g = impurity_lib.gain(rule.impurity, safe(wy, w), safe(w1, w), safe(w1y, w1), safe(w0y, w0), safe(w0, w))
+    ratio = impurity_lib.ratio
+    g = impurity_lib.gain(rule.impurity, ratio(wy, w), ratio(w1, w), ratio(w1y, w1), ratio(w0y, w0), ratio(w0, w))
     g = jnp.where(admissible, g, -jnp.inf)
     best = jnp.max(g, axis=-1)
-    scale = rule.impurity(jnp.clip(safe(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
+    scale = rule.impurity(jnp.clip(ratio(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
     tied = admissible & (g >= best[:, None] - rule.tie_tol * scale)
     if rule.tie_break == "random":
         priority = jax.random.uniform(key, g.shape)
