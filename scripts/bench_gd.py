@@ -38,10 +38,27 @@ inputs). Laying the members out last instead ([b, n, B]) is slower: 28.7 GFLOP/s
 (``precision_bits=8``: 8 words per 32 inputs; 5.37 us, 2.48x). The rest is the per-member
 matmuls at one core's small-matrix rate; a block of members would need one matmul with a
 shared input, which only the shared data stream has (5.73 us, 2.33x).
-Idle, 2026-11-26, each core's members in lax.map groups of 32 (``sgd.CPU_GROUP``): loop 8.29 us
+Idle, each core's members in lax.map groups of 32 (``sgd.CPU_GROUP``): loop 8.29 us
 (49 GFLOP/s), vmapped 3.80 us (106 GFLOP/s, 1.99 cores busy; one vmap per core 3.89 us), shared
 2.76 us (3.23 as one vmap per core), packed 2.88 us; the batched layer-1 matmuls alone run at
 101 GFLOP/s, the 1024^3 matmul at 490: the per-member products, not the cores, bound the step.
+
+Per-op profile (jax.profiler, one core pinned, a group of 32 members, 2026-11-26), us per
+member-step of the vmapped program: the fused threefry draw 2.6 (960 words in a [32, 30]-shaped
+loop, 2.7 ns per word; 0.6-0.9 ns when the loop's last axis is 32 or flat), the first-layer
+weight gradient 2.5 (a transposed-operand product; 1.3 through ``sgd.matmul``), the forward
+product 1.3 (140 GFLOP/s), the per-step fold_in 1.0 (a rolled threefry loop; now fused,
+``prng.fold_in``), the rest 1.1. A loop of single trainings runs the same products at the same
+per-member rate (1.45 / 1.38 us alone against 1.37 / 1.28 in a group of 32): batching saves only
+per-op overhead, so on one core vmapped is 0.9x the loop's time (7.25 against 7.9 us) and two
+cores give about 2.2x. The shared stream's ceiling, measured with a hand-written group step
+that keeps the first layer as one [n, G h] matrix (no transposes; forward and weight-gradient
+GEMMs at 195-221 GFLOP/s of the core's ~245): 4.2 us per member-step per core, about 3.7x the
+loop on two cores.
+After ``sgd.matmul``, ``prng.fold_in`` and flat draws, idle, same run: loop 7.87 us (51 GFLOP/s),
+vmapped 3.76 (107 GFLOP/s), shared 2.58, packed 2.40: ``speedup_vs_loop: 2.10``,
+``shared_speedup_vs_loop: 3.05``. One H200 (jax 0.11.2, --reps 1): 134.8x / 141.6x at B = 256,
+215x / 249x at B = 1024 (0.06 us per member-step, 7.1 TFLOP/s).
 
 The last two lines are ``shared_speedup_vs_loop: <ratio>`` (loop time / shared-stream time) and
 ``speedup_vs_loop: <ratio>`` (loop time / vmapped time, independent members).
@@ -182,7 +199,9 @@ def main(argv=None):
         "matmul_1024_gflops": 2 * 1024**3 / t_mm / 1e9,
         "bmm_layer1_s": t_bmm, "bmm_layer1_gflops": B * S * 4 * b * n * h / t_bmm / 1e9,
         "rng_s": t_rng, "vmapped_equals_single": bool(same), "cpu_s": dict(CPU_SECONDS),
-        "speedup_vs_loop_cpu_time": CPU_SECONDS["loop"] / max(CPU_SECONDS["vmapped"], 1e-9),
+        # os.times() counts 10 ms ticks and no GPU time: no ratio below 50 ms of CPU time
+        "speedup_vs_loop_cpu_time": (CPU_SECONDS["loop"] / CPU_SECONDS["vmapped"]
+                                     if CPU_SECONDS["vmapped"] >= 0.05 else None),
         "speedup_vs_loop": t_loop / t_vmap,
     }
     us = lambda t: t / (B * S) * 1e6  # noqa: E731  microseconds per member-step
@@ -202,7 +221,8 @@ def main(argv=None):
           f"{flops / t_packed / 1e9:6.1f} GFLOP/s   ({t_loop / t_packed:.2f}x the loop)")
     print(f"CPU seconds: loop {CPU_SECONDS['loop']:.3f} ({CPU_SECONDS['loop'] / t_loop:.2f} cores busy), "
           f"vmapped {CPU_SECONDS['vmapped']:.3f} ({CPU_SECONDS['vmapped'] / t_vmap:.2f} cores), shared "
-          f"{CPU_SECONDS['shared']:.3f}; speedup by CPU time {result['speedup_vs_loop_cpu_time']:.2f}")
+          f"{CPU_SECONDS['shared']:.3f}; speedup by CPU time "
+          f"{'n/a' if result['speedup_vs_loop_cpu_time'] is None else format(result['speedup_vs_loop_cpu_time'], '.2f')}")
     print(f"plain 1024^3 matmul                                    {result['matmul_1024_gflops']:6.1f} GFLOP/s")
     print(f"batched layer-1 matmuls alone {t_bmm:8.3f} s ({t_bmm / t_vmap:.0%} of vmapped) "
           f"{result['bmm_layer1_gflops']:6.1f} GFLOP/s")

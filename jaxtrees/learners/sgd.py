@@ -153,10 +153,40 @@ def _mlp(widths: tuple, activation: str, init: str) -> Model:
     def apply_fn(params, x):
         h = jnp.asarray(x).astype(params[0].w.dtype)
         for layer in params[:-1]:
-            h = act(h @ layer.w + layer.b)
+            h = act(matmul(h, layer.w) + layer.b)
         return (h @ params[-1].w + params[-1].b)[..., 0]
 
     return Model(init_fn, apply_fn)
+
+
+@jax.custom_vjp
+def matmul(x, w):
+    """``x @ w`` whose weight gradient x^T g reads a materialized x^T (the hidden layers of :func:`mlp`).
+
+    Plain autodiff makes the weight gradient a product that contracts x's leading (batch) axis,
+    which XLA:CPU runs as a transposed-operand GEMM at half speed (2.6 against 1.3 us per
+    [30, 32] x [32, 100] product, one core); XLA folds an explicit transpose back into the
+    product, so x^T is formed behind ``lax.optimization_barrier``. On scripts/bench_gd.py's
+    workload this takes 7-8% off a training step. Same values as ``x @ w`` and its gradients,
+    up to float32 summation order.
+
+    >>> float(jax.grad(lambda w: matmul(jnp.ones((2, 3)), w).sum())(jnp.ones((3, 1))).sum())
+    6.0
+    """
+    return x @ w
+
+
+def _matmul_fwd(x, w):
+    return x @ w, (x, w)
+
+
+def _matmul_bwd(residuals, g):
+    x, w = residuals
+    xt = jax.lax.optimization_barrier(x.reshape(-1, x.shape[-1]).T)  # [n, rows]: leading axes contracted
+    return g @ w.T, xt @ g.reshape(-1, g.shape[-1])
+
+
+matmul.defvjp(_matmul_fwd, _matmul_bwd)
 
 
 # ----------------------------------------------------------------------------------------- losses
@@ -662,8 +692,9 @@ def inputs(key, p, rows: int, precision_bits: int | None = None):
     >>> x.shape, x[:, 0].any().item(), x[:, 2].all().item()
     ((64, 3), False, True)
     """
-    if precision_bits is None:
-        return prng.uniform(key, (rows, p.shape[-1])) < p
+    if precision_bits is None:  # drawn flat (the same words): 3-5% faster on a CPU than a [rows, n] loop
+        n = p.shape[-1]
+        return (prng.uniform(key, (rows * n,)) < jnp.tile(p, rows)).reshape(rows, n)
     packed = sampling.packed_bernoulli(key, p, rows, precision_bits=precision_bits)  # [n, ceil(rows / 32)]
     return bits.unpack(packed, rows).T
 
@@ -678,7 +709,7 @@ def _data(key, p, target, config):
     b = config.batch_size
     if config.mode == "online":
         def next_batch(data, t):
-            x = inputs(jax.random.fold_in(key, t), p, b, config.precision_bits)
+            x = inputs(prng.fold_in(key, t), p, b, config.precision_bits)
             return x, target(x), data
 
         return next_batch, ()
