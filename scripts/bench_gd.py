@@ -24,8 +24,10 @@ Times, after compilation (best of --reps):
 and, to see what bounds the vmapped program, in the same run:
   matmul    a plain 1024^3 float32 matmul (the machine's dense rate);
   bmm       the workload's batched layer-1 matmuls alone ([B, b, n] @ [B, n, h], and the
-            weight gradient [B, n, b] @ [B, b, h]), S times in a scan;
-  rng       the online batches alone: B x S draws of uniform[b, n] < p (threefry).
+            weight gradient [B, n, b] @ [B, b, h] from a stored x^T, as ``sgd.matmul`` runs
+            it), S times in a scan, on one device;
+  rng       the online batches alone, as the training draws them (``sgd.inputs`` at
+            ``prng.fold_in(key, t)``): B x S draws of [b, n] inputs, on one device.
 
 What bounds it on a CPU (2-core machine, 2026-11-25, beside a niced study; us per member-step):
 the loop runs at 13.3 us (30 GFLOP/s, 0.98 cores busy). Vmapped on one device it took 12.4 us:
@@ -54,11 +56,15 @@ per-op overhead, so on one core vmapped is 0.9x the loop's time (7.25 against 7.
 cores give about 2.2x. The shared stream's ceiling, measured with a hand-written group step
 that keeps the first layer as one [n, G h] matrix (no transposes; forward and weight-gradient
 GEMMs at 195-221 GFLOP/s of the core's ~245): 4.2 us per member-step per core, about 3.7x the
-loop on two cores.
-After ``sgd.matmul``, ``prng.fold_in`` and flat draws, idle, same run: loop 7.87 us (51 GFLOP/s),
-vmapped 3.76 (107 GFLOP/s), shared 2.58, packed 2.40: ``speedup_vs_loop: 2.10``,
-``shared_speedup_vs_loop: 3.05``. One H200 (jax 0.11.2, --reps 1): 134.8x / 141.6x at B = 256,
-215x / 249x at B = 1024 (0.06 us per member-step, 7.1 TFLOP/s).
+loop of 7.87 us on two cores, 2.6x the loop of 5.45 us below.
+After ``sgd.matmul`` (weight gradient 1.3 us), ``prng.fold_in`` and feature-major packed draws
+(``sgd.inputs``: the same words, 0.5 instead of 2.6 us), idle, same run: loop 5.45 us per
+member-step (74 GFLOP/s; 7.87 before them), vmapped 2.42 (167 GFLOP/s, 2.00 cores; 3.76 before),
+shared 2.39, packed 2.31: ``speedup_vs_loop: 2.26``, ``shared_speedup_vs_loop: 2.28``. The
+matmuls alone on one device take 103% of the vmapped time on two (155 GFLOP/s), the draws 23%:
+the step is half matmuls at the small-GEMM rate, which the loop shares. One H200 (jax 0.11.2,
+--reps 1, before the packed draws): 134.8x / 141.6x at B = 256, 215x / 249x at B = 1024 (0.06 us
+per member-step, 7.1 TFLOP/s); on a GPU the draws are the plain [b, n] uniforms.
 
 The last two lines are ``shared_speedup_vs_loop: <ratio>`` (loop time / shared-stream time) and
 ``speedup_vs_loop: <ratio>`` (loop time / vmapped time, independent members).
@@ -85,7 +91,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from jaxtrees.core import distributions  # noqa: E402
+from jaxtrees.core import distributions, prng  # noqa: E402
 from jaxtrees.learners import sgd  # noqa: E402
 from jaxtrees import targets  # noqa: E402
 
@@ -163,21 +169,22 @@ def main(argv=None):
     mm = jax.jit(lambda a: a @ a)
     t_mm = best_time(lambda: mm(A), max(args.reps, 3))
     X = jax.random.normal(jax.random.key(5), (B, b, n), jnp.float32)
+    XT = jnp.swapaxes(X, 1, 2)
     W = jax.random.normal(jax.random.key(6), (B, n, h), jnp.float32)
 
     @jax.jit
-    def bmm(X, W):
+    def bmm(X, XT, W):
         def body(W, _):
             Z = jnp.einsum("bin,bnh->bih", X, W)
-            return W - 1e-6 * jnp.einsum("bin,bih->bnh", X, Z), None  # forward + weight gradient
+            return W - 1e-6 * jnp.einsum("bni,bih->bnh", XT, Z), None  # forward + weight gradient
         return jax.lax.scan(body, W, None, length=S)[0]
 
-    t_bmm = best_time(lambda: bmm(X, W), args.reps)
+    t_bmm = best_time(lambda: bmm(X, XT, W), args.reps)
 
     @jax.jit
     def rng(keys, p):
         def body(count, t):
-            x = jax.vmap(lambda k, p: jax.random.uniform(jax.random.fold_in(k, t), (b, n)) < p)(keys, p)
+            x = jax.vmap(lambda k, p: sgd.inputs(prng.fold_in(k, t), p, b))(keys, p)
             return count + jnp.sum(x), None
         return jax.lax.scan(body, jnp.zeros((), jnp.int32), jnp.arange(S))[0]
 
@@ -226,7 +233,7 @@ def main(argv=None):
     print(f"plain 1024^3 matmul                                    {result['matmul_1024_gflops']:6.1f} GFLOP/s")
     print(f"batched layer-1 matmuls alone {t_bmm:8.3f} s ({t_bmm / t_vmap:.0%} of vmapped) "
           f"{result['bmm_layer1_gflops']:6.1f} GFLOP/s")
-    print(f"online batches (threefry) alone {t_rng:6.3f} s ({t_rng / t_vmap:.0%} of vmapped)")
+    print(f"online batches alone          {t_rng:8.3f} s ({t_rng / t_vmap:.0%} of vmapped)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)

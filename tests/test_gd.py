@@ -247,6 +247,38 @@ def test_exact_test_error_matches_weighted_enumeration():
     np.testing.assert_allclose(float(score(params)), want, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("rows, n", [(1, 1), (5, 3), (32, 30), (33, 7), (100, 30)])
+def test_inputs_are_the_row_major_uniform_draw(rows, n):
+    """``inputs`` (drawn feature-major and packed on a CPU) is bit for bit ``uniform(key, (rows, n)) < p``,
+    eager, jitted and vmapped over keys and marginals."""
+    key = jax.random.key(rows * 31 + n)
+    p = jax.random.uniform(jax.random.key(n), (n,))
+    want = jax.random.uniform(key, (rows, n)) < p
+    np.testing.assert_array_equal(sgd.inputs(key, p, rows), want)
+    np.testing.assert_array_equal(jax.jit(sgd.inputs, static_argnums=2)(key, p, rows), want)
+    keys = jax.random.split(key, 3)
+    ps = jnp.stack([p, 1.0 - p, jnp.full_like(p, 0.5)])
+    got = jax.jit(jax.vmap(lambda k, q: sgd.inputs(k, q, rows)))(keys, ps)
+    np.testing.assert_array_equal(got, jax.vmap(lambda k, q: jax.random.uniform(k, (rows, n)) < q)(keys, ps))
+
+
+def test_matmul_gradients_equal_plain_autodiff():
+    """``sgd.matmul``'s custom weight gradient (x^T materialized) equals autodiff of ``x @ w``
+    for inputs of rank 1, 2 and 3, and under vmap."""
+    k = jax.random.split(jax.random.key(0), 2)
+    w = jax.random.normal(k[1], (5, 3))
+    loss = lambda mm: lambda x, w: jnp.sum(jnp.sin(mm(x, w)))  # noqa: E731
+    for shape in [(5,), (4, 5), (2, 4, 5)]:
+        x = jax.random.normal(k[0], shape)
+        got = jax.grad(loss(sgd.matmul), (0, 1))(x, w)
+        want = jax.grad(loss(jnp.matmul), (0, 1))(x, w)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    xs, ws = jax.random.normal(k[0], (3, 4, 5)), jax.random.normal(k[1], (3, 5, 2))
+    got = jax.vmap(jax.grad(loss(sgd.matmul), 1))(xs, ws)
+    np.testing.assert_allclose(got, jax.vmap(jax.grad(loss(jnp.matmul), 1))(xs, ws), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("precision_bits", [1, 3, 8])
 def test_packed_inputs_follow_the_quantized_marginals_exactly(precision_bits):
     """``inputs(..., precision_bits=b)`` draws x_i ~ Bernoulli(quantize(p, b)_i) independently: each

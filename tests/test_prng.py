@@ -42,6 +42,30 @@ def test_words_at_is_the_flat_index():
     np.testing.assert_array_equal(prng.words_at(key, index), full[np.asarray(index)])
 
 
+def test_uniform_at_is_uniform_at_the_flat_index():
+    key = jax.random.key(12)
+    full = np.asarray(prng.uniform(key, (6, 7))).ravel()
+    index = jnp.array([[41, 0, 3], [5, 17, 40]], jnp.uint32)
+    np.testing.assert_array_equal(prng.uniform_at(key, index), full[np.asarray(index)])
+
+
+@pytest.mark.parametrize("key", [jax.random.key(5), jax.random.PRNGKey(5)], ids=["typed", "legacy"])
+def test_fold_in_equals_jax_random(key):
+    data = lambda k: jax.random.key_data(k) if jnp.issubdtype(k.dtype, jax.dtypes.prng_key) else k  # noqa: E731
+    for t in (0, 1, 77, 2**31 - 1):
+        np.testing.assert_array_equal(data(prng.fold_in(key, t)), data(jax.random.fold_in(key, t)))
+    np.testing.assert_array_equal(data(prng.fold_in(key, jnp.uint32(2**32 - 1))),
+                                  data(jax.random.fold_in(key, jnp.uint32(2**32 - 1))))
+    keys = jax.random.split(jax.random.key(1), 4)
+    steps = jnp.arange(4, dtype=jnp.int32)
+    ours = jax.jit(jax.vmap(lambda k, t: jax.random.key_data(prng.fold_in(k, t))))(keys, steps)
+    theirs = jax.vmap(lambda k, t: jax.random.key_data(jax.random.fold_in(k, t)))(keys, steps)
+    np.testing.assert_array_equal(ours, theirs)
+    rbg = jax.random.key(5, impl="rbg")  # other implementations: jax.random itself
+    np.testing.assert_array_equal(jax.random.key_data(prng.fold_in(rbg, 3)),
+                                  jax.random.key_data(jax.random.fold_in(rbg, 3)))
+
+
 def test_jit_vmap_and_nested_vmap():
     keys = jax.random.split(jax.random.key(0), 6)
     ours = jax.jit(jax.vmap(lambda k: prng.uniform(k, (4, 9))))(keys)
