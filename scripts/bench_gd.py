@@ -59,8 +59,8 @@ GEMMs at 195-221 GFLOP/s of the core's ~245): 4.2 us per member-step per core, a
 loop of 7.87 us on two cores, 2.6x the loop of 5.45 us below.
 After ``sgd.matmul`` (weight gradient 1.3 us), ``prng.fold_in`` and feature-major packed draws
 (``sgd.inputs``: the same words, 0.5 instead of 2.6 us), idle, same run: loop 5.45 us per
-member-step (74 GFLOP/s; 7.87 before them), vmapped 2.42 (167 GFLOP/s, 2.00 cores; 3.76 before),
-shared 2.39, packed 2.31: ``speedup_vs_loop: 2.26``, ``shared_speedup_vs_loop: 2.28``. The
+member-step (74 GFLOP/s; 7.87 before the packed draws, 8.53 before all three), vmapped 2.42
+(167 GFLOP/s, 2.00 cores; 3.76 / 3.88 before), shared 2.39 (2.58 / 2.78), packed 2.31: ``speedup_vs_loop: 2.26``, ``shared_speedup_vs_loop: 2.28``. The
 matmuls alone on one device take 103% of the vmapped time on two (155 GFLOP/s), the draws 23%:
 the step is half matmuls at the small-GEMM rate, which the loop shares. One H200 (jax 0.11.2,
 --reps 1, before the packed draws): 134.8x / 141.6x at B = 256, 215x / 249x at B = 1024 (0.06 us
