@@ -21,6 +21,14 @@ that every run compiles what it tests, and so is its split of the CPU into one d
 devices); tests/test_runner.py turns each on where it tests it. The CLI's vector width for XLA's
 CPU code (``cli.wide_vectors``: 512 bits on AVX-512) is set here for the whole suite, so that
 tests run what ``jaxtrees run`` runs and the test process and its CLI subprocesses agree.
+
+Compiled programs: every program XLA:CPU compiles stays mapped while a jit cache holds it (for a
+module-level ``jax.jit``, the life of the process), about 3 memory maps per kernel and several
+MB each. Run in one process (no ``-n``), the suite's programs reached the kernel's limit on maps
+(``vm.max_map_count``, 65,530) at 70% and XLA's compiler segfaulted. After each test, if the
+process holds more than a quarter of that limit in maps, ``jaxtrees.core.programs.release``
+drops every cached program (``jax.clear_caches()``); later tests recompile what they use again.
+The terminal summary gives the number of releases and the peak maps.
 """
 
 import os
@@ -42,6 +50,22 @@ sys.path.insert(0, os.path.dirname(__file__))
 import helpers  # noqa: E402
 import pytest  # noqa: E402
 
+from jaxtrees.core import programs  # noqa: E402
+
+#: Releases of compiled programs after a test (``programs.release_if_crowded``), and the peak maps seen.
+PROGRAMS = {"releases": 0, "peak_maps": 0, "threshold": int(programs.MAP_SHARE * programs.map_limit())}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a test's teardown: release every cached compiled program if the process is crowded."""
+    yield
+    maps = programs.map_count()
+    if maps is not None:
+        PROGRAMS["peak_maps"] = max(PROGRAMS["peak_maps"], maps)
+    if programs.release_if_crowded(PROGRAMS["threshold"]):
+        PROGRAMS["releases"] += 1
+
 
 def pytest_sessionfinish(session):
     """Under pytest-xdist (``-n``), a worker hands its reference comparison counts to the controller."""
@@ -57,6 +81,10 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_terminal_summary(terminalreporter):
+    if PROGRAMS["peak_maps"]:  # this process ran tests (not an xdist controller)
+        terminalreporter.write_line(
+            f"compiled programs: released {PROGRAMS['releases']} time(s) past {PROGRAMS['threshold']} memory maps; "
+            f"peak {PROGRAMS['peak_maps']} maps")
     if helpers.REPORT:
         terminalreporter.section("jaxtrees reference comparisons")
         for name, line in sorted(helpers.REPORT.items()):

@@ -46,7 +46,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxtrees.core import bits, checks
+from jaxtrees.core import bits, checks, programs
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.node_tree import NodeTree
 from jaxtrees.learners.base import check_data
@@ -108,7 +108,8 @@ def search(data: Data, max_rank: int, *, min_rank: int = 0, max_calls: int = MAX
     return FindMin(max_rank, min_rank, max_calls).search(data)
 
 
-@functools.lru_cache(maxsize=None)
+@programs.holds_programs
+@functools.lru_cache(maxsize=16)  # each value holds its compiled programs
 def _searcher(min_rank: int, max_rank: int, max_calls: int):
     """``jit(search)`` for one sample whose batching rule runs :func:`_run` on the whole batch.
 

@@ -56,7 +56,7 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, PartitionSpec
 
-from jaxtrees.core import bits, checks, prng, sampling
+from jaxtrees.core import bits, checks, prng, programs, sampling
 from jaxtrees.learners.base import check_data
 
 ACTIVATIONS = {"relu": jax.nn.relu, "gelu": jax.nn.gelu, "tanh": jnp.tanh}
@@ -132,7 +132,7 @@ def mlp(widths=100, depth: int | None = None, activation: str = "relu", init: st
     return _mlp(widths, activation, init)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)
 def _mlp(widths: tuple, activation: str, init: str) -> Model:
     """One Model per configuration, so equal configurations are equal (and hash equal) and
     share compiled programs."""
@@ -605,7 +605,8 @@ def make_optimizer(config: TrainConfig, **hyperparams) -> optax.GradientTransfor
 # -------------------------------------------------------------------------------------- internals
 
 
-@functools.lru_cache(maxsize=64)
+@programs.holds_programs
+@functools.lru_cache(maxsize=16)  # each value holds its compiled programs
 def _batched_train(config, names, with_data_key, in_axes, shards: int, group: int | None):
     def one(key, p, target, data_key, *values):
         return train(key, p, target, config, data_key=data_key if with_data_key else None,

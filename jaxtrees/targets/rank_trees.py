@@ -68,7 +68,7 @@ class _Template(NamedTuple):
     opposite: np.ndarray  # for the right leaf under the last test of a T(1): its sibling; else -1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)
 def _template(r: int, length: int) -> _Template:
     left, right, parent, spine = [], [], [], []
 

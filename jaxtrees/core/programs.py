@@ -1,0 +1,109 @@
+"""Compiled programs held by the process: count what they cost, release them.
+
+Every program XLA:CPU compiles is mapped into the process, three memory maps per kernel (code,
+constants, data): a depth-3 :func:`jaxtrees.grow` (~52 kernels) costs ~156 maps and ~8 MB of
+resident memory. JAX keeps an executable as long as its jit cache entry lives, and for a function
+that lives as long as the process (``jaxtrees.grow``, a module-level ``jax.jit(f)`` in a script or
+a test) that is the life of the process: one entry per shape and static argument. A process that
+compiles a few hundred distinct programs reaches the kernel's limit on maps (``vm.max_map_count``,
+65,530 by default), the next mmap in XLA's compiler fails and the process dies with a
+segmentation fault (the test suite in one process did at 64,788 maps and 6.1 GB).
+
+:func:`release` drops every cached executable (``jax.clear_caches()``, the jaxtrees caches of
+jitted functions, then a garbage collection and glibc's ``malloc_trim``): the maps go back at
+once, and the heap the programs used is reused by later compiles. Programs still referenced
+(a ``jax.stages.Compiled`` you hold) stay. :func:`release_if_crowded` does so only past a share of
+the limit, so that a long process (a notebook running studies, a sweep over shapes, the test
+suite in one process) keeps a bounded number of programs and recompiles only after a release.
+
+>>> from jaxtrees.core import programs
+>>> programs.release_if_crowded(max_maps=10**9)  # far from the limit: nothing released
+False
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+
+#: Caches (``functools.lru_cache``) in jaxtrees whose values are jitted functions; cleared by :func:`release`.
+_CACHES: list = []
+
+#: :func:`release_if_crowded` releases past this share of ``vm.max_map_count``.
+MAP_SHARE = 0.25
+
+#: Used where /proc/sys/vm/max_map_count cannot be read.
+DEFAULT_MAP_LIMIT = 65530
+
+
+def holds_programs(cached):
+    """Register a ``functools.lru_cache``-wrapped function whose values hold compiled programs
+    (jitted functions), so that :func:`release` clears it; returns it unchanged."""
+    _CACHES.append(cached)
+    return cached
+
+
+def map_count() -> int | None:
+    """Memory maps of this process (lines of /proc/self/maps); None where there is no /proc."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return None
+
+
+def map_limit() -> int:
+    """The kernel's per-process limit on memory maps (``vm.max_map_count``)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return DEFAULT_MAP_LIMIT
+
+
+def resident_bytes() -> int | None:
+    """Resident memory of this process now (VmRSS); None where there is no /proc."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def release() -> None:
+    """Drop every cached compiled program of this process (JAX's caches and jaxtrees'), collect
+    garbage and hand freed heap back to the system (glibc)."""
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+    for cached in _CACHES:
+        cached.cache_clear()
+    gc.collect()
+    _trim()
+
+
+def release_if_crowded(max_maps: int | None = None, max_resident: int | None = None) -> bool:
+    """:func:`release` if this process holds more than ``max_maps`` memory maps (default
+    ``MAP_SHARE`` of ``vm.max_map_count``) or more than ``max_resident`` bytes of resident memory
+    (default: no bound); returns whether it released."""
+    maps = map_count()
+    limit = int(MAP_SHARE * map_limit()) if max_maps is None else max_maps
+    crowded = maps is not None and maps > limit
+    if not crowded and max_resident is not None:
+        resident = resident_bytes()
+        crowded = resident is not None and resident > max_resident
+    if crowded:
+        release()
+    return crowded
+
+
+def _trim() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
