@@ -190,7 +190,7 @@ def test_two_processes_write_the_same_results_as_one_byte_for_byte(tmp_path, ref
     assert "process 1: its trials are in" in outputs[1][0] and "wrote" in outputs[0][0]
     metadata = json.loads((directory / "metadata.json").read_text())
     assert len(metadata["runs"]) == 1 and metadata["runs"][0]["environment"]["process_count"] == 2
-    assert {name.split("-")[1] for name in os.listdir(directory / "parts")} == {"0000", "0001"}
+    assert {path.name.split("-")[1] for path in (directory / "parts").glob("*.csv")} == {"0000", "0001"}
 
 
 @pytest.mark.parametrize("flags, match", [

@@ -4,10 +4,20 @@
   environment: versions, git commit, host, devices, command line).
 - ``parts/*.csv``: one file per finished chunk, written to a temporary name and renamed, so a
   killed run leaves only whole chunks; a rerun skips the trials found there (resumption).
+- ``parts/config.json``: the configuration the parts belong to, so the parts describe themselves:
+  a directory whose ``metadata.json`` was lost gets it rebuilt from this file, and parts without
+  either are refused, never relabelled as another run's.
 - ``results.csv``: every row, sorted, one header, once every trial is done.
 - ``.lock-P``: held (``fcntl.flock``) by the run of process index P while it writes, naming its
   host and pid; a second run into the same directory is refused, and the lock dies with its
   process (kill -9 included), so a stale lock file never blocks.
+
+Every row read back is checked against the configuration (:func:`read_parts`): its ids and
+parameters those of its cell, every other field a number. A part whose last line is unfinished
+(a copy or a disk cut short) is an unfinished chunk: a run moves it aside to
+``parts/NAME.csv.unfinished`` with a warning and runs its trials again. Any other damage is an
+error naming the file and line; the way out is to move that file out of ``parts/`` (its trials
+then run again) or to delete the directory and start over.
 
 Several processes (``jax.distributed``, one per host): each writes its own parts and temporaries
 (``*.pP-PID.tmp``, removed only by process P), and process 0 alone writes ``metadata.json`` and
@@ -36,6 +46,13 @@ import uuid
 import jax
 import numpy as np
 
+from jaxtrees.experiments.study import Config
+
+#: What a part or results file with damage other than an unfinished last line asks the user to do.
+WAY_OUT = ("move the file out of the directory (a part's trials then run again; results.csv is written "
+           "again from the parts), or delete the results directory to start over")
+
+
 class Store:
     """The results directory ``out/name``: metadata, parts, results and the writer's lock."""
 
@@ -44,15 +61,18 @@ class Store:
         self.parts = os.path.join(self.directory, "parts")
         self.metadata_path = os.path.join(self.directory, "metadata.json")
         self.results_path = os.path.join(self.directory, "results.csv")
+        self.manifest_path = os.path.join(self.parts, "config.json")
+        self.config = None
         self._lock = None
         self.process = jax.process_index()
 
     def open(self, config: dict) -> dict:
-        """Create the directory, take the writer's lock, remove a killed run's temporaries and
-        return the metadata (new, or the existing one if it holds the same ``config``).
+        """Create the directory, take the writer's lock, remove a killed run's temporaries, move
+        unfinished parts aside, record ``config`` beside the parts and return the metadata (new,
+        the existing one if it holds the same ``config``, or one rebuilt from ``parts/config.json``).
 
         Raises ValueError if ``out`` cannot hold the directory, if another run holds the lock,
-        or if the directory holds a run of another configuration."""
+        or if the directory holds a run of another configuration or parts of an unknown one."""
         try:
             os.makedirs(self.parts, exist_ok=True)
             lock = open(os.path.join(self.directory, f".lock-{self.process}"), "a+")
@@ -75,12 +95,43 @@ class Store:
             for name in os.listdir(folder):
                 if name.endswith(".tmp") and mine in name:  # another process's temporaries are its own
                     os.remove(os.path.join(folder, name))
-        metadata = _read_json(self.metadata_path)
-        if metadata is not None and metadata["config"] != json.loads(json.dumps(config)):
+        config = json.loads(json.dumps(config))
+        try:
+            metadata = _read_json(self.metadata_path)
+            manifest = _read_json(self.manifest_path)
+            for recorded, source in ((metadata, "metadata.json"), (manifest, "parts/config.json")):
+                if recorded is not None and recorded.get("config") != config:
+                    raise ValueError(f"{self.directory} holds a run of another configuration (see its {source}); "
+                                     f"choose another --out or delete it")
+            if metadata is None and manifest is None and _part_names(self.parts):
+                raise ValueError(f"{self.parts} holds rows of an unknown configuration (neither metadata.json nor "
+                                 f"parts/config.json says which run wrote them); choose another --out or delete "
+                                 f"{self.directory}")
+        except ValueError:
             self.close()
-            raise ValueError(f"{self.directory} holds a run of another configuration (see its metadata.json); "
-                             f"choose another --out or delete it")
-        return metadata or {"config": config, "created": now(), "runs": []}
+            raise
+        self.config = config
+        self._drop_unfinished()
+        created = (metadata or manifest or {}).get("created") or now()
+        if manifest is None and self.process == 0:
+            write_atomic(self.manifest_path, json.dumps({"config": config, "created": created}, indent=2))
+        if metadata is None and manifest is not None:
+            print(f"jaxtrees: warning: {self.metadata_path} was missing: rebuilt from parts/config.json "
+                  f"(the timings of earlier runs are lost)", file=sys.stderr)
+        return metadata or {"config": config, "created": created, "runs": []}
+
+    def _drop_unfinished(self):
+        """Move each part whose last line is unfinished to ``NAME.csv.unfinished`` (its trials run again)."""
+        for name in _part_names(self.parts):
+            path = os.path.join(self.parts, name)
+            try:
+                if not _unfinished(path):
+                    continue
+                os.replace(path, path + ".unfinished")
+            except FileNotFoundError:  # another process moved it first
+                continue
+            print(f"jaxtrees: warning: {path} ends in an unfinished line (a chunk cut short): moved to "
+                  f"{name}.unfinished, its trials run again", file=sys.stderr)
 
     def close(self):
         """Release the writer's lock."""
@@ -99,8 +150,8 @@ class Store:
         write_atomic(os.path.join(self.parts, name), csv_text(rows))
 
     def read_parts(self) -> list[dict]:
-        """Every row written so far (whole chunks only), unsorted."""
-        return read_parts(self.directory)
+        """Every row written so far (whole chunks only), unsorted, checked against the configuration."""
+        return read_parts(self.directory, self.config)
 
     def write_results(self, rows: list[dict]):
         """``results.csv``: the rows sorted by (cell, replicate), the axis order kept."""
@@ -108,28 +159,107 @@ class Store:
         write_atomic(self.results_path, csv_text(rows))
 
 
-def read_parts(directory: str) -> list[dict]:
-    """Every row written into ``directory/parts`` so far (whole chunks only), unsorted."""
-    rows = []
+def read_parts(directory: str, config: dict | None = None) -> list[dict]:
+    """Every row written into ``directory/parts`` so far, unsorted, checked (:func:`read_checked`;
+    against ``config``, default the one in ``parts/config.json``). A part whose last line is
+    unfinished is left out with a warning; a trial found in two parts is an error."""
     parts = os.path.join(directory, "parts")
-    if os.path.isdir(parts):
-        for name in sorted(os.listdir(parts)):
-            if name.endswith(".csv"):
-                with open(os.path.join(parts, name), newline="") as fh:
-                    rows.extend(csv.DictReader(fh))
+    if config is None:
+        config = (_read_json(os.path.join(parts, "config.json")) or {}).get("config")
+    rows, header, seen = [], None, {}
+    for name in _part_names(parts):
+        path = os.path.join(parts, name)
+        if _unfinished(path):
+            print(f"jaxtrees: warning: {path} ends in an unfinished line (a chunk cut short): left out",
+                  file=sys.stderr)
+            continue
+        part = read_checked(path, config)
+        if part and header is not None and list(part[0]) != header:
+            raise ValueError(f"{path}: its columns differ from those of the other parts; {WAY_OUT}")
+        header = header or (list(part[0]) if part else None)
+        for trial in {(r["cell"], r["replicate"]) for r in part}:
+            if seen.setdefault(trial, name) != name:
+                raise ValueError(f"{path}: trial (cell {trial[0]}, replicate {trial[1]}) is also in "
+                                 f"{seen[trial]}; {WAY_OUT}")
+        rows.extend(part)
     return rows
 
 
-def read_results(directory: str) -> list[dict]:
-    """The rows of a finished run (``results.csv``), or of an unfinished one (its parts)."""
+def read_results(directory: str, config: dict | None = None) -> list[dict]:
+    """The rows of a finished run (``results.csv``), or of an unfinished one (its parts), checked
+    (against ``config`` where given). Raises ValueError if there are none."""
     path = os.path.join(directory, "results.csv")
-    if os.path.exists(path):
-        with open(path, newline="") as fh:
-            return list(csv.DictReader(fh))
-    rows = read_parts(directory)
+    rows = read_checked(path, config) if os.path.exists(path) else read_parts(directory, config)
     if not rows:
-        raise ValueError(f"no results in {directory} (expected results.csv or parts/*.csv)")
+        where = path if os.path.exists(path) else f"{directory} (expected results.csv or parts/*.csv)"
+        raise ValueError(f"no results in {where}; rerun `jaxtrees run` with the same arguments to write them")
     return rows
+
+
+def read_checked(path: str, config: dict | None = None) -> list[dict]:
+    """The rows of one results or part file, each checked: every field present, ``cell`` and
+    ``replicate`` integers and, given the run's ``config``, the study, seed and parameters those of
+    the row's cell and every other field a number. Raises ValueError naming the file and line."""
+    try:
+        with open(path, newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                return []
+            check = _row_check(path, header, config)
+            rows = []
+            for values in reader:
+                problem = check(values) if values else None  # a blank line holds no row
+                if problem:
+                    raise ValueError(f"{path}, line {reader.line_num}: {problem}; {WAY_OUT}")
+                if values:
+                    rows.append(dict(zip(header, values)))
+    except (csv.Error, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not a results file ({e}); {WAY_OUT}") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror}") from None
+    return rows
+
+
+def _row_check(path: str, header: list[str], config: dict | None):
+    """``check(values) -> what is wrong with one row (None if nothing)`` for files with ``header``."""
+    names = [] if config is None else sorted(config["grid"])
+    missing = [c for c in ["cell", "replicate"] + ([] if config is None else ["study", "seed", *names]) if c not in header]
+    if missing:
+        raise ValueError(f"{path}, line 1: the header lacks the column(s) {', '.join(missing)}; {WAY_OUT}")
+    cell_at, replicate_at = header.index("cell"), header.index("replicate")
+    if config is not None:
+        expected = [tuple(str(cell[name]) for name in names) for cell in Config(**config).cells()]
+        params_at = [header.index(name) for name in names]
+        study_at, seed_at = header.index("study"), header.index("seed")
+        numbers = [i for i, name in enumerate(header) if name not in config["grid"] and name != "study"]
+
+    def check(values):
+        if len(values) != len(header):
+            return f"{len(values)} fields where the header has {len(header)}"
+        cell, replicate = values[cell_at], values[replicate_at]
+        if not (cell.isdigit() and replicate.isdigit()):
+            return f"cell and replicate must be integers >= 0, got {cell!r} and {replicate!r}"
+        if config is None:
+            return None
+        if int(cell) >= len(expected) or int(replicate) >= config["replicates"]:
+            return (f"cell {cell}, replicate {replicate} is not a trial of this run "
+                    f"({len(expected)} cells x {config['replicates']} replicates)")
+        if values[study_at] != config["study"] or values[seed_at] != str(config["seed"]):
+            return (f"a row of study {values[study_at]!r}, seed {values[seed_at]!r}; this run is study "
+                    f"{config['study']!r}, seed {config['seed']}")
+        got = tuple(values[i] for i in params_at)
+        if got != expected[int(cell)]:
+            return (f"cell {cell} has {', '.join(f'{k}={v}' for k, v in zip(names, got))}; this run's cell "
+                    f"{cell} has {', '.join(f'{k}={v}' for k, v in zip(names, expected[int(cell)]))}")
+        for i in numbers:
+            try:
+                float(values[i])
+            except ValueError:
+                return f"{header[i]} must be a number, got {values[i]!r}"
+        return None
+
+    return check
 
 
 def completeness(directory: str, rows: list[dict]) -> tuple[int, int]:
@@ -181,10 +311,33 @@ def now() -> str:
 
 
 def _read_json(path: str):
+    """The JSON object in ``path``, None if there is no such file; ValueError naming it if damaged."""
     if not os.path.exists(path):
         return None
-    with open(path) as fh:
-        return json.load(fh)
+    try:
+        with open(path) as fh:
+            value = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read {path}: {e}; delete the results directory (or choose another --out) "
+                         f"to start over") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"cannot read {path}: not a JSON object; delete the results directory to start over")
+    return value
+
+
+def _part_names(parts: str) -> list[str]:
+    """The part files (``*.csv``) in ``parts``, in name (writing) order."""
+    return sorted(n for n in os.listdir(parts) if n.endswith(".csv")) if os.path.isdir(parts) else []
+
+
+def _unfinished(path: str) -> bool:
+    """True if the file is empty or its last line has no line end: a chunk cut short."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() == 0:
+            return True
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) != b"\n"
 
 
 def _git_commit():
