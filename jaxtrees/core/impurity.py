@@ -30,7 +30,7 @@ contributes 0). It is the per-node gain, not weighted by the node's share of the
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -116,6 +116,30 @@ def get(spec) -> Impurity:
     raise ValueError(f"impurity must be one of {sorted(BUILTIN)} or a callable, got {spec!r}")
 
 
+#: The built-ins in a fixed order: a traced impurity is an index into it (:class:`Selected`).
+NAMES = tuple(BUILTIN)
+
+
+class Selected(NamedTuple):
+    """The built-in impurity ``NAMES[index]`` for a traced ``index``: one compiled program serves
+    every impurity. G and its gain go through ``lax.switch``, which runs one branch where the
+    index is the same for a whole vmapped group (and every branch, selected, where it is not)."""
+
+    index: jax.Array
+
+    @property
+    def name(self) -> str:
+        return "selected"
+
+    def __call__(self, q):
+        return jax.lax.switch(self.index, [BUILTIN[name].fn for name in NAMES], q)
+
+
+def selected(index) -> Selected:
+    """:class:`Selected` for ``index`` (an int32 index into :data:`NAMES`, or a name)."""
+    return Selected(jnp.asarray(NAMES.index(index) if isinstance(index, str) else index, jnp.int32))
+
+
 def ratio(a, b):
     """The mean ``a / b`` of a node (a weighted count of 1-labels over its weight), 0 where b <= 0
     and exactly 1 where a == b. XLA divides float32 on an NVIDIA GPU with ``div.full`` (within 2
@@ -143,6 +167,9 @@ def gain(G: Impurity, mu, p1, mu1, mu0, p0=None):
     float32 can overshoot by an ulp.
     """
     p0 = 1.0 - p1 if p0 is None else p0
+    if isinstance(G, Selected):
+        branches = [lambda *a, G=BUILTIN[name]: gain(G, *a) for name in NAMES]
+        return jax.lax.switch(G.index, branches, mu, p1, mu1, mu0, p0)
     mu, mu1, mu0 = (jnp.clip(q, 0.0, 1.0) for q in (mu, mu1, mu0))
     unchanged = (jnp.abs(mu1 - mu) <= UNCHANGED_TOL) | (jnp.abs(mu0 - mu) <= UNCHANGED_TOL)
     if G.split_gain is not None:

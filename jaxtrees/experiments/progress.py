@@ -1,7 +1,8 @@
 """A progress line on stderr, as tqdm draws one: trials done, rate, elapsed, ETA and the phase.
 
-Time spent in "compiling ..." phases is counted apart: the rate and the ETA are those of running
-trials (the ETA leaves out compilations still to come), and the line shows the compile seconds.
+Time spent in "compiling ..." phases is counted apart: the rate is that of running trials, the
+ETA adds the programs still to compile at the mean compile time so far ("?" before the first one
+has compiled), and the line shows the compile seconds and the programs compiled.
 
 On a terminal one line is redrawn in place; elsewhere (a log file, CI, a notebook's stderr) a
 line is printed per phase change and per tenth of the trials.
@@ -21,8 +22,9 @@ import time
 class Progress:
     """Trials done of ``total``; :meth:`phase` names what runs now (e.g. "compiling n=16")."""
 
-    def __init__(self, name: str, total: int, enabled: bool = True):
-        self.name, self.total, self.enabled = name, total, enabled
+    def __init__(self, name: str, total: int, enabled: bool = True, programs: int = 0):
+        self.name, self.total, self.enabled, self.programs = name, total, enabled, programs
+        self.compiled_seconds: list[float] = []
         self.done, self.start, self.last_decile = 0, time.perf_counter(), -1
         self.compiling, self._compile_start = 0.0, None  # seconds spent compiling; start of the current compile
         self.current = "starting"
@@ -41,6 +43,27 @@ class Progress:
         if text.startswith("compiling"):
             self._compile_start = time.perf_counter()
         self._show(force=True)
+
+    def compiled(self, seconds: float):
+        """One more of the ``programs`` compiled, in ``seconds``; trials run now."""
+        self.compiled_seconds.append(seconds)
+        self.phase("running")
+
+    def eta(self) -> float:
+        """Seconds left: the trials at the rate so far, plus the programs still to compile at the
+        mean compile time so far (less what the current compile has taken); inf when unknown."""
+        rate = self.done / max(self.elapsed - self.compiling, 1e-9)
+        if self.done < self.total and rate <= 0:
+            return math.inf
+        trials = (self.total - self.done) / rate if self.done < self.total else 0.0
+        left = max(self.programs - len(self.compiled_seconds), 0)
+        if not left:
+            return trials
+        if not self.compiled_seconds:
+            return math.inf
+        current = 0.0 if self._compile_start is None else time.perf_counter() - self._compile_start
+        mean = sum(self.compiled_seconds) / len(self.compiled_seconds)
+        return trials + max(left * mean - current, 0.0)
 
     def update(self, n: int):
         """``n`` more trials done."""
@@ -66,9 +89,10 @@ class Progress:
         if not self.enabled:
             return
         rate = self.done / max(self.elapsed - self.compiling, 1e-9)
-        eta = (self.total - self.done) / rate if rate > 0 else math.inf
+        eta = self.eta()
+        programs = f", {len(self.compiled_seconds)}/{self.programs} programs" if self.programs else ""
         line = (f"{self.name}: {self.done}/{self.total} trials  {rate:,.0f} trials/s  "
-                f"elapsed {self.elapsed:,.0f} s (compile {self.compiling:,.0f} s)  "
+                f"elapsed {self.elapsed:,.0f} s (compile {self.compiling:,.0f} s{programs})  "
                 f"ETA {'?' if math.isinf(eta) else f'{eta:,.0f} s'}  [{self.current}]")
         if self.tty:
             sys.stderr.write("\r\033[K" + line)

@@ -125,13 +125,14 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
     if max_trials is not None:
         todo = todo[:max_trials]
     label = study.name if processes == 1 else f"{study.name} [process {process} of {processes}]"
-    bar = Progress(label, len(todo), enabled=progress)
-    for key_values, members in groups.items():
-        member_set = set(members)
+    member_sets = [set(members) for members in groups.values()]
+    bar = Progress(label, len(todo), enabled=progress,
+                   programs=sum(any(t[0] in m for t in todo) for m in member_sets))
+    for members, member_set in zip(groups.values(), member_sets):
         pending = [t for t in todo if t[0] in member_set]
         if not pending:
             continue
-        static = dict(zip(sorted(study.static), key_values))
+        static = study.program([cells[i] for i in members])
         need = None if study.bytes_per_trial is None else max(study.bytes_per_trial(cells[i]) for i in members)
         working = (None if study.working_set_per_trial is None
                    else max(study.working_set_per_trial(cells[i]) for i in members))
@@ -145,7 +146,8 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
         if chunk is not None and per_call != chunk and progress and not this_run["chunk"]:
             print(f"{study.name}: chunk {chunk} rounded up to {per_call} (a multiple of {vmapped} trials x "
                   f"{len(devices)} device(s))", file=sys.stderr)
-        size = min(per_call, -(-len(pending) // unit) * unit)  # a small set pads to one group per device only
+        slots = _pack(study, cells, pending, vmapped)
+        size = min(per_call, -(-len(slots) // unit) * unit)  # a small set pads to one group per device only
         if chunk is None and need is not None:
             size = min(size, max(1, memory_budget(devices[0]) // (need * vmapped)) * unit)
         this_run["chunk"][name] = size
@@ -153,14 +155,16 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
         bar.phase("compiling " + ", ".join(f"{k}={v}" for k, v in static.items()))
         started = time.perf_counter()
         batched = _compile(study, static, config.seed, devices, vmapped).lower(
-            *_inputs(study, cells, pending[:size], size)).compile()
+            *_inputs(study, cells, slots[:size], size, vmapped)).compile()
         this_run["compile_seconds"][name] = round(time.perf_counter() - started, 3)
-        bar.phase("running")
+        bar.compiled(this_run["compile_seconds"][name])
         started = time.perf_counter()
-        for start in range(0, len(pending), size):
-            trials = pending[start:start + size]
-            outputs = batched(*_inputs(study, cells, trials, size))
-            outputs = {key: np.asarray(value)[: len(trials)] for key, value in outputs.items()}
+        for start in range(0, len(slots), size):
+            part = slots[start:start + size]
+            outputs = batched(*_inputs(study, cells, part, size, vmapped))
+            real = [t for t, (_, padding) in enumerate(part) if not padding]
+            outputs = {key: np.asarray(value)[real] for key, value in outputs.items()}
+            trials = [part[t][0] for t in real]
             store.write_part(_rows(study, config, cells, trials, outputs))
             bar.update(len(trials))
         this_run["run_seconds"][name] = round(time.perf_counter() - started, 3)
@@ -183,38 +187,72 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
 
 
 def _compile(study: Study, static: dict, seed: int, devices, group: int):
-    """``jit(shard_map(lax.map(vmap over ``group`` trials)))``: every device runs the same compiled
-    group of trials however many rows it holds, so per-trial arithmetic (and with it every
-    float in a row) does not depend on the chunk size or the number of devices."""
+    """``jit(shard_map(scan over groups of vmap over ``group`` trials))`` (``lax.map`` with
+    ``batch_size=group``, with the study's ``grouped`` parameters passed once per group, unbatched):
+    every device runs the same compiled group of trials however many rows it holds, so per-trial
+    arithmetic (and with it every float in a row) does not depend on the chunk size or the number
+    of devices."""
 
-    def one(args):
-        cell_hash_, replicate, dynamic = args
+    def one(cell_hash_, replicate, dynamic, shared):
         key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), cell_hash_), replicate)  # trial_key
-        out = study.trial(key, {**static, **dynamic})
+        out = study.trial(key, {**static, **dynamic, **shared})
         return {name: jnp.asarray(value) for name, value in out.items()}
 
-    def local(hashes, replicates, dynamic):
-        return jax.lax.map(one, (hashes, replicates, dynamic), batch_size=group)
+    def local(hashes, replicates, dynamic, shared):
+        by_group = lambda x: x.reshape((-1, group) + x.shape[1:])  # noqa: E731
+
+        def body(carry, xs):
+            return carry, jax.vmap(one, in_axes=(0, 0, 0, None))(*xs)
+
+        xs = (by_group(hashes), by_group(replicates), jax.tree.map(by_group, dynamic), shared)
+        _, out = jax.lax.scan(body, None, xs)
+        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
 
     mesh = Mesh(np.asarray(devices), ("batch",))
     spec = PartitionSpec("batch")
     return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False))
 
 
-def _inputs(study: Study, cells, trials, per_call):
-    """The chunk's trials padded to ``per_call``: cell hashes, replicate numbers and the dynamic
-    parameters (int32 where every cell of the grid has an int or bool, else float32: one dtype per
+def _pack(study: Study, cells, pending, group: int) -> list[tuple]:
+    """``pending`` trials as slots ``((cell, replicate), padding)`` in which every group of ``group``
+    consecutive slots shares the values of the study's ``grouped`` parameters: trials sorted by those
+    values (stable), each run of equal values padded to a whole number of groups with copies of its
+    last trial (padding: computed, never written)."""
+    names = study.grouped
+    if not names:
+        return [(t, False) for t in pending]
+    value = lambda t: tuple(cells[t[0]][name] for name in names)  # noqa: E731
+    slots = []
+    for t in sorted(pending, key=lambda t: json.dumps(value(t))):
+        if slots and len(slots) % group and value(slots[-1][0]) != value(t):
+            slots += [(slots[-1][0], True)] * (group - len(slots) % group)
+        slots.append((t, False))
+    return slots
+
+
+def _inputs(study: Study, cells, slots, per_call, group: int):
+    """The chunk's slots padded to ``per_call`` (copies of the last slot): cell hashes, replicate numbers,
+    the dynamic parameters per trial and the ``grouped`` ones per group (int32 where every cell of the
+    grid has an int or bool, or for ``choices`` (the value's index), else float32: one dtype per
     parameter for the whole run, so one compilation serves every chunk)."""
-    padded = trials + [trials[-1]] * (per_call - len(trials))
+    padded = [t for t, _ in slots] + [slots[-1][0]] * (per_call - len(slots))
     hashes = np.asarray([study.key_hash(cells[i]) for i, _ in padded], np.uint32)
     replicates = np.asarray([r for _, r in padded], np.uint32)
-    dynamic = {}
+    dynamic, shared = {}, {}
     for name in cells[0]:
         if name in study.static:
             continue
-        integral = all(isinstance(c[name], int) for c in cells)
-        dynamic[name] = np.asarray([cells[i][name] for i, _ in padded], np.int32 if integral else np.float32)
-    return hashes, replicates, dynamic
+        if name in study.choices:
+            values = [study.choices[name].index(cells[i][name]) for i, _ in padded]
+            dtype = np.int32
+        else:
+            values = [cells[i][name] for i, _ in padded]
+            dtype = np.int32 if all(isinstance(c[name], int) for c in cells) else np.float32
+        if name in study.grouped:
+            shared[name] = np.asarray(values[::group], dtype)
+        else:
+            dynamic[name] = np.asarray(values, dtype)
+    return hashes, replicates, dynamic, shared
 
 
 def _rows(study: Study, config: Config, cells, trials, outputs) -> list[dict]:

@@ -57,6 +57,15 @@ class Study:
       shared: parameters left out of the trial key (common random numbers): cells that differ only
         in them get the same keys, e.g. ``("learner",)`` so that every learner sees the same
         distribution, target and sample in trial r of a cell.
+      uniform: traced parameters that are the same for every trial of a vmapped group (the runner
+        packs groups by their values): they reach ``trial`` unbatched, so that ``lax.cond`` /
+        ``lax.switch`` on them run one branch per group (e.g. a depth that skips the levels below
+        it) where a batched value would run every branch.
+      bounds: uniform parameters (integers) with a static bound: the largest value among a static
+        group's cells reaches ``trial`` as ``params[name + "_max"]`` (e.g. arrays padded to k_max),
+        so one program serves every value. Results must not depend on the bound.
+      choices: parameter -> allowed values (strings), for parameters that are neither static nor
+        numbers: they reach ``trial`` as the int32 index of the value in this tuple.
     """
 
     name: str
@@ -74,6 +83,35 @@ class Study:
     working_set_per_trial: Callable | None = None
     columns: dict = dataclasses.field(default_factory=dict)
     shared: tuple = ()
+    uniform: tuple = ()
+    bounds: tuple = ()
+    choices: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        overlap = set(self.static) & (set(self.uniform) | set(self.bounds))
+        if overlap:
+            raise ValueError(f"study {self.name!r}: {sorted(overlap)} cannot be both static and traced")
+        unknown = (set(self.uniform) | set(self.bounds) | set(self.choices)) - set(self.full)
+        if unknown:
+            raise ValueError(f"study {self.name!r}: unknown parameters {sorted(unknown)}")
+
+    @property
+    def grouped(self) -> tuple:
+        """The parameters a vmapped group shares: ``uniform`` and ``bounds``, sorted."""
+        return tuple(sorted(set(self.uniform) | set(self.bounds)))
+
+    def program(self, cells: list[dict]) -> dict:
+        """The static values of the program that runs ``cells`` (cells of one static group): the
+        static parameters, and ``name_max`` for each of ``bounds``."""
+        static = {name: cells[0][name] for name in sorted(self.static)}
+        return {**static, **{f"{name}_max": max(c[name] for c in cells) for name in sorted(self.bounds)}}
+
+    def programs(self, config: Config) -> list[dict]:
+        """The static values of every program ``config`` compiles (one per static group), in run order."""
+        groups: dict[tuple, list[dict]] = {}
+        for cell in config.cells():
+            groups.setdefault(tuple(cell[name] for name in sorted(self.static)), []).append(cell)
+        return [self.program(cells) for cells in groups.values()]
 
     def key_hash(self, cell: dict) -> int:
         """The cell's part of its trials' keys: :func:`cell_hash` of its parameters but ``shared``."""
@@ -160,6 +198,16 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
     replicates = checks.integer("replicates", replicates, low=1, high=max(1, MAX_TRIALS // len(cells)))
     for cell in cells:
         study.check(cell)
+    for name, values in grid.items():
+        if name in study.static or not any(isinstance(v, str) for v in values):
+            continue
+        allowed = study.choices.get(name)
+        if allowed is None:
+            raise ValueError(f"study {study.name!r}: parameter {name!r} takes strings, so it must be static "
+                             f"or declared in the study's choices")
+        for value in values:
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
     return dataclasses.replace(config, replicates=replicates)
 
 

@@ -41,7 +41,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxtrees.core import bits
+from jaxtrees.core import bits, checks
+from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.tree import Tree, interleave
 from jaxtrees.learners.base import check_data
@@ -63,19 +64,33 @@ class GreedyTree:
         return grow(data, self.rule, key)
 
 
-def grow(data: Data, rule: GrowthRule, key=None) -> Tree:
+def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -> Tree:
     """Grow a tree on one packed data set (weighted if ``data.weight`` is set). ``key`` is needed
     only for random tie-breaks and feature bagging (``rule.random``).
+
+    Values that may be traced (one compiled program for all of them): ``depth`` (0 <= depth <=
+    rule.max_depth; nodes at that depth are leaves, and where it is the same for a vmapped group
+    the levels below it are not counted) and ``impurity`` (a built-in's name or its index in
+    :data:`jaxtrees.core.impurity.NAMES`, replacing ``rule.impurity``). The tree's arrays keep
+    ``rule.max_depth``'s shape.
 
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first
     call for each rule and data shape (``jax.jit``), so an eager call costs one compile, not one per op.
     """
     check_heap_depth(rule)
-    return _grow(data, rule, check_key(rule, key))
+    if depth is not None:
+        if checks.is_concrete(depth):
+            checks.integer("depth", int(depth), low=0, high=rule.max_depth)
+        depth = jnp.asarray(depth, jnp.int32)
+    if impurity is not None:
+        if isinstance(impurity, str):
+            checks.choice("impurity", impurity, impurity_lib.NAMES)
+        impurity = impurity_lib.selected(impurity)
+    return _grow(data, rule, check_key(rule, key), depth, impurity)
 
 
 @functools.partial(jax.jit, static_argnames="rule")
-def _grow(data: Data, rule: GrowthRule, key) -> Tree:
+def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None) -> Tree:
     X = data.X
     mask, count, totals = counting(data)
     w, wy, counted = totals(mask[None])
@@ -92,16 +107,21 @@ def _grow(data: Data, rule: GrowthRule, key) -> Tree:
         if stats.n is not None:
             n_r = _take(stats.n1, feature, split)
             n = interleave(jnp.where(split, stats.n - n_r, 0), n_r)
-        if not with_features:
+        if with_features is False:
             return None, LevelStats(w, wy, None, None, n, None)
-        right_counts = count(right)
+        if with_features is True:
+            right_counts = count(right)
+        else:  # traced (a depth bound): skipped where a vmapped group shares it
+            zeros = lambda r: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(count, r))  # noqa: E731
+            right_counts = jax.lax.cond(with_features, count, zeros, right)
         keep = split[:, None]
         parent = (stats.w1, stats.w1y, stats.n1)
         w1, w1y, n1 = (None if r is None else interleave(jnp.where(keep, s - r, 0), r)
                        for s, r in zip(parent, right_counts))
         return interleave(left, right), LevelStats(w, wy, w1, w1y, n, n1)
 
-    return grow_levels(root, mask[None], children, rule, key, min_count=True, purity_tol=0.0)
+    return grow_levels(root, mask[None], children, rule, key, min_count=True, purity_tol=0.0, depth=depth,
+                       impurity=impurity)
 
 
 def counting(data: Data):

@@ -132,13 +132,16 @@ class LevelStats(NamedTuple):
 
 
 def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min_count: bool,
-                purity_tol: float) -> Tree:
+                purity_tol: float, depth=None, impurity=None) -> Tree:
     """The shared growth loop.
 
     ``children(state, stats, feature, split, with_features) -> (state', stats')`` gives the
     next level (children of node j at 2j, 2j+1), with per-feature statistics only when
-    ``with_features``. ``min_count`` applies min_samples_split / min_samples_leaf to the example
-    counts (:attr:`LevelStats.counts`); a node whose mean label is within ``purity_tol`` of 0 or 1 is pure.
+    ``with_features`` (a bool, or a traced bool where ``depth`` is given). ``min_count`` applies
+    min_samples_split / min_samples_leaf to the example counts (:attr:`LevelStats.counts`); a node
+    whose mean label is within ``purity_tol`` of 0 or 1 is pure. ``depth`` (traced, <= rule.max_depth)
+    makes the nodes at that depth leaves; ``impurity`` (an :class:`~jaxtrees.core.impurity.Selected`)
+    replaces ``rule.impurity``.
     """
     n = root.w1.shape[-1]
     stats = root
@@ -153,27 +156,30 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
             levels.append((jnp.full(w.shape, -1, jnp.int32), label, w, mean, jnp.zeros_like(w)))
             break
         feature, best = decide(stats, used, rule, jax.random.fold_in(key, level), min_count=min_count,
-                               purity_tol=purity_tol)
+                               purity_tol=purity_tol, impurity=impurity)
+        with_features = level + 1 < rule.max_depth
+        if depth is not None:
+            feature, best = jnp.where(level < depth, feature, -1), jnp.where(level < depth, best, 0.0)
+            with_features = with_features and level + 1 < depth
         split = feature >= 0
         levels.append((feature, label, w, mean, best))
-        with_features = level + 1 < rule.max_depth
         state, stats = children(state, stats, feature, split, with_features)
         chosen = (feature[:, None] == jnp.arange(n)) & split[:, None]
         used = interleave(used | chosen, used | chosen)
     return Tree(*(jnp.concatenate(parts) for parts in zip(*levels)))
 
 
-def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, purity_tol: float):
+def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, purity_tol: float, impurity=None):
     """Split decision of every node of a level: ``(feature, gain)``, feature -1 (gain 0) for a leaf.
 
     A node splits on its best admissible feature (:func:`_choose`) unless it is empty, pure
     (mean label within ``purity_tol`` of 0 or 1), its best gain is below ``rule.min_gain`` or,
     with ``min_count``, it has fewer than ``rule.min_samples_split`` examples. ``used: bool[L, n]``
-    marks the features already tested on each node's path.
+    marks the features already tested on each node's path; ``impurity`` replaces ``rule.impurity``.
     """
     w = stats.w.astype(jnp.float32)
     wy = stats.wy.astype(jnp.float32)
-    feature, best = _choose(stats, used, rule, key, min_count)
+    feature, best = _choose(stats, used, rule, key, min_count, rule.impurity if impurity is None else impurity)
     pure = (wy <= purity_tol * w) | (wy >= (1.0 - purity_tol) * w)
     split = (w > 0) & ~pure & (feature >= 0)
     split &= best >= rule.min_gain - rule.tie_tol * max(1.0, abs(rule.min_gain))
@@ -182,7 +188,7 @@ def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, p
     return jnp.where(split, feature, -1), jnp.where(split, best, 0.0)
 
 
-def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
+def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G):
     """Best admissible feature per node (-1 if none) and its gain.
 
     With ``rule.max_features`` = k < n the candidates are each node's random subset
@@ -204,10 +210,10 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool):
         w1, w1y = (jnp.take_along_axis(a, candidate, axis=-1) for a in (w1, w1y))
     w0, w0y = w - w1, wy - w1y
     ratio = impurity_lib.ratio
-    g = impurity_lib.gain(rule.impurity, ratio(wy, w), ratio(w1, w), ratio(w1y, w1), ratio(w0y, w0), ratio(w0, w))
+    g = impurity_lib.gain(G, ratio(wy, w), ratio(w1, w), ratio(w1y, w1), ratio(w0y, w0), ratio(w0, w))
     g = jnp.where(admissible, g, -jnp.inf)
     best = jnp.max(g, axis=-1)
-    scale = rule.impurity(jnp.clip(ratio(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
+    scale = G(jnp.clip(ratio(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
     tied = admissible & (g >= best[:, None] - rule.tie_tol * scale)
     if rule.tie_break == "random":
         priority = jax.random.uniform(key, g.shape)

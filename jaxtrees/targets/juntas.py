@@ -5,6 +5,7 @@
 - :func:`parity` / :func:`random_parity`: chi_J(x) = sum_{j in J} x_j mod 2 (000 Sec. 1.2).
 - :class:`MaskParity` / :func:`random_subset`: the parity of J given as a mask ``bool[n]``, so
   that |J| may be a traced value (one compiled program for every k).
+- ``random_junta(key, n, k, k_max=K)``: k traced, arrays padded to K (one program for every k <= K).
 
 >>> import jax, jax.numpy as jnp
 >>> f = parity([0, 2], n=4)
@@ -50,16 +51,30 @@ class OnSupport:
 class _JuntaArrays(NamedTuple):
     support: jax.Array  # int32[k], distinct indices
     table: jax.Array  # bool[2^k]
+    size: jax.Array | None = None  # int32: the support is support[:size] (padded juntas only)
 
 
 class Junta(_JuntaArrays, OnSupport):
-    """f(x) = table[sum_t x[support[t]] 2^t]."""
+    """f(x) = table[sum_t x[support[t]] 2^t].
+
+    A padded junta (``size`` set, e.g. traced) has K = len(support) >= size distinct indices and a
+    table that ignores every bit t >= size; its support is ``support[:size]``.
+    """
 
     __slots__ = ()
 
     def relevant(self):
         """``bool[k]``: which support variables f actually depends on."""
         return _relevant_vars(self.table, self.k)
+
+    def support_mask(self, n: int):
+        if self.size is None:
+            return indices_mask(self.support, n)
+        return jnp.any((self.support[:, None] == jnp.arange(n)) & self._real()[:, None], axis=0)
+
+    def _real(self):
+        """``bool[K]``: which slots of the support are real (all of them unless padded)."""
+        return jnp.arange(self.k) < (self.k if self.size is None else self.size)
 
     def __call__(self, x):
         x = jnp.asarray(x)
@@ -74,14 +89,16 @@ class Junta(_JuntaArrays, OnSupport):
         # Pr[x_{j_t} = 1 | restriction], then sum over the 2^k assignments a of T[a] Pr[a].
         q1 = jnp.where(fixed[self.support], values[self.support].astype(p.dtype), p[self.support])
         a = assignments(self.k)  # bool[2^k, k]
-        factors = jnp.where(a, q1, 1.0 - q1)  # [2^k, k]
+        real = self._real()
+        # Padding slots t (bits the table ignores) are pinned to 0 exactly: factor 1[a_t = 0].
+        factors = jnp.where(real, jnp.where(a, q1, 1.0 - q1), (~a).astype(p.dtype))  # [2^k, k]
         table = self.table.astype(p.dtype)
         mu = jnp.sum(table * jnp.prod(factors, axis=-1))
         # mu1 for x_{j_t} = 1: factor t becomes 1[a_t = 1].
         eye = jnp.eye(self.k, dtype=bool)[:, None, :]  # [k, 1, k]
         pinned = jnp.where(eye, a[None].astype(p.dtype), factors[None])  # [k, 2^k, k]
         mu1_support = jnp.sum(table * jnp.prod(pinned, axis=-1), axis=-1)  # [k]
-        return mu, scatter_support(self.support, mu1_support, mu, p.shape[-1])
+        return mu, scatter_support(self.support, jnp.where(real, mu1_support, mu), mu, p.shape[-1])
 
 
 class _ParityArrays(NamedTuple):
@@ -170,14 +187,21 @@ def parity(support, n: int) -> Parity:
 MAX_TABLE_K = 20
 
 
-def random_junta(key, n: int, k: int, *, nondegenerate: bool = True) -> Junta:
+def random_junta(key, n: int, k, *, nondegenerate: bool = True, k_max: int | None = None) -> Junta:
     """A k-junta with a uniformly random support of size k and a uniformly random truth table.
 
     With ``nondegenerate=True`` the table is drawn uniformly among those that depend on all k
     variables (rejection sampling inside the compiled program), so the support is identifiable.
     A draw is degenerate with probability <= 1/2 (k = 1), so after ``MAX_REJECTIONS`` = 64 draws
     (probability <= 2^-64, or a key whose generator repeats itself) the parity table is used.
+
+    With ``k_max`` (a static bound), ``k`` may be traced (1 <= k <= k_max): the junta is padded to
+    ``k_max`` (:class:`Junta` with ``size = k``) and is the same function, with the same support and
+    table, as ``random_junta(key, n, k)`` (the draws of the shorter arrays are prefixes of the longer).
     """
+    if k_max is not None:
+        return _random_padded_junta(key, checks.integer("n", n, low=1), k,
+                                    checks.integer("k_max", k_max, low=1, high=min(n, MAX_TABLE_K)), nondegenerate)
     n = checks.integer("n", n, low=1)
     if checks.integer("k", k) > MAX_TABLE_K:  # before the range check: say why k is bounded
         raise ValueError(f"k must be in [1, {min(n, MAX_TABLE_K)}]: a k-junta's truth table has 2^k entries "
@@ -207,9 +231,44 @@ def random_junta(key, n: int, k: int, *, nondegenerate: bool = True) -> Junta:
 
 
 #: Rejection draws of :func:`random_junta` before it falls back to the parity table.
-
-
 MAX_REJECTIONS = 64
+
+
+def _random_padded_junta(key, n: int, k, k_max: int, nondegenerate: bool) -> Junta:
+    """:func:`random_junta` with k traced, padded to ``k_max``: slots t >= k hold further random
+    distinct indices, and the table T'[a] = T[a mod 2^k] ignores them. Every draw is made at the
+    size k_max, whose first entries are the draws at size k (threefry's bits and the
+    without-replacement choice are prefix-consistent), so the junta equals the unpadded one."""
+    if checks.is_concrete(k):
+        checks.integer("k", int(k), low=1, high=k_max)
+    k = jnp.asarray(k, jnp.int32)
+    k_support, k_table = jax.random.split(key)
+    drawn = jax.random.choice(k_support, n, (k_max,), replace=False)
+    real = jnp.arange(k_max) < k
+    ordered = jnp.sort(jnp.where(real, drawn, n + drawn))  # the real support sorted, then the padding
+    support = jnp.where(ordered >= n, ordered - n, ordered).astype(jnp.int32)
+    index = jnp.arange(2**k_max) & ((1 << k) - 1)
+
+    def draw(key):
+        return jax.random.bernoulli(key, 0.5, (2**k_max,))[index]
+
+    def degenerate(table):
+        return ~jnp.all(_relevant_vars(table, k_max) | ~real)
+
+    table = draw(k_table)
+    if nondegenerate:
+        def cond(state):
+            return degenerate(state[2]) & (state[0] < MAX_REJECTIONS)
+
+        def body(state):
+            tries, key, _ = state
+            key, sub = jax.random.split(key)
+            return tries + 1, key, draw(sub)
+
+        _, _, table = jax.lax.while_loop(cond, body, (0, jax.random.fold_in(k_table, 1), table))
+        parity_table = jnp.asarray(np.bitwise_count(np.arange(2**k_max)) % 2 == 1)[index]
+        table = jnp.where(degenerate(table), parity_table, table)
+    return Junta(support, table, k)
 
 
 def random_parity(key, n: int, k: int) -> Parity:

@@ -10,8 +10,11 @@ import jax.numpy as jnp
 
 from jaxtrees.core import checks, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
+from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.hypotheses import tree
-from jaxtrees.learners import GreedyTree, GrowthRule
+from jaxtrees.learners import GrowthRule
+from jaxtrees.learners.base import check_data
+from jaxtrees.learners.greedy import grow
 
 
 def trial_keys(key, *names: str) -> dict:
@@ -38,21 +41,27 @@ def sample_sizes(params) -> list[int]:
     return out
 
 
-def learn_on_prefixes(key, p, f, n, depth, params):
+def learn_on_prefixes(key, p, f, n, depth, params, max_depth: int | None = None):
     """Grow on every prefix of one sample; exact error (and features used) per m.
 
     ``p`` must be on the grid of multiples of 2^-PRECISION_BITS (:func:`jaxtrees.core.sampling.quantize`): the
     sample is drawn exactly from it with the dyadic sampler (PRECISION_BITS random words per 32
     examples instead of 32) and trees are scored exactly against it. The m-grid runs through
     :func:`on_prefixes` (one tree at a time per trial), so memory holds one tree's node bitsets
-    per trial, not one per m."""
-    learner = GreedyTree(GrowthRule(max_depth=depth, impurity=params["impurity"]))
+    per trial, not one per m. ``params["impurity"]`` is a name, or (traced) its index in
+    :data:`IMPURITY_NAMES`; with ``max_depth`` (static) ``depth`` may be traced (<= max_depth):
+    trees are grown in arrays of max_depth and stop at depth, the same trees as at max_depth = depth."""
+    impurity = params["impurity"]
+    traced = not isinstance(impurity, str)
+    rule = GrowthRule(max_depth=depth if max_depth is None else max_depth,
+                      impurity=IMPURITY_NAMES[0] if traced else impurity)
     sample = sampling.draw(key, p, f, params["m_max"], precision_bits=PRECISION_BITS)
 
     fit_key = jax.random.fold_in(key, 2)  # read only by random tie-breaks (gd-vs-id3 trains on fold_in(key, 1))
 
     def at(data):
-        t = learner.fit(fit_key, data)
+        check_data(data)
+        t = grow(data, rule, fit_key, depth=None if max_depth is None else depth, impurity=impurity if traced else None)
         return t.exact_error(p, f), tree.features_used(t, n)
 
     return on_prefixes(at, sample, sample_sizes(params))

@@ -22,8 +22,8 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, bytes_per_trial, check_sample_grid,
-                                                 learn_on_prefixes, sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, bytes_per_trial,
+                                                 check_sample_grid, learn_on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.learners import MAX_DEPTH
 
 #: What the sample-complexity studies' output columns mean.
@@ -41,8 +41,8 @@ def _juntas_trial(key, params):
     keys = trial_keys(key, "distribution", "target", "sample")
     kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n), PRECISION_BITS)
-    f = targets.random_junta(kf, n, k)
-    error, used = learn_on_prefixes(ks, p, f, n, k, params)
+    f = targets.random_junta(kf, n, k, k_max=params["k_max"])
+    error, used = learn_on_prefixes(ks, p, f, n, k, params, max_depth=params["k_max"])
     recovered = jnp.all(used == targets.support_mask(f, n), axis=-1)
     return {"exact_error": error, "success": error <= SUCCESS_TOL, "support_recovered": recovered}
 
@@ -78,7 +78,10 @@ JUNTAS = Study(
     quick={"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
     full={"n": [16, 32, 64], "k": [3, 4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
           "m_min": 16, "m_max": 65536},
-    static=("n", "k", "impurity", "m_min", "m_max"),
+    static=("n", "m_min", "m_max"),
+    uniform=("impurity",),
+    bounds=("k",),
+    choices={"impurity": IMPURITY_NAMES},
     trial=_juntas_trial,
     replicates=(200, 1000),
     check=_juntas_check,
@@ -135,7 +138,9 @@ PARITY = Study(
            "m_min": 16, "m_max": 8192},
     full={"log2_n": [4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "alpha": 0.05,
           "impurity": ["entropy", "gini", "kearns_mansour"], "m_min": 16, "m_max": 262144},
-    static=("log2_n", "impurity", "m_min", "m_max"),
+    static=("log2_n", "m_min", "m_max"),
+    uniform=("impurity",),
+    choices={"impurity": IMPURITY_NAMES},
     trial=_parity_trial,
     replicates=(100, 1000),
     check=_parity_check,
@@ -157,7 +162,8 @@ def _trees_trial(key, params):
     kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n), PRECISION_BITS)
     f = targets.random_tree(kf, n, log2_n)
-    error, _ = learn_on_prefixes(ks, p, f, n, log2_n + params["extra_depth"], params)
+    error, _ = learn_on_prefixes(ks, p, f, n, log2_n + params["extra_depth"], params,
+                                 max_depth=log2_n + params["extra_depth_max"])
     return {"exact_error": error, "success": error <= SUCCESS_TOL}
 
 
@@ -188,7 +194,10 @@ TREES = Study(
     quick={"log2_n": [3, 4], "extra_depth": 1, "c": [0.0, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
     full={"log2_n": [3, 4, 5, 6], "extra_depth": [0, 2], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
           "m_min": 16, "m_max": 262144},
-    static=("log2_n", "extra_depth", "impurity", "m_min", "m_max"),
+    static=("log2_n", "m_min", "m_max"),
+    uniform=("impurity",),
+    bounds=("extra_depth",),
+    choices={"impurity": IMPURITY_NAMES},
     trial=_trees_trial,
     replicates=(100, 1000),
     check=_trees_check,

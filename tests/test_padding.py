@@ -1,0 +1,108 @@
+"""Traced values in place of static ones (one compiled program for many grid values) compute what
+the static programs compute: padded juntas are the same functions, trees grown to a traced depth
+or with a traced impurity are the same trees, a study's trial gives the same rows at any bound."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxtrees as jt
+from jaxtrees import targets
+from jaxtrees.core import impurity as impurity_lib
+from jaxtrees.core import sampling
+from jaxtrees.experiments.studies import learning
+from jaxtrees.hypotheses import tree
+from jaxtrees.learners import greedy
+
+KEYS = jax.random.split(jax.random.key(11), 64)
+
+
+@pytest.mark.parametrize("n, k, k_max", [(16, 3, 6), (16, 4, 6), (8, 1, 4), (32, 6, 6), (6, 2, 5)])
+def test_padded_junta_is_the_unpadded_one(n, k, k_max):
+    plain = jax.jit(jax.vmap(lambda key: targets.random_junta(key, n, k)))(KEYS)
+    padded = jax.jit(jax.vmap(lambda key, k: targets.random_junta(key, n, k, k_max=k_max), in_axes=(0, None)))(KEYS, k)
+    np.testing.assert_array_equal(padded.support[:, :k], plain.support)
+    assert padded.support.shape == (len(KEYS), k_max)
+    x = jax.random.bernoulli(jax.random.key(1), 0.5, (len(KEYS), 256, n))
+    np.testing.assert_array_equal(jax.vmap(lambda f, x: f(x))(padded, x), jax.vmap(lambda f, x: f(x))(plain, x))
+    np.testing.assert_array_equal(jax.vmap(lambda f: f.support_mask(n))(padded),
+                                  jax.vmap(lambda f: f.support_mask(n))(plain))
+    assert bool(jnp.all(jax.vmap(lambda f: f.relevant()[:k])(padded)))
+    assert not bool(jnp.any(jax.vmap(lambda f: f.relevant()[k:])(padded)))
+    p = jax.random.uniform(jax.random.key(2), (len(KEYS), n))
+    fixed = jax.random.bernoulli(jax.random.key(3), 0.3, (len(KEYS), n))
+    values = jax.random.bernoulli(jax.random.key(4), 0.5, (len(KEYS), n))
+    means = lambda f, p, a, b: f.means(p, a, b)  # noqa: E731
+    mu_plain, mu1_plain = jax.vmap(means)(plain, p, fixed, values)
+    mu_padded, mu1_padded = jax.vmap(means)(padded, p, fixed, values)
+    np.testing.assert_allclose(mu_padded, mu_plain, rtol=1e-6, atol=1e-7)  # float32: the sums' order may differ
+    np.testing.assert_allclose(mu1_padded, mu1_plain, rtol=1e-6, atol=1e-7)
+    # fully fixed on the support: the mean is the table's bit, exactly (padding is pinned exactly)
+    all_fixed = jnp.ones((len(KEYS), n), bool)
+    mu_exact, _ = jax.vmap(means)(padded, p, all_fixed, values)
+    np.testing.assert_array_equal(mu_exact, jax.vmap(lambda f, x: f(x))(plain, values).astype(np.float32))
+
+
+def test_padded_junta_checks_k():
+    with pytest.raises(ValueError, match="k must be"):
+        targets.random_junta(jax.random.key(0), 16, 7, k_max=6)
+    with pytest.raises(ValueError, match="k_max"):
+        targets.random_junta(jax.random.key(0), 4, 2, k_max=5)
+
+
+def _sample(key, n, k, m):
+    kp, kf, ks = jax.random.split(key, 3)
+    p = sampling.quantize(jt.smoothed(c=0.2).marginals(kp, n), 16)
+    f = targets.random_junta(kf, n, k)
+    return p, f, sampling.draw(ks, p, f, m, precision_bits=16)
+
+
+@pytest.mark.parametrize("impurity", ["entropy", "gini", "kearns_mansour"])
+def test_traced_depth_and_impurity_grow_the_static_trees(impurity):
+    n, m, max_depth = 12, 300, 5
+
+    @jax.jit
+    def both(key, depth, index):
+        p, f, s = _sample(key, n, 3, m)
+        traced = greedy.grow(s, jt.GrowthRule(max_depth=max_depth), depth=depth, impurity=index)
+        return traced, traced.exact_error(p, f), p, f, s
+
+    index = impurity_lib.NAMES.index(impurity)
+    for depth in (0, 1, 3, 5):
+        static = jax.jit(jax.vmap(lambda s: greedy.grow(s, jt.GrowthRule(max_depth=depth, impurity=impurity))))
+        traced, err_traced, p, f, s = jax.vmap(both, in_axes=(0, None, None))(KEYS[:16], depth, index)
+        grown = static(s)
+        size = 2 ** (depth + 1) - 1
+        for field in ("feature", "label", "weight"):
+            np.testing.assert_array_equal(getattr(traced, field)[:, :size], getattr(grown, field), err_msg=field)
+        for field in ("mean", "gain"):  # float32 quotients: the two programs may fuse them differently
+            np.testing.assert_allclose(getattr(traced, field)[:, :size], getattr(grown, field), rtol=1e-6,
+                                       atol=1e-7, err_msg=field)
+        assert bool(jnp.all(traced.feature[:, size:] == -1)) and bool(jnp.all(traced.weight[:, size:] == 0))
+        err_static = jax.vmap(tree.exact_error)(grown, p, f)
+        np.testing.assert_allclose(err_traced, err_static, rtol=1e-6, atol=1e-7)
+
+
+def test_traced_values_are_checked():
+    _, _, s = _sample(jax.random.key(0), 8, 2, 64)
+    with pytest.raises(ValueError, match="depth"):
+        greedy.grow(s, jt.GrowthRule(max_depth=3), depth=4)
+    with pytest.raises(ValueError, match="impurity"):
+        greedy.grow(s, jt.GrowthRule(max_depth=3), impurity="gain")
+
+
+def test_juntas_trial_does_not_depend_on_the_bound():
+    """The juntas study's trial at k_max = k (one program per k, as before the bound) and at a larger
+    k_max (one program for every k): the same successes, support recovery and (to float32 rounding)
+    errors, for each impurity."""
+    base = {"n": 10, "c": jnp.float32(0.1), "m_min": 16, "m_max": 512}
+    for k in (2, 3):
+        for impurity in ("entropy", "gini"):
+            index = jnp.int32(impurity_lib.NAMES.index(impurity))
+            run = lambda k_max: jax.jit(jax.vmap(lambda key: learning.JUNTAS.trial(  # noqa: E731
+                key, {**base, "k": jnp.int32(k), "k_max": k_max, "impurity": index})))(KEYS[:32])
+            exact, padded = run(k), run(5)
+            np.testing.assert_array_equal(padded["success"], exact["success"])
+            np.testing.assert_array_equal(padded["support_recovered"], exact["support_recovered"])
+            np.testing.assert_allclose(padded["exact_error"], exact["exact_error"], rtol=1e-6, atol=1e-7)
