@@ -220,6 +220,60 @@ def test_progress_rate_and_eta_leave_out_compile_time(monkeypatch, capsys):
     assert bar.compiling == 10.0
 
 
+def test_eta_counts_the_programs_still_to_compile(monkeypatch, capsys):
+    from jaxtrees.experiments import progress
+
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(progress.sys.stderr, "isatty", lambda: False)
+    bar = progress.Progress("demo", total=300, programs=3)
+    bar.phase("compiling n=8")
+    assert bar.eta() == float("inf")  # nothing compiled yet: unknown
+    now[0] = 10.0
+    bar.compiled(10.0)
+    now[0] = 12.0  # 100 trials in 2 s; two programs left at 10 s each
+    bar.update(100)
+    assert bar.eta() == pytest.approx(200 / 50 + 2 * 10)
+    bar.phase("compiling n=16")
+    now[0] = 15.0  # 3 s into the second compile
+    assert bar.eta() == pytest.approx(4 + 2 * 10 - 3)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == ("demo: 100/300 trials  50 trials/s  elapsed 12 s (compile 10 s, 1/3 programs)  ETA 24 s  "
+                         "[compiling n=16]")
+
+
+def test_traced_grid_values_share_a_program_and_keep_their_rows(tmp_path):
+    """juntas over k = 2, 3 and two impurities: one program (k and the impurity traced, groups packed
+    by their values, whatever the chunk and group); each cell's rows are those of a run of that cell
+    alone where the bound is the same (k = 3), and the same successes where it is not (k = 2)."""
+    grid = ["--set", "n=8", "--set", "k=2,3", "--set", "impurity=entropy,gini", "--set", "c=0.2", "--set", "m_min=16",
+            "--set", "m_max=64", "--set", "replicates=5", "--no-progress"]
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "all"), *grid]) == 0
+    metadata = json.loads((tmp_path / "all" / "juntas" / "metadata.json").read_text())
+    assert list(metadata["runs"][-1]["compile_seconds"]) == ['{"k_max": 3, "m_max": 64, "m_min": 16, "n": 8}']
+    rows = _rows(tmp_path / "all" / "juntas" / "results.csv")
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "mixed"), *grid, "--group", "4",
+                     "--chunk", "8"]) == 0
+    assert _rows(tmp_path / "mixed" / "juntas" / "results.csv") == rows
+    strip = lambda r: {k: v for k, v in r.items() if k != "cell"}  # noqa: E731
+    for k in ("2", "3"):
+        for impurity in ("entropy", "gini"):
+            out = tmp_path / f"{k}-{impurity}"
+            alone = [*grid, "--set", f"k={k}", "--set", f"impurity={impurity}"]
+            alone = [a for i, a in enumerate(alone) if a not in ("k=2,3", "impurity=entropy,gini")
+                     and not (a == "--set" and alone[i + 1] in ("k=2,3", "impurity=entropy,gini"))]
+            assert cli.main(["run", "juntas", "--quick", "--out", str(out), *alone]) == 0
+            single = [strip(r) for r in _rows(out / "juntas" / "results.csv")]
+            mine = [strip(r) for r in rows if r["k"] == k and r["impurity"] == impurity]
+            if k == "3":
+                assert mine == single
+            else:
+                exact = lambda rs: [{c: v for c, v in r.items() if c != "exact_error"} for r in rs]  # noqa: E731
+                assert exact(mine) == exact(single)
+                assert [float(r["exact_error"]) for r in mine] == pytest.approx(
+                    [float(r["exact_error"]) for r in single], rel=1e-6, abs=1e-7)
+
+
 def test_group_size_by_platform_and_memory():
     cpu = jax.local_devices(backend="cpu")[0]
     gpu = types.SimpleNamespace(platform="gpu", memory_stats=lambda: {"bytes_limit": 80 * 2**30})

@@ -32,6 +32,8 @@ def _main(name):
                       "--reps", "1"], "forest_speedup_vs_sklearn"),
     ("bench_rank", ["--batch", "8", "--n", "6", "--m", "32", "--length", "2", "--reference-samples", "4", "--reps", "1"],
      "findmin_speedup_vs_reference"),
+    ("bench_compile", ["--studies", "none"], "programs_juntas_full"),
+    pytest.param("bench_compile", ["--studies", "parity"], "programs_juntas_full", marks=pytest.mark.slow),
 ])
 def test_bench_script_runs(capsys, name, args, last):
     _main(name)(args)

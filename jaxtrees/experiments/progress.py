@@ -52,7 +52,7 @@ class Progress:
     def eta(self) -> float:
         """Seconds left: the trials at the rate so far, plus the programs still to compile at the
         mean compile time so far (less what the current compile has taken); inf when unknown."""
-        rate = self.done / max(self.elapsed - self.compiling, 1e-9)
+        rate = self.rate()
         if self.done < self.total and rate <= 0:
             return math.inf
         trials = (self.total - self.done) / rate if self.done < self.total else 0.0
@@ -61,9 +61,16 @@ class Progress:
             return trials
         if not self.compiled_seconds:
             return math.inf
-        current = 0.0 if self._compile_start is None else time.perf_counter() - self._compile_start
+        current = self._current_compile()
         mean = sum(self.compiled_seconds) / len(self.compiled_seconds)
         return trials + max(left * mean - current, 0.0)
+
+    def rate(self) -> float:
+        """Trials per second of running trials (compiling left out, the current compile too)."""
+        return self.done / max(self.elapsed - self.compiling - self._current_compile(), 1e-9)
+
+    def _current_compile(self) -> float:
+        return 0.0 if self._compile_start is None else time.perf_counter() - self._compile_start
 
     def update(self, n: int):
         """``n`` more trials done."""
@@ -88,7 +95,7 @@ class Progress:
     def _show(self, force: bool = False):
         if not self.enabled:
             return
-        rate = self.done / max(self.elapsed - self.compiling, 1e-9)
+        rate = self.rate()
         eta = self.eta()
         programs = f", {len(self.compiled_seconds)}/{self.programs} programs" if self.programs else ""
         line = (f"{self.name}: {self.done}/{self.total} trials  {rate:,.0f} trials/s  "

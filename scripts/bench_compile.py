@@ -1,0 +1,85 @@
+"""Benchmark: what a study's time goes to, compiling or running trials, from a cold start.
+
+Each study's quick size runs as a new user runs it: ``jaxtrees run STUDY --quick`` in a fresh
+process, the persistent compilation cache off (``JAXTREES_CACHE_DIR=``), into a temporary
+directory. Per study it prints the programs compiled, compile s, trial s and wall s (from the
+run's metadata.json and the process's wall clock), then
+
+    compile_share_quick_max: X     the largest compile s / wall s over the studies run
+    programs_juntas_full: N        programs the full ``juntas`` study compiles (counted, not run)
+
+    python scripts/bench_compile.py                       # every study's quick size (~20 min on 2 cores)
+    python scripts/bench_compile.py --studies juntas,parity
+    python scripts/bench_compile.py --studies none        # only count programs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.study import configure
+
+
+def programs(name: str, quick: bool) -> int:
+    """Programs a study compiles at its quick or full size (one per static group)."""
+    study = studies.get(name)
+    return len(study.programs(configure(study, quick=quick)))
+
+
+def run_cold(name: str, out: str) -> dict:
+    """``jaxtrees run NAME --quick`` in a fresh process without the compilation cache; its figures."""
+    env = {**os.environ, "JAXTREES_CACHE_DIR": ""}
+    command = [sys.executable, "-m", "jaxtrees.cli", "run", name, "--quick", "--out", out, "--no-progress"]
+    started = time.perf_counter()
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    with open(os.path.join(out, name, "metadata.json")) as f:
+        run = json.load(f)["runs"][-1]
+    compile_s, trial_s = sum(run["compile_seconds"].values()), sum(run["run_seconds"].values())
+    return {"study": name, "programs": len(run["compile_seconds"]), "compile_s": round(compile_s, 1),
+            "trial_s": round(trial_s, 1), "wall_s": round(wall, 1), "compile_share": round(compile_s / wall, 3)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--studies", default="all", help="comma-separated names, 'all' (default) or 'none'")
+    ap.add_argument("--json", help="also write the figures to this JSON file")
+    args = ap.parse_args(argv)
+    names = {"all": sorted(studies.STUDIES), "none": []}.get(args.studies, args.studies.split(","))
+    for name in names:
+        studies.get(name)  # an unknown name fails before anything runs
+    import jax
+
+    device = f"{jax.devices()[0].device_kind} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+    print(f"device: {device}; jax {jax.__version__}; cold quick sizes, one fresh process each")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            row = run_cold(name, os.path.join(tmp, name))
+            rows.append(row)
+            print(f"{name:>18}: programs {row['programs']:3d}  compile {row['compile_s']:7.1f} s  "
+                  f"trials {row['trial_s']:7.1f} s  wall {row['wall_s']:7.1f} s  (compile share {row['compile_share']:.2f})",
+                  flush=True)
+    summary = {"device": device, "jax": jax.__version__, "studies": rows,
+               "programs_juntas_full": programs("juntas", quick=False)}
+    if rows:
+        summary["compile_share_quick_max"] = max(r["compile_share"] for r in rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    if rows:
+        print(f"compile_share_quick_max: {summary['compile_share_quick_max']:.3f}")
+    print(f"programs_juntas_full: {summary['programs_juntas_full']}")
+    return summary
+
+
+if __name__ == "__main__":
+    main()
