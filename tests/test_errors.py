@@ -288,3 +288,41 @@ def test_rule_min_gain(v):
 def test_rule_tie_tol(v):
     with raises("tie_tol"):
         jt.GrowthRule(max_depth=2, tie_tol=v)
+
+
+# ----------------------------------------------------------------------------- sizes that must agree
+
+
+def test_a_distribution_and_a_target_of_different_n_are_refused():
+    """Issue 35, case 2: p over 8 bits and a junta reading variable 13 once gave a sample, a tree
+    and an exact error; every entry point that combines them now names both sizes."""
+    p = jnp.full(8, 0.5)
+    f = jt.junta([3, 13], [0, 1, 1, 0], n=16)
+    message = r"^p and the target must have the same n: p has n = 8, the target reads variable 13"
+    with pytest.raises(ValueError, match=message):
+        jt.draw(KEY, p, f, 64)
+    sample = jt.draw(KEY, p, jt.junta([3, 5], [0, 1, 1, 0], n=8), 64)
+    tree = jt.learners.get("id3-entropy").fit(KEY, sample)
+    for call in (jt.exact_error, jt.error_by_depth):
+        with pytest.raises(ValueError, match=message):
+            call(tree, p, f)
+    with pytest.raises(ValueError, match=message):
+        jt.grow_exact(p, f, jt.GrowthRule(max_depth=2))
+    with pytest.raises(ValueError, match=message):
+        jt.targets.label_covariance(f, p)
+    with pytest.raises(ValueError, match=message):
+        jt.learners.population.follow_path(p, f, jt.GrowthRule(max_depth=2), jnp.zeros(8, bool))
+    with pytest.raises(ValueError, match=r"^X and the tree must have the same n: X has n = 2, the tree reads variable"):
+        tree.predict_bits(sample.X[:2])
+
+
+def test_sizes_fixed_by_shapes_are_checked_at_trace_time_under_jit():
+    """A mask parity's n and an addressing function's n are static: the check runs under jit too."""
+    f = jt.targets.MaskParity(jnp.arange(16) < 3)
+    draw = jax.jit(lambda key, p, f: jt.draw(key, p, f, 64))
+    with pytest.raises(ValueError, match=r"^p and the target must have the same n: p has n = 8, the target is over n = 16"):
+        draw(KEY, jnp.full(8, 0.5), f)
+    g = jt.addressing(c=1, k=2)  # n = c k^2 + 2^k = 8
+    with pytest.raises(ValueError, match=r"^p and the target must have the same n: p has n = 7, the target reads n = 8"):
+        jax.jit(lambda p, g: jt.targets.label_covariance(g, p))(jnp.full(7, 0.5), g)
+    assert draw(KEY, jnp.full(16, 0.5), f).n == 16

@@ -67,6 +67,28 @@ def nonnegative(name: str, values) -> None:
         raise ValueError(f"{name} must be finite and >= 0; {name}[{i}] = {float(arr[i])!r}")
 
 
+def same_n(name: str, n: int, target, other: str = "the target") -> None:
+    """Raise ValueError unless ``target`` reads only variables in [0, n), where ``n`` is the number
+    of variables of ``name`` (e.g. the length of p). Cheap, and at trace time under jit where the
+    target's shapes fix its n (a mask ``bool[n]``; an addressing function's ``n``); otherwise from
+    the indices it reads (a support, tree features), when they are concrete."""
+    mask = getattr(target, "mask", None)
+    if mask is not None and np.shape(mask)[-1] != n:
+        raise ValueError(f"{name} and {other} must have the same n: {name} has n = {n}, {other} is over "
+                         f"n = {np.shape(mask)[-1]} variables")
+    need = getattr(target, "n", None)
+    if isinstance(need, int) and need > n:
+        raise ValueError(f"{name} and {other} must have the same n: {name} has n = {n}, {other} reads "
+                         f"n = {need} variables")
+    tree = getattr(target, "tree", None)
+    for indices in (getattr(target, "support", None), getattr(target, "feature", None), getattr(tree, "feature", None)):
+        if indices is not None and is_concrete(indices):
+            used = int(np.max(np.asarray(indices), initial=-1))
+            if used >= n:
+                raise ValueError(f"{name} and {other} must have the same n: {name} has n = {n}, {other} reads "
+                                 f"variable {used}")
+
+
 def choice(name: str, value, allowed) -> str:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")

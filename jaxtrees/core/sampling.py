@@ -151,6 +151,7 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
     """
     m = checks.integer("m", m, low=1)
     p = checks.probabilities("p", p)
+    checks.same_n("p", jnp.shape(p)[-1], target)
     if precision_bits is not None:
         precision_bits = _precision(precision_bits)
     noiseless = False

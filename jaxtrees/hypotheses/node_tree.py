@@ -235,7 +235,7 @@ def means(t: NodeTree, p, fixed, values):
 
 def exact_error(t: NodeTree, p, target):
     """Pr_{x ~ p}[t(x) != f(x)], exactly (float32), from the target's oracle at every leaf."""
-    p = heap.checked_marginals(t.feature, p)
+    p = heap.checked_marginals(t.feature, p, target)
     return _exact_error(t, p, target)
 
 

@@ -52,9 +52,11 @@ class Tree(NamedTuple):
         return heap_depth(self.feature.shape[-1])
 
     def predict(self, x):
+        checks.same_n("x", jnp.shape(x)[-1], self, "the tree")
         return predict(self, x)
 
     def predict_bits(self, X):
+        checks.same_n("X", jnp.shape(X)[-2], self, "the tree")
         return predict_bits(self, X)
 
     def probability(self, x):
@@ -237,7 +239,7 @@ def node_errors(tree: Tree, p, target):
 
 def exact_error(tree: Tree, p, target):
     """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32)."""
-    return _exact_error(tree, checked_marginals(tree.feature, p), target)
+    return _exact_error(tree, checked_marginals(tree.feature, p, target), target)
 
 
 @jax.jit
@@ -251,7 +253,7 @@ def error_by_depth(tree: Tree, p, target):
 
     Truncating at d turns the nodes at depth d into leaves labelled by their majority label.
     """
-    return _error_by_depth(tree, checked_marginals(tree.feature, p), target)
+    return _error_by_depth(tree, checked_marginals(tree.feature, p, target), target)
 
 
 @jax.jit
@@ -265,10 +267,13 @@ def _error_by_depth(tree: Tree, p, target):
     return jnp.sum(jnp.where(counted, errors, 0.0), axis=-1)
 
 
-def checked_marginals(feature, p):
+def checked_marginals(feature, p, target=None):
     """``p`` checked (when concrete): a 1-d array of probabilities in [0, 1], one per feature that a
-    tree testing ``feature`` may test."""
+    tree testing ``feature`` may test, and (given ``target``) of the target's n
+    (:func:`~jaxtrees.core.checks.same_n`)."""
     p = checks.probabilities("p", p)
+    if target is not None:
+        checks.same_n("p", jnp.shape(p)[-1], target)
     if checks.is_concrete((p, feature)):
         used = int(np.max(np.asarray(feature), initial=-1))
         if used >= np.shape(p)[-1]:

@@ -73,6 +73,7 @@ def grow_exact(p, target, rule: growth.GrowthRule, key=None) -> Tree:
     first call for each rule, target type and shape.
     """
     growth.check_heap_depth(rule)
+    checks.same_n("p", jnp.shape(p)[-1], target)
     return _grow_exact(jnp.asarray(p, jnp.float32), target, rule, growth.check_key(rule, key))
 
 
@@ -158,6 +159,7 @@ def follow_path(p, target, rule: growth.GrowthRule, x, key=None) -> Path:
     key = growth.check_key(rule, key)
     p = jnp.asarray(p, jnp.float32)
     n = p.shape[-1]
+    checks.same_n("p", n, target)
     x = jnp.asarray(x, bool)
     if x.shape != p.shape:
         raise ValueError(f"x must have the shape of p, {p.shape}, got {x.shape}")

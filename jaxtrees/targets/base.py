@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxtrees.core import checks
+
 
 @runtime_checkable
 class Target(Protocol):
@@ -72,6 +74,7 @@ def label_covariance(target: Target, p):
     [0.042, 0.0, -0.096]
     """
     n = jnp.shape(p)[-1]
+    checks.same_n("p", n, target)
     unrestricted = jnp.zeros((n,), bool)
     mu, mu1 = target.means(jnp.asarray(p, jnp.float32), unrestricted, unrestricted)
     return p * (mu1 - mu)
