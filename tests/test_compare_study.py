@@ -21,7 +21,8 @@ PARAMS = {**compare.SHARED, "learner": "id3-entropy", "family": "junta", "k": 2,
 
 def test_the_quick_and_full_grids_run_every_registered_learner():
     study = studies.get("compare")
-    assert study.quick["learner"] == study.full["learner"] == learners.names()
+    assert study.quick["learner"] == study.full["learner"] == compare.LEARNERS
+    assert sorted(compare.RENAMED.get(name, name) for name in learners.names()) == compare.LEARNERS
     assert set(study.full["family"]) == set(compare.FAMILIES)
 
 
@@ -59,7 +60,7 @@ def test_trial_matches_the_learner_fitted_directly():
 
 
 def test_parity_learners_beat_id3_on_uniform_parities(tmp_path):
-    names = ["id3-entropy", "parities-1", "population-entropy", "km"]
+    names = ["id3-entropy", "parities-k", "population-entropy", "km"]
     overrides = {**{k: v for k, v in PARAMS.items() if k != "learner"}, "learner": names, "family": "parity",
                  "c": 0.0, "n": 8, "m_max": 256}
     config = runner.configure(studies.get("compare"), quick=True, overrides=overrides, seed=0, replicates=12)
@@ -67,12 +68,12 @@ def test_parity_learners_beat_id3_on_uniform_parities(tmp_path):
     rows = runner.read_results(os.path.dirname(path))
     at = {name: np.mean([float(r["success"]) for r in rows if r["learner"] == name and int(r["m"]) == 256])
           for name in names}
-    assert at["parities-1"] == 1.0 and at["km"] >= 0.9 and at["id3-entropy"] <= 0.5, at
+    assert at["parities-k"] == 1.0 and at["km"] >= 0.9 and at["id3-entropy"] <= 0.5, at
     km = [r for r in rows if r["learner"] == "km"]
     assert {int(r["examples"]) for r in km} == {17 * m for m in (16, 32, 64, 128, 256)}
     assert {int(r["examples"]) for r in rows if r["learner"] == "population-entropy"} == {-1}
     report = studies.get("compare").report(rows)
-    assert "learners reaching 0.9 that id3-entropy does not: km" in report and "parities-1 (16)" in report
+    assert "learners reaching 0.9 that id3-entropy does not: km" in report and "parities-k (16)" in report
 
 
 def test_bad_cells_are_refused():
@@ -80,3 +81,23 @@ def test_bad_cells_are_refused():
                           ({"family": "rank", "k": 4, "n": 7}, "k must"), ({"depth": 11}, "depth")):
         with pytest.raises(ValueError, match=match):
             compare._check({**PARAMS, **change})
+
+
+def test_a_rows_learner_names_what_ran_and_the_report_prints_its_settings():
+    """Issue 35, case 3: rows labelled find-2 and parities-1 (the registry's FIND(2) and 1-parities)
+    once came from FIND(k) and Parities(min(k, 3)). The study's names say what they run, the
+    registry's names for other settings are refused, and the report prints every learner's settings."""
+    assert set(compare.LEARNERS).isdisjoint(compare.RENAMED)
+    for old in compare.RENAMED:
+        with pytest.raises(ValueError, match="^learner must be one of"):
+            compare._check({**PARAMS, "learner": old})
+    params = {**PARAMS, "k": 3, "n": 8}
+    assert compare.configured("find-k", 8, 3, params) == learners.find(3, max_calls=params["max_calls"])
+    assert compare.configured("parities-k", 8, 3, params) == learners.Parities(degree=3)
+    assert compare.configured("adaboost-parities-2", 8, 3, params).weak == learners.Parities(degree=2)
+    rows = [{**{name: str(value) for name, value in params.items()}, "learner": name, "m": "16"}
+            for name in ("find-k", "km", "sgd")]
+    table = compare._settings_table(rows)
+    assert "| find-k | k = 3, n = 8 | `FindMin(max_rank=3, min_rank=3, max_calls=262144)` |" in table
+    assert "| km | k = 3, n = 8 | `m = 16: KushilevitzMansour(theta=0.1" in table and "; m = 128: " in table
+    assert "| sgd | k = 3, n = 8 | `MLP of width 64, hinge loss, optax.sgd at learning rate 0.05, 400 steps" in table

@@ -36,7 +36,7 @@ TINY = {
     "agnostic": ["--set", "k=4", "--set", "c=1", "--set", "eps=1", "--set", "replicates=4", "--no-progress"],
     "boosting": ["--set", "data=heart", "--set", "rounds=6", "--set", "forest_depth=3", "--set", "replicates=2",
                  "--no-progress"],
-    "compare": ["--set", "learner=id3-gini,findmin-3", "--set", "family=parity,rank", "--set", "n=6",
+    "compare": ["--set", "learner=id3-gini,findmin", "--set", "family=parity,rank", "--set", "n=6",
                 "--set", "c=0,0.2", "--set", "m_max=64", "--set", "test_m=256", "--set", "replicates=3", "--no-progress"],
     "rank": ["--set", "target=rank,junta", "--set", "n=6", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16",
              "--set", "m_max=64", "--set", "id3_depth=3", "--set", "max_rank=2", "--set", "replicates=4",

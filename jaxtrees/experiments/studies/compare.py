@@ -10,11 +10,15 @@ k-junta), ``tree`` (a random complete depth-k tree), ``rank`` (a random rank-k t
 :func:`~jaxtrees.targets.random_rank_tree`, spines of 2 tests), ``addressing`` (f_{1,k} of 002:
 k^2 addressing bits, 2^k memory bits; n >= k^2 + 2^k, later coordinates ignored).
 
-Learners: every name of the registry (``jaxtrees.learners.names()``), each configured at the
-study's size by :func:`configured` (the registry's own configurations are tiny, for the
-conformance suite): trees grow to ``depth``, ensembles run ``rounds`` rounds or members, the
-Fourier learners use degree k, FIND its rank bound k, FINDMIN ranks up to ``max_rank``, the
-network trains ``sgd_steps`` steps on the sample. Scoring: exactly (Pr_{x ~ p}[h(x) != f(x)] from
+Learners (:data:`LEARNERS`): every learner of the registry (``jaxtrees.learners.names()``), each
+configured at the study's size by :func:`configured` (the registry's own configurations are tiny,
+for the conformance suite): trees grow to ``depth``, ensembles run ``rounds`` rounds or members,
+the Fourier learners use degree k (``lmn-k``, ``lmn-k-biased``, ``sparse-k``), FIND its rank bound
+k (``find-k``), FINDMIN ranks up to ``max_rank`` (``findmin``), the parity learner degree min(k, 3)
+(``parities-k``), AdaBoost 2-parities (``adaboost-parities-2``), the network trains ``sgd_steps``
+steps on the sample. A registry name that states a setting the study sets otherwise is renamed
+(:data:`RENAMED`), so a row's learner and parameters say what ran; the report prints each
+learner's settings. Scoring: exactly (Pr_{x ~ p}[h(x) != f(x)] from
 the target's oracle) for hypotheses with an exact error (trees, stumps, node-list trees), else on
 ``test_m`` fresh examples from p (ensembles, polynomials, networks); ``exact`` says which. Success:
 exact error <= 1e-6, or no test error. Two learners use other access: ``km`` asks (2n + 1) m
@@ -66,9 +70,16 @@ def target(family: str, key, n: int, k: int):
     return targets.addressing(1, k)
 
 
+#: Registry names whose stated setting the study changes -> the study's name for its configuration.
+RENAMED = {"adaboost-parities": "adaboost-parities-2", "find-2": "find-k", "findmin-3": "findmin", "lmn-1": "lmn-k",
+           "lmn-1-biased": "lmn-k-biased", "parities-1": "parities-k", "sparse-1": "sparse-k"}
+#: The study's learners: every registered one, under its name in this study.
+LEARNERS = sorted(RENAMED.get(name, name) for name in learners.names())
+
+
 def configured(name: str, n: int, k: int, params: dict, m: int | None = None):
-    """The registered learner ``name`` at the study's size (``m``: KM's grid point, it sets the
-    query budget). A name without a study configuration runs as the registry makes it."""
+    """The learner ``name`` of :data:`LEARNERS` at the study's size (``m``: KM's grid point, it sets
+    the query budget). A name without a study configuration runs as the registry makes it."""
     depth, rounds = params["depth"], params["rounds"]
     impurity = {"id3-entropy": "entropy", "id3-gini": "gini", "id3-kearns_mansour": "kearns_mansour",
                 "id3-error": "error"}
@@ -83,21 +94,52 @@ def configured(name: str, n: int, k: int, params: dict, m: int | None = None):
         "stump-error": lambda: learners.Stump(impurity="error"),
         "stump-gini": lambda: learners.Stump(impurity="gini"),
         "adaboost-stumps": lambda: learners.AdaBoost(learners.Stump(impurity="error"), rounds=rounds),
-        "adaboost-parities": lambda: learners.AdaBoost(learners.Parities(degree=2), rounds=rounds),
+        "adaboost-parities-2": lambda: learners.AdaBoost(learners.Parities(degree=2), rounds=rounds),
         "adaboost-cart": lambda: learners.AdaBoost(learners.CART16, rounds=max(1, rounds // 4)),
-        "parities-1": lambda: learners.Parities(degree=min(k, 3)),
+        "parities-k": lambda: learners.Parities(degree=min(k, 3)),
         "random-forest": lambda: learners.random_forest(members=rounds, max_depth=depth),
         "bagging-majority": lambda: learners.Bagging(learners.GreedyTree(learners.GrowthRule(max_depth=depth)),
                                                      members=rounds, vote="majority"),
-        "find-2": lambda: learners.find(k, max_calls=params["max_calls"]),
-        "findmin-3": lambda: learners.FindMin(max_rank=params["max_rank"], max_calls=params["max_calls"]),
-        "lmn-1": lambda: learners.LowDegree(degree=k, threshold=params["theta"]),
-        "lmn-1-biased": lambda: fourier.lmn(n, k, params["theta"]),
-        "sparse-1": lambda: fourier.sparse(n, k, params["l1"]),
+        "find-k": lambda: learners.find(k, max_calls=params["max_calls"]),
+        "findmin": lambda: learners.FindMin(max_rank=params["max_rank"], max_calls=params["max_calls"]),
+        "lmn-k": lambda: learners.LowDegree(degree=k, threshold=params["theta"]),
+        "lmn-k-biased": lambda: fourier.lmn(n, k, params["theta"]),
+        "sparse-k": lambda: fourier.sparse(n, k, params["l1"]),
         "km": lambda: fourier.km(n, k, params["theta"], m),
         "sgd": lambda: _sgd(params),
     }
     return trees[name]() if name in trees else learners.get(name)
+
+
+def settings(name: str, n: int, k: int, params: dict) -> str:
+    """What learner ``name`` runs in a cell of size (n, k) with ``params``: its configuration (at the
+    smallest and largest m for km, whose query budget follows m)."""
+    if name == "sgd":
+        return (f"MLP of width {params['width']}, hinge loss, optax.sgd at learning rate {params['lr']}, "
+                f"{params['sgd_steps']} steps in batches of 32 on the sample")
+    if name == "km":
+        grid = sample_sizes(params)
+        return "; ".join(f"m = {m}: {configured(name, n, k, params, m)!r}" for m in (grid[0], grid[-1]))
+    return repr(configured(name, n, k, params))
+
+
+def _settings_table(rows) -> str:
+    """Markdown: each learner's settings in each (k, n) and learner parameters of the rows."""
+    names = [name for name in COMPARE.full if name in rows[0] and name not in ("family", "c")]
+    combos = sorted({tuple(r[name] for name in names) for r in rows}, key=lambda c: tuple(map(summary.natural_key, c)))
+    table = {}
+    for combo in combos:
+        params = {name: _typed(name, value) for name, value in zip(names, combo)}
+        key = (params["learner"], settings(params["learner"], params["n"], params["k"], params))
+        table.setdefault(key, []).append(f"k = {params['k']}, n = {params['n']}")
+    return summary.markdown_table(["learner", "cells", "settings"],
+                                  [[name, "; ".join(cells), f"`{text}`"] for (name, text), cells in table.items()])
+
+
+def _typed(name: str, value: str):
+    """A parameter read from a row, as the type of the study's full grid."""
+    example = COMPARE.full[name]
+    return type(example[0] if isinstance(example, list) else example)(value)
 
 
 def _sgd(params):
@@ -156,7 +198,7 @@ def _working_set(params) -> int:
 
 
 def _check(params):
-    name = checks.choice("learner", params["learner"], tuple(learners.names()))
+    name = checks.choice("learner", params["learner"], LEARNERS)
     family = checks.choice("family", params["family"], FAMILIES)
     n = checks.integer("n", params["n"], low=2, high=64)
     k = checks.integer("k", params["k"], low=1, high=min(n, 4))
@@ -176,7 +218,7 @@ def _check(params):
     checks.real("lr", params["lr"], low=0.0, high=100.0, low_open=True)
     checks.integer("test_m", params["test_m"], low=32, high=2**20)
     check_sample_grid({**params, "impurity": "entropy"}, n)
-    if name in ("lmn-1", "lmn-1-biased", "sparse-1") and n_subsets(n, k) > MAX_GRAM_SETS:
+    if name in ("lmn-k", "lmn-k-biased", "sparse-k") and n_subsets(n, k) > MAX_GRAM_SETS:
         raise ValueError(f"k must keep the degree-k sets over n = {n} at most {MAX_GRAM_SETS} for {name}, got k = {k}")
 
 
@@ -295,7 +337,7 @@ def _report(rows):
                             + ("; no learner reaches 0.9" if not learned else "") + ".")
     boosting = []
     for cell in cells:
-        pair = [top.get((*cell, name)) for name in ("adaboost-stumps", "adaboost-parities")]
+        pair = [top.get((*cell, name)) for name in ("adaboost-stumps", "adaboost-parities-2")]
         if all(pair):
             family, k, n, c = cell
             boosting.append(f"- {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}: AdaBoost with stumps "
@@ -306,6 +348,8 @@ def _report(rows):
             "test sample otherwise; km counts membership queries, population-entropy grows from the distribution "
             "itself (it succeeds at every m or none).\n\n"
             + "\n\n".join(maps)
+            + "\n\n### The learners' settings\n\nWhat each learner of the rows ran (the registry's configuration "
+            "at the study's size; names ending in -k follow the cell's k).\n\n" + _settings_table(rows)
             + f"\n\n### What the atlas shows\n\nID3 is {REFERENCE} (greedy growth to the study's depth). The seeds "
             "claim ID3 learns juntas under smoothed product distributions (000, Theorem 2) but not parities under "
             "the uniform one (000, Theorem 1), that the addressing functions defeat impurity-based growth (002), "
@@ -329,9 +373,9 @@ COMPARE = Study(
     name="compare",
     description="every registered learner on the same trials: k-parities, k-juntas, depth-k trees, rank-k trees, "
                 "addressing; uniform and c-smoothed; success vs m, a learnability map, per-learner cost",
-    quick={"learner": learners.names(), "family": ["parity", "junta"], "k": 2, "n": 8, "c": [0.0, 0.2],
+    quick={"learner": LEARNERS, "family": ["parity", "junta"], "k": 2, "n": 8, "c": [0.0, 0.2],
            "test_m": 2048, "m_max": 1024, **SHARED},
-    full={"learner": learners.names(), "family": list(FAMILIES), "k": [2, 3], "n": 17, "c": [0.0, 0.1, 0.2],
+    full={"learner": LEARNERS, "family": list(FAMILIES), "k": [2, 3], "n": 17, "c": [0.0, 0.1, 0.2],
           "test_m": 8192, "m_max": 16384, **{**SHARED, "depth": 6, "rounds": 100, "max_rank": 4, "sgd_steps": 2000}},
     static=("learner", "family", "k", "n", "depth", "rounds", "max_rank", "max_calls", "theta", "l1", "width",
             "sgd_steps", "test_m", "m_min", "m_max"),
