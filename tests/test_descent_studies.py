@@ -128,7 +128,7 @@ SCALING_TINY = ["--set", "family=parity,junta", "--set", "n=6,10", "--set", "k=2
                 "--set", "records_per_doubling=4", "--set", "replicates=4", "--chunk", "32", "--no-progress"]
 
 
-def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, unclipped_figures):
+def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, unclipped_figures, monkeypatch):
     assert cli.main(["run", "gd-scaling", "--quick", "--out", str(tmp_path), *SCALING_TINY]) == 0
     directory = tmp_path / "gd-scaling"
     with open(directory / "results.csv", newline="") as fh:
@@ -164,6 +164,23 @@ def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, 
     capsys.readouterr()
     assert cli.main(["report", str(directory)]) == 0
     assert capsys.readouterr().out.strip() == report.strip()
+    adam = [{**r, "optimizer": "adam"} for r in rows]  # issue 35, case 4: the figures and report name Adam
+    titles = []
+    monkeypatch.setattr(descent.summary, "suptitle", lambda fig, text: titles.append(text))
+    descent.GD_SCALING.plot(adam, str(tmp_path / "adam"))
+    text = descent.GD_SCALING.report(adam)
+    assert titles[0].startswith("Adam (width-16 ReLU MLP), online")
+    assert "## Adam steps to learn" in text and "Adam learning rate" in text and "SGD" not in text
+
+
+def test_gd_networks_are_titled_with_the_optimizer_of_their_rows():
+    """Issue 35, case 4: gd-scaling with --set optimizer=adam once titled and reported its figures 'SGD'."""
+    row = {"width": "16", "lr": "0.01", "batch_size": "32", "loss": "hinge", "max_steps": "256", "optimizer": "adam"}
+    assert descent._network_title([row]) == "width-16 ReLU MLP, Adam"
+    assert "Adam learning rate 0.01" in descent._network_text([row]) and "SGD" not in descent._network_text([row])
+    assert descent._network_title([row, {**row, "optimizer": "sgd"}]) == "width-16 ReLU MLP, Adam/SGD"
+    no_parameter = {k: v for k, v in row.items() if k != "optimizer"}  # gd-smoothed, gd-vs-id3: optax.sgd
+    assert descent._network_title([no_parameter]) == "width-16 ReLU MLP, SGD"
 
 
 def test_gd_scaling_trial_is_the_gd_smoothed_trial_at_n30_k3():

@@ -248,7 +248,7 @@ def _smoothed_plot(rows, stem):
         ax.set_title(f"k = {key[0]}-parities" + _suffix(extra, key[1:]))
     axes[0].set_ylabel("SGD steps to 0 test error\n(median, interquartile band)")
     summary.legend(fig, axes)
-    summary.suptitle(fig, f"SGD ({_network_title(rows)[:-5]}), online,\non p_i = 1/2 + U[-c, c] (c-smoothed)")
+    summary.suptitle(fig, f"SGD ({_network(rows)}), online,\non p_i = 1/2 + U[-c, c] (c-smoothed)")
     return summary.save(fig, stem)
 
 
@@ -361,7 +361,7 @@ def _vs_plot(rows, stem):
     summary.legend(fig, axes)
     eps = sorted({float(r["eps"]) for r in rows})
     axes[0].set_ylabel(f"P[error <= {', '.join(f'{e:g}' for e in eps)} within that many examples]\n(95% Wilson band)")
-    summary.suptitle(fig, "ID3 (depth k) vs SGD (" + _network_title(rows)[:-5] + ") on identical (p, f)")
+    summary.suptitle(fig, "ID3 (depth k) vs SGD (" + _network(rows) + ") on identical (p, f)")
     return summary.save(fig, stem)
 
 
@@ -583,7 +583,7 @@ def _scaling_report(rows):
     header_cells = ["family", "k", *extra, "c", "n", "trials", "learned", "median steps [IQR]",
                     "median step J separated (-: most stopped first)", "median min_j |I(D, j)|"]
     mech = _mechanism_fit(trials)
-    return ("## SGD steps to learn k-juntas and k-parities: how they grow with n, k and c\n\n"
+    return (f"## {_optimizer(trials)} steps to learn k-juntas and k-parities: how they grow with n, k and c\n\n"
             f"{_network_text(trials)}; p_i = 1/2 + U[-c, c] (c = 0: uniform). Steps: first record with test error 0 "
             f"(records at {_vals(trials, 'records_per_doubling')} per doubling of the step count from step "
             f"{_vals(trials, 'eval_every')}, so steps are resolved to about "
@@ -656,8 +656,8 @@ def _scaling_plot(rows, stem):
         ax.set_xlabel("input bits n")
         ax.set_title(f"random {key[1]}-{'parities' if key[0] == 'parity' else 'juntas'}" + _suffix(extra, key[2:]))
         ax.legend(fontsize=8, loc="upper left")  # per panel: the fitted exponents are the panel's
-    axes[0].set_ylabel("SGD steps to 0 test error\n(median, interquartile band)")
-    summary.suptitle(fig, f"SGD ({_network_title(trials)[:-5]}), online, p_i = 1/2 + U[-c, c]: steps vs n on log-log "
+    axes[0].set_ylabel(f"{_optimizer(trials)} steps to 0 test error\n(median, interquartile band)")
+    summary.suptitle(fig, f"{_optimizer(trials)} ({_network(trials)}), online, p_i = 1/2 + U[-c, c]: steps vs n on log-log "
                           f"axes; legend: Tobit-fitted exponent of n; triangles at the budget: share of censored "
                           f"trials (size); {summary.trials_text([len(v) for v in summary.split(trials, ['family', 'k', *extra, 'c', 'n']).values()])}")
     files = summary.save(fig, stem)
@@ -686,7 +686,7 @@ def _mechanism_plot(rows, trials, stem):
                     ax.plot(*zip(*points), ls=ls, color=colour, label=label + suffix)
         ax.legend(fontsize=7, ncols=2)
         ax.set_xscale("log")
-        ax.set_xlabel("SGD step")
+        ax.set_xlabel(f"{_optimizer(rows)} step")
         ax.set_title(f"{k}-{family}, n = {n_top}")
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("first-layer row norm ||W1[i]||_2\n(median over trials still training)")
@@ -844,9 +844,23 @@ def _learned_curve(ax, rows, column, scale, label):
     ax.grid(alpha=0.3)
 
 
-def _network_title(rows) -> str:
+def _network(rows) -> str:
     widths = sorted({r["width"] for r in rows}, key=int)
-    return f"width-{'/'.join(widths)} ReLU MLP, SGD"
+    return f"width-{'/'.join(widths)} ReLU MLP"
+
+
+def _network_title(rows) -> str:
+    return f"{_network(rows)}, {_optimizer(rows)}"
+
+
+#: How reports and figures name an optimizer of :data:`OPTIMIZERS`.
+OPTIMIZER_NAMES = {"sgd": "SGD", "adam": "Adam"}
+
+
+def _optimizer(rows) -> str:
+    """The optimizer(s) that trained the rows' networks ("SGD" for studies without an optimizer parameter)."""
+    names = sorted({r.get("optimizer", "sgd") for r in rows})
+    return "/".join(OPTIMIZER_NAMES.get(name, name) for name in names)
 
 
 def _vals(rows, name) -> str:
@@ -855,6 +869,6 @@ def _vals(rows, name) -> str:
 
 def _network_text(rows) -> str:
     vals = lambda b: _vals(rows, b)  # noqa: E731
-    return (f"One hidden layer of width {vals('width')} (ReLU, He init), SGD learning rate {vals('lr')}, batch "
+    return (f"One hidden layer of width {vals('width')} (ReLU, He init), {_optimizer(rows)} learning rate {vals('lr')}, batch "
             f"{vals('batch_size')}, {vals('loss')} loss, inputs in {{-1,+1}}, online (fresh batch every step), "
             f"budget {vals('max_steps')} steps")
