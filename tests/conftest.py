@@ -28,7 +28,8 @@ MB each. Run in one process (no ``-n``), the suite's programs reached the kernel
 (``vm.max_map_count``, 65,530) at 70% and XLA's compiler segfaulted. After each test, if the
 process holds more than a quarter of that limit in maps, ``jaxtrees.core.programs.release``
 drops every cached program (``jax.clear_caches()``); later tests recompile what they use again.
-The terminal summary gives the number of releases and the peak maps.
+The terminal summary gives the number of releases and the peak maps; ``JAXTREES_PROGRAMS_LOG=path``
+appends one line per test (node id, maps, resident MB, whether it released).
 """
 
 import os
@@ -63,8 +64,11 @@ def pytest_runtest_teardown(item, nextitem):
     maps = programs.map_count()
     if maps is not None:
         PROGRAMS["peak_maps"] = max(PROGRAMS["peak_maps"], maps)
-    if programs.release_if_crowded(PROGRAMS["threshold"]):
-        PROGRAMS["releases"] += 1
+    released = programs.release_if_crowded(PROGRAMS["threshold"])
+    PROGRAMS["releases"] += released
+    if os.environ.get("JAXTREES_PROGRAMS_LOG"):  # one line per test: maps, resident MB, released
+        with open(os.environ["JAXTREES_PROGRAMS_LOG"], "a") as log:
+            log.write(f"{item.nodeid}\t{maps}\t{(programs.resident_bytes() or 0) >> 20}\t{int(released)}\n")
 
 
 def pytest_sessionfinish(session):
