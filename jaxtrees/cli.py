@@ -103,11 +103,18 @@ def _run(args) -> int:
         if not isinstance(overrides, dict):
             raise ValueError(f"--config {args.config} must hold a JSON object of parameter overrides")
         seed = overrides.pop("seed", seed)
+    if not args.out.strip():
+        raise ValueError("--out must name a directory (default: results), got an empty value")
+    given = {}
     for item in args.set:
         name, sep, value = item.partition("=")
-        if not sep or not name:
+        if not sep or not name.strip():
             raise ValueError(f"--set needs NAME=VALUE, got {item!r}")
-        overrides[name.strip()] = value
+        name = name.strip()
+        if name in given:
+            raise ValueError(f"--set {name} is given twice ({name}={given[name]} and {name}={value}); give it once, "
+                             f"with a comma-separated list for a grid (--set {name}={given[name]},{value})")
+        given[name] = overrides[name] = value
     if args.seed is not None:
         seed = args.seed
     config = runner.configure(study, quick=args.quick, overrides=overrides, seed=seed)
@@ -123,9 +130,9 @@ def _run(args) -> int:
         print(f"run incomplete; rerun the same command to resume ({directory})", file=sys.stderr)
         return 1
     figures = _plot_files(study, directory)
-    report = _write_report(study, directory)
-    print(open(report).read())
-    print(f"wrote {results}, {', '.join(figures)} and {report} in {time.perf_counter() - t0:.0f} s")
+    print(_write_report(study, directory))
+    print(f"wrote {results}, {', '.join(figures)} and {os.path.join(directory, 'report.md')} in "
+          f"{time.perf_counter() - t0:.0f} s")
     return 0
 
 
@@ -199,33 +206,49 @@ def _plot(args) -> int:
 
 def _report(args) -> int:
     study, directory = _study_of(args.results)
-    print(open(_write_report(study, directory)).read())
+    print(_write_report(study, directory))
     return 0
 
 
 def _study_of(directory: str):
     from jaxtrees.experiments import studies
 
-    metadata = os.path.join(directory, "metadata.json")
-    if not os.path.exists(metadata):
-        raise ValueError(f"{directory} is not a results directory (no metadata.json); "
+    return studies.get(_metadata(directory)["config"]["study"]), directory
+
+
+def _metadata(directory: str) -> dict:
+    """``directory/metadata.json``; ValueError saying what is wrong and what to do."""
+    path = os.path.join(directory, "metadata.json")
+    if not os.path.exists(path):
+        rebuild = (" (its parts/config.json remains: rerun `jaxtrees run` with the same arguments to rebuild it)"
+                   if os.path.exists(os.path.join(directory, "parts", "config.json")) else "")
+        raise ValueError(f"{directory} is not a results directory (no metadata.json){rebuild}; "
                          f"pass OUT/STUDY as written by `jaxtrees run`")
-    with open(metadata) as fh:
-        return studies.get(json.load(fh)["config"]["study"]), directory
+    try:
+        with open(path) as fh:
+            metadata = json.load(fh)
+        metadata["config"]["study"], metadata["runs"][-1]["environment"]
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+        raise ValueError(f"cannot read {path} ({type(e).__name__}: {e}); rerun `jaxtrees run` into a new --out") from None
+    return metadata
 
 
 def _plot_files(study, directory):
     from jaxtrees.experiments import store
 
-    return study.plot(store.read_results(directory), os.path.join(directory, study.name))
+    rows = store.read_results(directory, _metadata(directory)["config"])
+    try:
+        return study.plot(rows, os.path.join(directory, study.name))
+    except OSError as e:
+        raise ValueError(f"cannot write the figures {study.name}.png / .svg in {directory}: {e.strerror}") from None
 
 
-def _write_report(study, directory):
+def _write_report(study, directory) -> str:
+    """The report's text, also written to ``directory/report.md`` (a warning if it cannot be)."""
     from jaxtrees.experiments import store
 
-    with open(os.path.join(directory, "metadata.json")) as fh:
-        metadata = json.load(fh)
-    rows = store.read_results(directory)
+    metadata = _metadata(directory)
+    rows = store.read_results(directory, metadata["config"])
     done, total = store.completeness(directory, rows)
     incomplete = "" if done == total else (
         f"**incomplete: {done} of {total} trials** (rerun `jaxtrees run` with the same arguments to resume).\n\n")
@@ -241,9 +264,12 @@ def _write_report(study, directory):
               f"{env['device_kind']} ({env['backend']}); {seconds:.0f} s in all, {compiling:.0f} s of it compiling.\n\n"
             + study.report(rows) + _cost_table(metadata))
     path = os.path.join(directory, "report.md")
-    with open(path, "w") as fh:
-        fh.write(text)
-    return path
+    try:
+        with open(path, "w") as fh:
+            fh.write(text)
+    except OSError as e:
+        print(f"jaxtrees: warning: cannot write {path} ({e.strerror}); the report is printed only", file=sys.stderr)
+    return text
 
 
 def _compilation_cache() -> None:

@@ -44,6 +44,12 @@ TINY = {
 }
 
 
+def _tiny(**values) -> list[str]:
+    """TINY_JUNTAS with the given --set values replaced (a repeated --set is refused)."""
+    return [f"{a.partition('=')[0]}={values[a.partition('=')[0]]}" if a.partition("=")[0] in values else a
+            for a in TINY_JUNTAS]
+
+
 def _rows(path):
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
@@ -341,7 +347,7 @@ def test_partial_run_then_resume(tmp_path, reference):
 def test_killed_run_resumes_with_every_row_once(tmp_path):
     """SIGKILL a run (32 trials per chunk, the smallest) once chunks are on disk; the same command finishes it
     with every row exactly once, equal to an uninterrupted run."""
-    tiny = [*TINY_JUNTAS, "--set", "replicates=320"]  # 640 trials: 20 chunks of 32
+    tiny = _tiny(replicates=320)  # 640 trials: 20 chunks of 32
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "whole"), *tiny]) == 0
     whole = _rows(tmp_path / "whole" / "juntas" / "results.csv")
     args = ["run", "juntas", "--quick", "--out", str(tmp_path / "killed"), "--chunk", "1", "--group", "32", *tiny]
@@ -371,7 +377,7 @@ def test_seed_changes_rows_and_rows_depend_only_on_their_cell(tmp_path, referenc
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "a"), *TINY_JUNTAS, "--seed", "1"]) == 0
     other = _rows(tmp_path / "a" / "juntas" / "results.csv")
     assert [r["exact_error"] for r in other] != [r["exact_error"] for r in reference]
-    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "b"), *TINY_JUNTAS, "--set", "c=0.2"]) == 0
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "b"), *_tiny(c=0.2)]) == 0
     only = _rows(tmp_path / "b" / "juntas" / "results.csv")
     same = [r for r in reference if r["c"] == "0.2"]
     drop = ("cell",)

@@ -66,6 +66,8 @@ class Study:
         so one program serves every value. Results must not depend on the bound.
       choices: parameter -> allowed values (strings), for parameters that are neither static nor
         numbers: they reach ``trial`` as the int32 index of the value in this tuple.
+      cpu_opt_level: XLA:CPU's LLVM optimization level for the study's programs (None: XLA's
+        default, 3); an ``--xla_backend_optimization_level`` in XLA_FLAGS wins.
     """
 
     name: str
@@ -86,6 +88,7 @@ class Study:
     uniform: tuple = ()
     bounds: tuple = ()
     choices: dict = dataclasses.field(default_factory=dict)
+    cpu_opt_level: int | None = None
 
     def __post_init__(self):
         overlap = set(self.static) & (set(self.uniform) | set(self.bounds))
@@ -197,7 +200,10 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
     cells = config.cells()
     replicates = checks.integer("replicates", replicates, low=1, high=max(1, MAX_TRIALS // len(cells)))
     for cell in cells:
-        study.check(cell)
+        try:
+            study.check(cell)
+        except ValueError as e:  # the cell names the other parameters a bound came from (m_max >= m_min)
+            raise ValueError(f"{e} (in the cell {', '.join(f'{k}={v}' for k, v in cell.items())})") from None
     for name, values in grid.items():
         if name in study.static or not any(isinstance(v, str) for v in values):
             continue
