@@ -13,7 +13,7 @@ from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core import sampling
 from jaxtrees.experiments.studies import learning
 from jaxtrees.hypotheses import tree
-from jaxtrees.learners import greedy
+from jaxtrees.learners import greedy, population
 
 KEYS = jax.random.split(jax.random.key(11), 64)
 
@@ -106,3 +106,21 @@ def test_juntas_trial_does_not_depend_on_the_bound():
             np.testing.assert_array_equal(padded["success"], exact["success"])
             np.testing.assert_array_equal(padded["support_recovered"], exact["support_recovered"])
             np.testing.assert_allclose(padded["exact_error"], exact["exact_error"], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("impurity", ["gini", "entropy"])
+def test_traced_impurity_follows_the_static_path(impurity):
+    f = jt.addressing(c=1, k=3)
+    rule = jt.GrowthRule(max_depth=9, impurity=impurity, tie_tol=0.0)
+    traced_rule = jt.GrowthRule(max_depth=9, tie_tol=0.0)
+
+    def both(key):
+        kp, kx = jax.random.split(key)
+        p = jt.smoothed(c=0.25).marginals(kp, f.n)
+        x = jax.random.bernoulli(kx, p)
+        return (population.follow_path(p, f, rule, x),
+                population.follow_path(p, f, traced_rule, x, impurity=jnp.int32(impurity_lib.NAMES.index(impurity))))
+
+    static, traced = jax.jit(jax.vmap(both))(KEYS[:16])
+    np.testing.assert_array_equal(traced.feature, static.feature)
+    np.testing.assert_allclose(traced.error, static.error, rtol=1e-6, atol=1e-7)

@@ -311,9 +311,9 @@ def test_a_given_group_is_recorded_and_a_resumed_run_keeps_it(tmp_path, referenc
 
 def test_a_killed_run_keeps_the_timings_of_its_finished_programs(tmp_path, monkeypatch):
     """metadata.json is rewritten after every compiled program: killed while compiling the second
-    of two programs (k = 1, 2), the run's entry has the first program's compile and run seconds."""
+    of two programs (n = 8, 10), the run's entry has the first program's compile and run seconds."""
     study = studies.get("juntas")
-    config = runner.configure(study, quick=True, overrides={"n": 8, "k": "1,2", "c": 0.2, "m_min": 16, "m_max": 64,
+    config = runner.configure(study, quick=True, overrides={"n": "8,10", "k": 2, "c": 0.2, "m_min": 16, "m_max": 64,
                                                             "replicates": 2})
     compile_ = runner._compile
     calls = []
@@ -555,7 +555,7 @@ def test_a_rounded_chunk_is_announced_and_metadata_describes_the_run(tmp_path, c
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--chunk", "5", *args]) == 0
     err = capsys.readouterr().err
     assert f"chunk 5 rounded up to {runner.group_size(jax.local_devices()[0])}" in err  # 32 on a CPU
-    assert "[compiling impurity=entropy, k=2, m_max=64, m_min=16, n=8]" in err and "[done]" in err  # phases
+    assert "[compiling k_max=2, m_max=64, m_min=16, n=8]" in err and "[done]" in err  # phases
     metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
     run = metadata["runs"][-1]
     env = run["environment"]

@@ -24,6 +24,7 @@ This module also re-exports what a caller of :func:`run` needs: ``Study``, ``Con
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 import time
@@ -109,7 +110,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
 
 def _run_locked(study, config, store, metadata, devices, chunk, group, progress, max_trials):
     this_run = {"started": now(), "environment": environment(), "chunk": {}, "group": {}, "compile_seconds": {},
-                "run_seconds": {}, "trials_run": {}}
+                "run_seconds": {}, "trials_run": {}, "compiler_options": compiler_options(study, devices[0])}
     metadata["runs"].append(this_run)
     metadata["columns"] = column_descriptions(study, config)
     store.write_metadata(metadata)
@@ -155,7 +156,7 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
         bar.phase("compiling " + ", ".join(f"{k}={v}" for k, v in static.items()))
         started = time.perf_counter()
         batched = _compile(study, static, config.seed, devices, vmapped).lower(
-            *_inputs(study, cells, slots[:size], size, vmapped)).compile()
+            *_inputs(study, cells, slots[:size], size, vmapped)).compile(this_run["compiler_options"])
         this_run["compile_seconds"][name] = round(time.perf_counter() - started, 3)
         bar.compiled(this_run["compile_seconds"][name])
         started = time.perf_counter()
@@ -184,6 +185,18 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
     rows = store.read_parts()
     if process == 0 and len({(r["cell"], r["replicate"]) for r in rows}) == config.trials:
         store.write_results(rows)
+
+
+def compiler_options(study: Study, device) -> dict | None:
+    """XLA options for ``study``'s programs on ``device``: its ``cpu_opt_level`` on a CPU, unless
+    XLA_FLAGS sets the level itself."""
+    if study.cpu_opt_level is None or device.platform != "cpu" or OPT_LEVEL_FLAG in os.environ.get("XLA_FLAGS", ""):
+        return None
+    return {OPT_LEVEL_FLAG: study.cpu_opt_level}
+
+
+#: XLA's option (and flag) for the LLVM optimization level of CPU programs.
+OPT_LEVEL_FLAG = "xla_backend_optimization_level"
 
 
 def _compile(study: Study, static: dict, seed: int, devices, group: int):

@@ -106,8 +106,9 @@ class Study:
     def program(self, cells: list[dict]) -> dict:
         """The static values of the program that runs ``cells`` (cells of one static group): the
         static parameters, and ``name_max`` for each of ``bounds``."""
-        static = {name: cells[0][name] for name in sorted(self.static)}
-        return {**static, **{f"{name}_max": max(c[name] for c in cells) for name in sorted(self.bounds)}}
+        static = {name: cells[0][name] for name in self.static}
+        bounds = {f"{name}_max": max(c[name] for c in cells) for name in self.bounds}
+        return dict(sorted({**static, **bounds}.items()))
 
     def programs(self, config: Config) -> list[dict]:
         """The static values of every program ``config`` compiles (one per static group), in run order."""

@@ -135,8 +135,13 @@ def counting(data: Data):
         # Counts are at most the 32 W slots: int16 when that fits halves the traffic of the [L, n] counts.
         dtype = jnp.int16 if X.shape[-1] * bits.WORD_BITS < 2**15 else jnp.int32
 
+        ones_y = jnp.where(jnp.arange(2)[:, None] == 0, bits.ALL_ONES, y[None, :])  # [2, W]: all ones, then y
+
         def count(masks):
-            both = jnp.concatenate([masks, masks & y])  # [2L, W]
+            # [masks; masks & y] by a select, not a concatenate: XLA:CPU fuses this operand into the
+            # counting reduction, where a concatenate is a branch in the word loop that LLVM
+            # vectorizes only at -O3 (docs/benchmarks.md, "LLVM optimization level").
+            both = (ones_y[:, None, :] & masks[None]).reshape(2 * masks.shape[0], -1)  # [2L, W]
             c = bits.count_and(both[:, None, :], X[None, :, :]).astype(dtype)  # [2L, n]
             return c[: masks.shape[0]], c[masks.shape[0]:], None
 

@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxtrees.core import checks
+from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.hypotheses.tree import Restrictions, Tree, interleave
 from jaxtrees.learners import growth
 from jaxtrees.problems import Population
@@ -136,7 +137,7 @@ class Path(NamedTuple):
         return jnp.where(jnp.any(hit, axis=-1), jnp.argmax(hit, axis=-1), -1).astype(jnp.int32)
 
 
-def follow_path(p, target, rule: growth.GrowthRule, x, key=None) -> Path:
+def follow_path(p, target, rule: growth.GrowthRule, x, key=None, *, impurity=None) -> Path:
     """Follow input ``x: bool[n]`` down the tree :func:`grow_exact` would build for ``rule``.
 
     At each node the rule picks the variable of largest exact gain under the current restriction
@@ -147,6 +148,8 @@ def follow_path(p, target, rule: growth.GrowthRule, x, key=None) -> Path:
     (distributed as :func:`grow_exact`'s, not equal to it). ``rule.max_depth`` may exceed 24 (up
     to ``growth.MAX_PATH_DEPTH``): a path costs D oracle calls and O(D + n) memory. Draw
     x ~ p (``jax.random.bernoulli(key, p)``) for unbiased estimates; batch with ``jax.vmap``.
+    ``impurity`` (a built-in's name or index in :data:`jaxtrees.core.impurity.NAMES`, may be traced)
+    replaces ``rule.impurity``: one compiled program for every impurity.
 
     >>> import jax, jaxtrees as jt
     >>> f = jt.addressing(c=4, k=3)                    # n = 4 * 9 + 8 = 44
@@ -157,6 +160,10 @@ def follow_path(p, target, rule: growth.GrowthRule, x, key=None) -> Path:
     8
     """
     key = growth.check_key(rule, key)
+    if impurity is not None:
+        if isinstance(impurity, str):
+            checks.choice("impurity", impurity, impurity_lib.NAMES)
+        impurity = impurity_lib.selected(impurity)
     p = jnp.asarray(p, jnp.float32)
     n = p.shape[-1]
     checks.same_n("p", n, target)
@@ -170,7 +177,7 @@ def follow_path(p, target, rule: growth.GrowthRule, x, key=None) -> Path:
         w1 = jnp.where(fixed, 0.0, p)[None]
         stats = growth.LevelStats(jnp.ones((1,)), mu[None], w1, w1 * mu1[None])
         feature, gain = growth.decide(stats, fixed[None], rule, node_key, min_count=False,
-                                      purity_tol=PURITY_TOL)
+                                      purity_tol=PURITY_TOL, impurity=impurity)
         chosen = jnp.arange(n) == feature[0]
         if rule.random:
             node_key = jax.random.fold_in(node_key, jnp.any(chosen & x))

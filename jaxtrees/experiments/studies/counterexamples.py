@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
+from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies.common import trial_keys
@@ -85,8 +86,10 @@ def _follow(key, f, params, depth):
     keys = trial_keys(key, "distribution", "input")
     kp, kx = keys["distribution"], keys["input"]
     p = distributions.Smoothed(jnp.float32(0.5), params["s"]).marginals(kp, f.n)
-    rule = growth.GrowthRule(max_depth=depth, impurity=params["impurity"], tie_tol=0.0)
-    path = population.follow_path(p, f, rule, jax.random.bernoulli(kx, p))
+    impurity = params["impurity"]  # a name, or (traced, one program for all) its index in IMPURITY_NAMES
+    traced = not isinstance(impurity, str)
+    rule = growth.GrowthRule(max_depth=depth, impurity=IMPURITY_NAMES[0] if traced else impurity, tie_tol=0.0)
+    path = population.follow_path(p, f, rule, jax.random.bernoulli(kx, p), impurity=impurity if traced else None)
     address = jnp.arange(f.n) < f.n_address
     first = path.first_query(address)
     free_memory = ~address & ~jnp.concatenate([jnp.zeros(f.n_address, bool), f.pinned])
@@ -247,7 +250,9 @@ ADDRESSING = Study(
     quick={"k": [3, 4, 5, 6], "c": [1, 2, 7], "code": "block", "s": 0.25, "impurity": ["gini", "entropy"]},
     full={"k": [3, 4, 5, 6, 7, 8], "c": [1, 2, 4, 7], "code": ["block", "coded"], "s": [0.1, 0.25],
           "impurity": ["gini", "entropy", "kearns_mansour"]},
-    static=("k", "c", "code", "impurity"),
+    static=("k", "c", "code"),
+    uniform=("impurity",),
+    choices={"impurity": IMPURITY_NAMES},
     trial=_addressing_trial,
     replicates=(64, 256),
     check=_addressing_check,
@@ -264,7 +269,9 @@ AGNOSTIC = Study(
     quick={"k": [4, 5, 6], "c": 7, "eps": [0.5, 1.0], "s": 0.25, "impurity": "gini"},
     full={"k": [4, 5, 6, 7, 8], "c": 7, "eps": [0.25, 0.5, 1.0], "s": [0.1, 0.25],
           "impurity": ["gini", "entropy", "kearns_mansour"]},
-    static=("k", "c", "eps", "impurity"),
+    static=("k", "c", "eps"),
+    uniform=("impurity",),
+    choices={"impurity": IMPURITY_NAMES},
     trial=_agnostic_trial,
     replicates=(64, 256),
     check=_agnostic_check,

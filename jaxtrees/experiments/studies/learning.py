@@ -33,6 +33,10 @@ COLUMNS = {
     "success": "1 if exact_error <= 1e-6 (exact learning), else 0",
 }
 
+#: LLVM level for these studies' CPU programs: level 2 compiled the juntas programs in 0.55-0.85x the
+#: time of XLA's default 3 and ran their long-row counting 2.3x faster (docs/benchmarks.md).
+CPU_OPT_LEVEL = 2
+
 # ----------------------------------------------------------------------------- juntas
 
 
@@ -82,6 +86,7 @@ JUNTAS = Study(
     uniform=("impurity",),
     bounds=("k",),
     choices={"impurity": IMPURITY_NAMES},
+    cpu_opt_level=CPU_OPT_LEVEL,
     trial=_juntas_trial,
     replicates=(200, 1000),
     check=_juntas_check,
@@ -141,6 +146,7 @@ PARITY = Study(
     static=("log2_n", "m_min", "m_max"),
     uniform=("impurity",),
     choices={"impurity": IMPURITY_NAMES},
+    cpu_opt_level=CPU_OPT_LEVEL,
     trial=_parity_trial,
     replicates=(100, 1000),
     check=_parity_check,
@@ -198,6 +204,7 @@ TREES = Study(
     uniform=("impurity",),
     bounds=("extra_depth",),
     choices={"impurity": IMPURITY_NAMES},
+    cpu_opt_level=CPU_OPT_LEVEL,
     trial=_trees_trial,
     replicates=(100, 1000),
     check=_trees_check,
