@@ -191,7 +191,7 @@ def test_gd_scaling_trial_is_the_gd_smoothed_trial_at_n30_k3():
               "max_steps": 4096, "eval_every": 16}
     keys = jax.random.split(jax.random.key(11), 8)
     smoothed = jax.jit(jax.vmap(lambda key: descent.GD_SMOOTHED.trial(key, params)))(keys)
-    scaling = {**params, "family": "parity", "optimizer": "sgd", "records_per_doubling": 4096}
+    scaling = {**params, "family": "parity", "optimizer": "sgd", "records_per_doubling": 4096, "k_max": 3}
     assert descent.scaling_config(scaling).record_steps.tolist() == list(range(16, 4097, 16))
     out = jax.jit(jax.vmap(lambda key: descent.GD_SCALING.trial(key, scaling)))(keys)
     want, got = np.asarray(smoothed["steps"]), np.asarray(out["steps"])

@@ -423,9 +423,10 @@ GD_VS_ID3 = Study(
 
 # ----------------------------------------------------------------------------- gd-scaling
 
-#: The target families of gd-scaling: a k-parity on a random k-subset, a random non-degenerate k-junta.
-FAMILIES = {"parity": lambda key, n, k: targets.MaskParity(targets.random_subset(key, n, k)),
-            "junta": lambda key, n, k: targets.random_junta(key, n, k)}
+#: The target families of gd-scaling: a k-parity on a random k-subset, a random non-degenerate k-junta
+#: (k traced, padded to k_max: one program for every k).
+FAMILIES = {"parity": lambda key, n, k, k_max: targets.MaskParity(targets.random_subset(key, n, k)),
+            "junta": lambda key, n, k, k_max: targets.random_junta(key, n, k, k_max=k_max)}
 #: Optimizers of gd-scaling (``lr`` is the step size of either).
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 #: One random subset or junta per trial: its largest k (2^k truth table, C(n, k) supports).
@@ -481,7 +482,7 @@ def _scaling_trial(key, params):
     n, k = params["n"], params["k"]
     keys = trial_keys(key, "distribution", "target", "training")  # as gd-smoothed: the same p, J and run
     p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n)
-    f = FAMILIES[params["family"]](keys["target"], n, k)
+    f = FAMILIES[params["family"]](keys["target"], n, k, params["k_max"])
     config = scaling_config(params)
     result = sgd.train(keys["training"], p, f, config, learning_rate=params["lr"])
     trace, mask = result.trace, f.support_mask(n)
@@ -717,7 +718,8 @@ GD_SCALING = Study(
     full={"family": ["parity", "junta"], "n": [8, 16, 32, 64, 128], "k": [2, 3, 4, 5],
           "c": [0.0, 0.05, 0.1, 0.2, 0.3], "optimizer": "sgd", **BARAK, "max_steps": 2**18, "eval_every": 8,
           "records_per_doubling": 16},
-    static=("family", "n", "k", "optimizer", "records_per_doubling", *STATIC_TRAINING),
+    static=("family", "n", "optimizer", "records_per_doubling", *STATIC_TRAINING),
+    bounds=("k",),
     trial=_scaling_trial,
     replicates=(32, 32),
     check=_scaling_check,
