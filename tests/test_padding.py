@@ -99,9 +99,10 @@ def test_juntas_trial_does_not_depend_on_the_bound():
     base = {"n": 10, "c": jnp.float32(0.1), "m_min": 16, "m_max": 512}
     for k in (2, 3):
         for impurity in ("entropy", "gini"):
-            index = jnp.int32(impurity_lib.NAMES.index(impurity))
+            names = ("entropy", "gini")
+            index = jnp.int32(names.index(impurity))
             run = lambda k_max: jax.jit(jax.vmap(lambda key: learning.JUNTAS.trial(  # noqa: E731
-                key, {**base, "k": jnp.int32(k), "k_max": k_max, "impurity": index})))(KEYS[:32])
+                key, {**base, "k": jnp.int32(k), "k_max": k_max, "impurity": index, "impurity_choices": names})))(KEYS[:32])
             exact, padded = run(k), run(5)
             np.testing.assert_array_equal(padded["success"], exact["success"])
             np.testing.assert_array_equal(padded["support_recovered"], exact["support_recovered"])

@@ -256,7 +256,8 @@ def test_traced_grid_values_share_a_program_and_keep_their_rows(tmp_path):
             "--set", "m_max=64", "--set", "replicates=5", "--no-progress"]
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "all"), *grid]) == 0
     metadata = json.loads((tmp_path / "all" / "juntas" / "metadata.json").read_text())
-    assert list(metadata["runs"][-1]["compile_seconds"]) == ['{"k_max": 3, "m_max": 64, "m_min": 16, "n": 8}']
+    assert list(metadata["runs"][-1]["compile_seconds"]) == [
+        '{"impurity_choices": ["entropy", "gini"], "k_max": 3, "m_max": 64, "m_min": 16, "n": 8}']
     rows = _rows(tmp_path / "all" / "juntas" / "results.csv")
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "mixed"), *grid, "--group", "4",
                      "--chunk", "8"]) == 0
@@ -555,7 +556,7 @@ def test_a_rounded_chunk_is_announced_and_metadata_describes_the_run(tmp_path, c
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--chunk", "5", *args]) == 0
     err = capsys.readouterr().err
     assert f"chunk 5 rounded up to {runner.group_size(jax.local_devices()[0])}" in err  # 32 on a CPU
-    assert "[compiling k_max=2, m_max=64, m_min=16, n=8]" in err and "[done]" in err  # phases
+    assert "[compiling impurity_choices=entropy, k_max=2, m_max=64, m_min=16, n=8]" in err and "[done]" in err
     metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
     run = metadata["runs"][-1]
     env = run["environment"]

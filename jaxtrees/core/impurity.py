@@ -30,11 +30,13 @@ contributes 0). It is the per-node gain, not weighted by the node's share of the
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxtrees.core import checks
 
 
 @jax.tree_util.register_static
@@ -120,24 +122,42 @@ def get(spec) -> Impurity:
 NAMES = tuple(BUILTIN)
 
 
-class Selected(NamedTuple):
-    """The built-in impurity ``NAMES[index]`` for a traced ``index``: one compiled program serves
-    every impurity. G and its gain go through ``lax.switch``, which runs one branch where the
-    index is the same for a whole vmapped group (and every branch, selected, where it is not)."""
+@jax.tree_util.register_pytree_node_class
+class Selected:
+    """The built-in impurity ``names[index]`` for a traced ``index``: one compiled program serves
+    every impurity of ``names`` (default :data:`NAMES`). G and its gain go through ``lax.switch``
+    (one branch per name, so list only those needed), which runs one branch where the index is the
+    same for a whole vmapped group (and every branch, selected, where it is not)."""
 
-    index: jax.Array
+    def __init__(self, index, names: tuple = NAMES):
+        self.index, self.names = index, tuple(names)
+
+    def tree_flatten(self):
+        return (self.index,), self.names
+
+    @classmethod
+    def tree_unflatten(cls, names, children):
+        return cls(children[0], names)
 
     @property
     def name(self) -> str:
         return "selected"
 
     def __call__(self, q):
-        return jax.lax.switch(self.index, [BUILTIN[name].fn for name in NAMES], q)
+        return jax.lax.switch(self.index, [BUILTIN[name].fn for name in self.names], q)
 
 
-def selected(index) -> Selected:
-    """:class:`Selected` for ``index`` (an int32 index into :data:`NAMES`, or a name)."""
-    return Selected(jnp.asarray(NAMES.index(index) if isinstance(index, str) else index, jnp.int32))
+def selected(index, names: tuple = NAMES) -> Selected:
+    """:class:`Selected` for ``index`` (an int32 index into ``names``, or a name), or ``index`` itself
+    if it is one."""
+    if isinstance(index, Selected):
+        return index
+    names = tuple(names)
+    for name in names:
+        checks.choice("impurity", name, NAMES)
+    if isinstance(index, str):
+        index = names.index(checks.choice("impurity", index, names))
+    return Selected(jnp.asarray(index, jnp.int32), names)
 
 
 def ratio(a, b):
@@ -168,7 +188,7 @@ def gain(G: Impurity, mu, p1, mu1, mu0, p0=None):
     """
     p0 = 1.0 - p1 if p0 is None else p0
     if isinstance(G, Selected):
-        branches = [lambda *a, G=BUILTIN[name]: gain(G, *a) for name in NAMES]
+        branches = [lambda *a, G=BUILTIN[name]: gain(G, *a) for name in G.names]
         return jax.lax.switch(G.index, branches, mu, p1, mu1, mu0, p0)
     mu, mu1, mu0 = (jnp.clip(q, 0.0, 1.0) for q in (mu, mu1, mu0))
     unchanged = (jnp.abs(mu1 - mu) <= UNCHANGED_TOL) | (jnp.abs(mu0 - mu) <= UNCHANGED_TOL)

@@ -153,16 +153,17 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
             size = min(size, max(1, memory_budget(devices[0]) // (need * vmapped)) * unit)
         this_run["chunk"][name] = size
         this_run["group"][name] = vmapped
-        bar.phase("compiling " + ", ".join(f"{k}={v}" for k, v in static.items()))
+        bar.phase("compiling " + ", ".join(f"{k}={'/'.join(map(str, v)) if isinstance(v, tuple) else v}"
+                                           for k, v in static.items()))
         started = time.perf_counter()
         batched = _compile(study, static, config.seed, devices, vmapped).lower(
-            *_inputs(study, cells, slots[:size], size, vmapped)).compile(this_run["compiler_options"])
+            *_inputs(study, static, cells, slots[:size], size, vmapped)).compile(this_run["compiler_options"])
         this_run["compile_seconds"][name] = round(time.perf_counter() - started, 3)
         bar.compiled(this_run["compile_seconds"][name])
         started = time.perf_counter()
         for start in range(0, len(slots), size):
             part = slots[start:start + size]
-            outputs = batched(*_inputs(study, cells, part, size, vmapped))
+            outputs = batched(*_inputs(study, static, cells, part, size, vmapped))
             real = [t for t, (_, padding) in enumerate(part) if not padding]
             outputs = {key: np.asarray(value)[real] for key, value in outputs.items()}
             trials = [part[t][0] for t in real]
@@ -243,11 +244,11 @@ def _pack(study: Study, cells, pending, group: int) -> list[tuple]:
     return slots
 
 
-def _inputs(study: Study, cells, slots, per_call, group: int):
+def _inputs(study: Study, static: dict, cells, slots, per_call, group: int):
     """The chunk's slots padded to ``per_call`` (copies of the last slot): cell hashes, replicate numbers,
     the dynamic parameters per trial and the ``grouped`` ones per group (int32 where every cell of the
-    grid has an int or bool, or for ``choices`` (the value's index), else float32: one dtype per
-    parameter for the whole run, so one compilation serves every chunk)."""
+    grid has an int or bool, or for ``choices`` (the value's index in the program's ``name_choices``),
+    else float32: one dtype per parameter for the whole run, so one compilation serves every chunk)."""
     padded = [t for t, _ in slots] + [slots[-1][0]] * (per_call - len(slots))
     hashes = np.asarray([study.key_hash(cells[i]) for i, _ in padded], np.uint32)
     replicates = np.asarray([r for _, r in padded], np.uint32)
@@ -256,7 +257,7 @@ def _inputs(study: Study, cells, slots, per_call, group: int):
         if name in study.static:
             continue
         if name in study.choices:
-            values = [study.choices[name].index(cells[i][name]) for i, _ in padded]
+            values = [static[f"{name}_choices"].index(cells[i][name]) for i, _ in padded]
             dtype = np.int32
         else:
             values = [cells[i][name] for i, _ in padded]

@@ -65,7 +65,8 @@ class Study:
         group's cells reaches ``trial`` as ``params[name + "_max"]`` (e.g. arrays padded to k_max),
         so one program serves every value. Results must not depend on the bound.
       choices: parameter -> allowed values (strings), for parameters that are neither static nor
-        numbers: they reach ``trial`` as the int32 index of the value in this tuple.
+        numbers: they reach ``trial`` as the int32 index of the value in ``params[name + "_choices"]``,
+        the static tuple of the values a static group's cells use (in this tuple's order).
       cpu_opt_level: XLA:CPU's LLVM optimization level for the study's programs (None: XLA's
         default, 3); an ``--xla_backend_optimization_level`` in XLA_FLAGS wins.
     """
@@ -105,10 +106,12 @@ class Study:
 
     def program(self, cells: list[dict]) -> dict:
         """The static values of the program that runs ``cells`` (cells of one static group): the
-        static parameters, and ``name_max`` for each of ``bounds``."""
+        static parameters, ``name_max`` for each of ``bounds`` and ``name_choices`` for each of ``choices``."""
         static = {name: cells[0][name] for name in self.static}
         bounds = {f"{name}_max": max(c[name] for c in cells) for name in self.bounds}
-        return dict(sorted({**static, **bounds}.items()))
+        choices = {f"{name}_choices": tuple(v for v in allowed if any(c[name] == v for c in cells))
+                   for name, allowed in self.choices.items() if name not in self.static}
+        return dict(sorted({**static, **bounds, **choices}.items()))
 
     def programs(self, config: Config) -> list[dict]:
         """The static values of every program ``config`` compiles (one per static group), in run order."""

@@ -70,8 +70,9 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -
 
     Values that may be traced (one compiled program for all of them): ``depth`` (0 <= depth <=
     rule.max_depth; nodes at that depth are leaves, and where it is the same for a vmapped group
-    the levels below it are not counted) and ``impurity`` (a built-in's name or its index in
-    :data:`jaxtrees.core.impurity.NAMES`, replacing ``rule.impurity``). The tree's arrays keep
+    the levels below it are not counted) and ``impurity`` (a built-in's name, its index in
+    :data:`jaxtrees.core.impurity.NAMES` or a :class:`~jaxtrees.core.impurity.Selected`, replacing
+    ``rule.impurity``). The tree's arrays keep
     ``rule.max_depth``'s shape.
 
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first

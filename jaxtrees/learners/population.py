@@ -148,7 +148,8 @@ def follow_path(p, target, rule: growth.GrowthRule, x, key=None, *, impurity=Non
     (distributed as :func:`grow_exact`'s, not equal to it). ``rule.max_depth`` may exceed 24 (up
     to ``growth.MAX_PATH_DEPTH``): a path costs D oracle calls and O(D + n) memory. Draw
     x ~ p (``jax.random.bernoulli(key, p)``) for unbiased estimates; batch with ``jax.vmap``.
-    ``impurity`` (a built-in's name or index in :data:`jaxtrees.core.impurity.NAMES`, may be traced)
+    ``impurity`` (a built-in's name, its index in :data:`jaxtrees.core.impurity.NAMES` (may be traced) or a
+    :class:`~jaxtrees.core.impurity.Selected`)
     replaces ``rule.impurity``: one compiled program for every impurity.
 
     >>> import jax, jaxtrees as jt

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 from jaxtrees.core import checks, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
+from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.hypotheses import tree
 from jaxtrees.learners import GrowthRule
@@ -49,22 +50,34 @@ def learn_on_prefixes(key, p, f, n, depth, params, max_depth: int | None = None)
     examples instead of 32) and trees are scored exactly against it. The m-grid runs through
     :func:`on_prefixes` (one tree at a time per trial), so memory holds one tree's node bitsets
     per trial, not one per m. ``params["impurity"]`` is a name, or (traced) its index in
-    :data:`IMPURITY_NAMES`; with ``max_depth`` (static) ``depth`` may be traced (<= max_depth):
-    trees are grown in arrays of max_depth and stop at depth, the same trees as at max_depth = depth."""
-    impurity = params["impurity"]
-    traced = not isinstance(impurity, str)
-    rule = GrowthRule(max_depth=depth if max_depth is None else max_depth,
-                      impurity=IMPURITY_NAMES[0] if traced else impurity)
+    ``params["impurity_choices"]`` (:func:`impurity`); with ``max_depth`` (static) ``depth`` may be
+    traced (<= max_depth): trees are grown in arrays of max_depth and stop at depth, the same trees
+    as at max_depth = depth."""
+    name, traced = impurity(params)
+    rule = GrowthRule(max_depth=depth if max_depth is None else max_depth, impurity=name)
     sample = sampling.draw(key, p, f, params["m_max"], precision_bits=PRECISION_BITS)
 
     fit_key = jax.random.fold_in(key, 2)  # read only by random tie-breaks (gd-vs-id3 trains on fold_in(key, 1))
 
     def at(data):
         check_data(data)
-        t = grow(data, rule, fit_key, depth=None if max_depth is None else depth, impurity=impurity if traced else None)
+        t = grow(data, rule, fit_key, depth=None if max_depth is None else depth, impurity=traced)
         return t.exact_error(p, f), tree.features_used(t, n)
 
     return on_prefixes(at, sample, sample_sizes(params))
+
+
+def impurity(params) -> tuple:
+    """``(name, selected)``: a static impurity name for the rule, and None, or where the study traces
+    it (``params["impurity"]`` an index into the program's ``params["impurity_choices"]``) and the
+    program serves several, the :class:`~jaxtrees.core.impurity.Selected` that replaces it."""
+    value = params["impurity"]
+    if isinstance(value, str):
+        return value, None
+    names = params["impurity_choices"]
+    if len(names) == 1:
+        return names[0], None
+    return names[0], impurity_lib.selected(value, names)
 
 
 #: :func:`prefix_widths` cuts the m-grid at m_max / 4 and m_max / 16 where the cut is at least

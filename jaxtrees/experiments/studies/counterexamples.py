@@ -28,7 +28,7 @@ from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import trial_keys
+from jaxtrees.experiments.studies.common import impurity, trial_keys
 from jaxtrees.learners import growth, population
 
 CODES = ("block", "coded")
@@ -86,10 +86,9 @@ def _follow(key, f, params, depth):
     keys = trial_keys(key, "distribution", "input")
     kp, kx = keys["distribution"], keys["input"]
     p = distributions.Smoothed(jnp.float32(0.5), params["s"]).marginals(kp, f.n)
-    impurity = params["impurity"]  # a name, or (traced, one program for all) its index in IMPURITY_NAMES
-    traced = not isinstance(impurity, str)
-    rule = growth.GrowthRule(max_depth=depth, impurity=IMPURITY_NAMES[0] if traced else impurity, tie_tol=0.0)
-    path = population.follow_path(p, f, rule, jax.random.bernoulli(kx, p), impurity=impurity if traced else None)
+    name, traced = impurity(params)  # traced: one program for every impurity of the grid
+    rule = growth.GrowthRule(max_depth=depth, impurity=name, tie_tol=0.0)
+    path = population.follow_path(p, f, rule, jax.random.bernoulli(kx, p), impurity=traced)
     address = jnp.arange(f.n) < f.n_address
     first = path.first_query(address)
     free_memory = ~address & ~jnp.concatenate([jnp.zeros(f.n_address, bool), f.pinned])
