@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
-from jaxtrees.core import checks
+from jaxtrees.core import checks, programs
 from jaxtrees.experiments.progress import Progress
 from jaxtrees.experiments.store import Store, environment, now, read_parts, read_results
 from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
@@ -173,6 +173,8 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
         this_run["trials_run"][name] = len(pending)
         this_run["seconds"] = bar.elapsed
         store.write_metadata(metadata)  # a run killed later keeps this program's timings
+        del batched  # this group's program, unmapped before the next group compiles
+        programs.release_if_crowded()  # a notebook's own jit caches past a quarter of vm.max_map_count
     bar.close()
     this_run["finished"] = now()
     this_run["peak_host_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
