@@ -129,7 +129,7 @@ def test_report_and_plot_on_a_damaged_results_file_or_an_unwritable_directory(tm
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--set", "m_min=1024", "--set", "m_max=64"], "m_max must be in [1024, 16777216], got 64 (in the cell "),
+    (["--set", "m_min=1024", "--set", "m_max=64"], "m_min must be <= m_max, got m_min = 1024 and m_max = 64 (in the cell "),
     (["--set", "k=3", "--set", "k=4"], "--set k is given twice (k=3 and k=4); give it once, with a comma-separated "
                                        "list for a grid (--set k=3,4)"),
     (["--set", " k =3", "--set", "k=4"], "--set k is given twice"),

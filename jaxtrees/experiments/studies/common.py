@@ -133,7 +133,9 @@ def bytes_per_trial(n):
 def check_sample_grid(params, n):
     checks.choice("impurity", params["impurity"], IMPURITIES)
     m_min = checks.integer("m_min", params["m_min"], low=1)
-    m_max = checks.integer("m_max", params["m_max"], low=m_min, high=2**24)
+    m_max = checks.integer("m_max", params["m_max"], low=1, high=2**24)
+    if m_min > m_max:
+        raise ValueError(f"m_min must be <= m_max, got m_min = {m_min} and m_max = {m_max}")
     if m_max & (m_max - 1) or m_min & (m_min - 1):
         raise ValueError(f"m_min and m_max must be powers of two, got {m_min} and {m_max}")
     if n * m_max > 2**31:
