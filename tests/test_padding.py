@@ -2,6 +2,8 @@
 the static programs compute: padded juntas are the same functions, trees grown to a traced depth
 or with a traced impurity are the same trees, a study's trial gives the same rows at any bound."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -58,7 +60,7 @@ def _sample(key, n, k, m):
     return p, f, sampling.draw(ks, p, f, m, precision_bits=16)
 
 
-@pytest.mark.parametrize("impurity", ["entropy", "gini", "kearns_mansour"])
+@pytest.mark.parametrize("impurity", ["entropy", "kearns_mansour"])
 def test_traced_depth_and_impurity_grow_the_static_trees(impurity):
     n, m, max_depth = 12, 300, 5
 
@@ -69,7 +71,7 @@ def test_traced_depth_and_impurity_grow_the_static_trees(impurity):
         return traced, traced.exact_error(p, f), p, f, s
 
     index = impurity_lib.NAMES.index(impurity)
-    for depth in (0, 1, 3, 5):
+    for depth in (0, 2, 5):
         static = jax.jit(jax.vmap(lambda s: greedy.grow(s, jt.GrowthRule(max_depth=depth, impurity=impurity))))
         traced, err_traced, p, f, s = jax.vmap(both, in_axes=(0, None, None))(KEYS[:16], depth, index)
         grown = static(s)
@@ -96,14 +98,18 @@ def test_juntas_trial_does_not_depend_on_the_bound():
     """The juntas study's trial at k_max = k (one program per k, as before the bound) and at a larger
     k_max (one program for every k): the same successes, support recovery and (to float32 rounding)
     errors, for each impurity."""
-    base = {"n": 10, "c": jnp.float32(0.1), "m_min": 16, "m_max": 512}
+    base = {"n": 10, "c": jnp.float32(0.1), "m_min": 16, "m_max": 512, "impurity_choices": ("entropy", "gini")}
+
+    @functools.cache
+    def program(k_max):
+        def trial(key, k, index):
+            return learning.JUNTAS.trial(key, {**base, "k": k, "k_max": k_max, "impurity": index})
+        return jax.jit(jax.vmap(trial, in_axes=(0, None, None)))
+
     for k in (2, 3):
-        for impurity in ("entropy", "gini"):
-            names = ("entropy", "gini")
-            index = jnp.int32(names.index(impurity))
-            run = lambda k_max: jax.jit(jax.vmap(lambda key: learning.JUNTAS.trial(  # noqa: E731
-                key, {**base, "k": jnp.int32(k), "k_max": k_max, "impurity": index, "impurity_choices": names})))(KEYS[:32])
-            exact, padded = run(k), run(5)
+        for index in (0, 1):
+            exact = program(k)(KEYS[:32], jnp.int32(k), jnp.int32(index))
+            padded = program(5)(KEYS[:32], jnp.int32(k), jnp.int32(index))
             np.testing.assert_array_equal(padded["success"], exact["success"])
             np.testing.assert_array_equal(padded["support_recovered"], exact["support_recovered"])
             np.testing.assert_allclose(padded["exact_error"], exact["exact_error"], rtol=1e-6, atol=1e-7)
