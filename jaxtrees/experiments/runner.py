@@ -117,19 +117,17 @@ def _run_locked(study, config, store, metadata, devices, chunk, group, progress,
 
     done = {(int(r["cell"]), int(r["replicate"])) for r in store.read_parts()}
     cells = config.cells()
-    groups: dict[tuple, list[int]] = {}
-    for index, cell in enumerate(cells):
-        groups.setdefault(tuple(cell[name] for name in sorted(study.static)), []).append(index)
+    groups = study.static_groups(cells)
     process, processes = jax.process_index(), jax.process_count()  # trial t of the grid runs on process t mod P
     todo = [(i, r) for i in range(len(cells)) for r in range(config.replicates)
             if (i * config.replicates + r) % processes == process and (i, r) not in done]
     if max_trials is not None:
         todo = todo[:max_trials]
     label = study.name if processes == 1 else f"{study.name} [process {process} of {processes}]"
-    member_sets = [set(members) for members in groups.values()]
+    member_sets = [set(members) for members in groups]
     bar = Progress(label, len(todo), enabled=progress,
                    programs=sum(any(t[0] in m for t in todo) for m in member_sets))
-    for members, member_set in zip(groups.values(), member_sets):
+    for members, member_set in zip(groups, member_sets):
         pending = [t for t in todo if t[0] in member_set]
         if not pending:
             continue

@@ -113,12 +113,17 @@ class Study:
                    for name, allowed in self.choices.items() if name not in self.static}
         return dict(sorted({**static, **bounds, **choices}.items()))
 
+    def static_groups(self, cells: list[dict]) -> list[list[int]]:
+        """Indices of ``cells`` by static group (cells with equal static values), in run order."""
+        groups: dict[tuple, list[int]] = {}
+        for index, cell in enumerate(cells):
+            groups.setdefault(tuple(cell[name] for name in sorted(self.static)), []).append(index)
+        return list(groups.values())
+
     def programs(self, config: Config) -> list[dict]:
         """The static values of every program ``config`` compiles (one per static group), in run order."""
-        groups: dict[tuple, list[dict]] = {}
-        for cell in config.cells():
-            groups.setdefault(tuple(cell[name] for name in sorted(self.static)), []).append(cell)
-        return [self.program(cells) for cells in groups.values()]
+        cells = config.cells()
+        return [self.program([cells[i] for i in members]) for members in self.static_groups(cells)]
 
     def key_hash(self, cell: dict) -> int:
         """The cell's part of its trials' keys: :func:`cell_hash` of its parameters but ``shared``."""

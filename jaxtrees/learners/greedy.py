@@ -72,8 +72,7 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -
     rule.max_depth; nodes at that depth are leaves, and where it is the same for a vmapped group
     the levels below it are not counted) and ``impurity`` (a built-in's name, its index in
     :data:`jaxtrees.core.impurity.NAMES` or a :class:`~jaxtrees.core.impurity.Selected`, replacing
-    ``rule.impurity``). The tree's arrays keep
-    ``rule.max_depth``'s shape.
+    ``rule.impurity``). The tree's arrays keep ``rule.max_depth``'s shape.
 
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first
     call for each rule and data shape (``jax.jit``), so an eager call costs one compile, not one per op.
@@ -84,9 +83,7 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -
             checks.integer("depth", int(depth), low=0, high=rule.max_depth)
         depth = jnp.asarray(depth, jnp.int32)
     if impurity is not None:
-        if isinstance(impurity, str):
-            checks.choice("impurity", impurity, impurity_lib.NAMES)
-        impurity = impurity_lib.selected(impurity)
+        impurity = impurity_lib.selected(impurity)  # a name is checked there
     return _grow(data, rule, check_key(rule, key), depth, impurity)
 
 

@@ -162,9 +162,7 @@ def follow_path(p, target, rule: growth.GrowthRule, x, key=None, *, impurity=Non
     """
     key = growth.check_key(rule, key)
     if impurity is not None:
-        if isinstance(impurity, str):
-            checks.choice("impurity", impurity, impurity_lib.NAMES)
-        impurity = impurity_lib.selected(impurity)
+        impurity = impurity_lib.selected(impurity)  # a name is checked there
     p = jnp.asarray(p, jnp.float32)
     n = p.shape[-1]
     checks.same_n("p", n, target)
