@@ -16,7 +16,9 @@ two ensembles all but ``check_sample_weight_equivalence_on_dense_data`` (AdaBoos
 forest's bootstrap draws rows, so repeated rows are not one weighted row).
 
 Features are Boolean: a column enters the tree as the bit ``x > threshold`` (default 0.5, so
-{0, 1} data is used as it is); labels are any two classes.
+{0, 1} data is used as it is; ``fit`` on other values warns once, :class:`BinarizationWarning`, a
+scikit-learn ``DataConversionWarning``); labels are any two classes. Without scikit-learn, importing
+this module raises ModuleNotFoundError naming the extra: ``pip install "jaxtrees[sklearn]"``.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -34,13 +36,25 @@ Features are Boolean: a column enters the tree as the bit ``x > threshold`` (def
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+#: The pip extra that installs scikit-learn for this module (pyproject.toml's ``sklearn`` extra).
+INSTALL = 'pip install "jaxtrees[sklearn]"'
+
+try:
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.exceptions import DataConversionWarning
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+except ModuleNotFoundError as e:  # the same exception, saying which extra installs it
+    if e.name is None or e.name.split(".")[0] != "sklearn":
+        raise
+    raise ModuleNotFoundError(f"jaxtrees' scikit-learn estimators need scikit-learn, which is not installed: "
+                              f"{INSTALL} (or pip install scikit-learn)", name="sklearn") from e
 
 from jaxtrees.core import bits, checks, sampling
 from jaxtrees.hypotheses import node_tree, polynomial
@@ -69,6 +83,10 @@ WEAK_LEARNERS = ("stumps", "parities", "cart16")
 MAX_PARITY_DEGREE = 3
 
 
+class BinarizationWarning(DataConversionWarning):
+    """``fit`` got features other than 0 and 1 and binarized them as x > ``threshold``."""
+
+
 class _BooleanClassifier(ClassifierMixin, BaseEstimator):
     """What the estimators share: two classes, features binarized as bits x > ``self.threshold``."""
 
@@ -82,6 +100,7 @@ class _BooleanClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         threshold = checks.real("threshold", self.threshold)
+        _warn_unless_binary(X, threshold)
         classes, y_index = np.unique(y, return_inverse=True)
         if classes.size > 2:
             raise ValueError(f"Only binary classification is supported: y has {classes.size} classes "
@@ -430,6 +449,17 @@ def _margin(H, x):
 
 
 _forest_probability = jax.jit(Forest.probability)
+
+
+def _warn_unless_binary(X, threshold):
+    """One :class:`BinarizationWarning` (pointing at the caller of ``fit``) when X holds a value other than 0 and 1."""
+    other = (X != 0) & (X != 1)
+    if other.any():
+        example = X[other].flat[0]
+        warnings.warn(f"X has values other than 0 and 1 ({int(other.sum())} of {X.size}, e.g. {example:g}): each "
+                      f"feature enters as the bit x > threshold={threshold:g}; binarize X yourself or pass threshold "
+                      f"to choose the cut (warnings.filterwarnings('ignore', category=jaxtrees.sklearn."
+                      f"BinarizationWarning) silences this)", BinarizationWarning, stacklevel=4)
 
 
 def _default_depth(m, n):

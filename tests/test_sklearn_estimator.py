@@ -6,6 +6,7 @@ and RandomForestClassifier with the AdaBoost and random_forest learners."""
 
 import subprocess
 import sys
+import warnings
 
 import jax
 import numpy as np
@@ -19,8 +20,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import jaxtrees as jt
 from jaxtrees.learners import AdaBoost, LowDegree, Parities, random_forest
 from jaxtrees.learners import rank_reference
-from jaxtrees.sklearn import (AdaBoostClassifier, DecisionTreeClassifier, FindMinClassifier, LowDegreeClassifier,
-                              RandomForestClassifier)
+from jaxtrees.sklearn import (AdaBoostClassifier, BinarizationWarning, DecisionTreeClassifier, FindMinClassifier,
+                              LowDegreeClassifier, RandomForestClassifier)
 
 RNG = np.random.default_rng(0)
 X = RNG.integers(0, 2, size=(300, 8))
@@ -64,6 +65,39 @@ def test_import_jaxtrees_does_not_import_sklearn_until_the_estimator_is_used():
     assert jt.DecisionTreeClassifier is DecisionTreeClassifier and jt.LowDegreeClassifier is LowDegreeClassifier
 
 
+def test_without_scikit_learn_the_estimators_name_the_extra_that_installs_it():
+    code = ("import sys; sys.modules['sklearn'] = None  # as if scikit-learn were not installed\n"
+            "import jaxtrees as jt\n"
+            "try:\n    jt.DecisionTreeClassifier().fit\n"
+            "except ModuleNotFoundError as e:\n    print(e.name, '|', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    name, message = out.strip().split(" | ")
+    assert name == "sklearn" and 'pip install "jaxtrees[sklearn]"' in message, out
+
+
+def test_the_sklearn_extra_is_declared_and_the_test_extra_installs_scikit_learn_too():
+    import tomllib
+    from pathlib import Path
+
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(r.startswith("scikit-learn") for r in extras["sklearn"])
+    assert any(r.startswith("scikit-learn") for r in extras["test"])
+
+
+def test_real_valued_features_warn_once_per_fit_and_binary_ones_do_not():
+    real = X + np.random.default_rng(4).uniform(-0.4, 0.4, X.shape)
+    with pytest.warns(BinarizationWarning, match=r"other than 0 and 1.*x > threshold=0\.5") as record:
+        DecisionTreeClassifier(max_depth=2).fit(real, Y)
+    assert len(record) == 1 and issubclass(BinarizationWarning, UserWarning)
+    assert record[0].filename == __file__  # it points at the caller's fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DecisionTreeClassifier(max_depth=2).fit(X.astype(float), Y)  # {0, 1}: silent
+        DecisionTreeClassifier(max_depth=2, threshold=0.0).fit(X, Y)
+    with pytest.warns(BinarizationWarning, match="threshold=2"):
+        LowDegreeClassifier(threshold=2.0).fit(X * 3, Y)
+
+
 def test_model_selection_tools():
     scores = cross_val_score(DecisionTreeClassifier(max_depth=3), X, Y, cv=3)
     assert scores.shape == (3,) and scores.min() > 0.95
@@ -105,11 +139,13 @@ def test_real_features_are_binarized_at_the_threshold_and_labels_may_be_any_two_
     rng = np.random.default_rng(3)
     real = X + rng.uniform(-0.4, 0.4, X.shape)
     labels = np.where(Y == 1, "yes", "no")
-    clf = DecisionTreeClassifier(max_depth=3).fit(real, labels)
+    with pytest.warns(BinarizationWarning):
+        clf = DecisionTreeClassifier(max_depth=3).fit(real, labels)
     ref = DecisionTreeClassifier(max_depth=3).fit(X, Y)
     np.testing.assert_array_equal(clf.tree_.feature, ref.tree_.feature)
     assert set(clf.predict(real)) <= {"yes", "no"} and clf.score(real, labels) == 1.0
-    shifted = DecisionTreeClassifier(max_depth=3, threshold=10.0).fit(real, labels)
+    with pytest.warns(BinarizationWarning):
+        shifted = DecisionTreeClassifier(max_depth=3, threshold=10.0).fit(real, labels)
     assert shifted.depth_ == 0  # every bit is 0: nothing to split on
 
 
