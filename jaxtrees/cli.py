@@ -1,4 +1,5 @@
-"""Command line: ``jaxtrees list | run | plot | report``.
+"""Command line: ``jaxtrees list | run | plot | report``; ``jaxtrees run STUDY --help`` lists the
+study's parameters (meaning, quick and full values, static or traced) and its sizes.
 
 Exit codes: 0 success, 2 bad input (unknown study or parameter, value out of range, a results
 directory of another configuration), 1 anything unexpected.
@@ -39,11 +40,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="jaxtrees", description="Monte Carlo studies of decision-tree learning "
                                  "on product distributions over {0,1}^n.")
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list the built-in studies", description="List the built-in studies.")
+    sub.add_parser("list", help="list the built-in studies", description="List the built-in studies.",
+                   epilog=STUDY_HELP)
 
-    run = sub.add_parser("run", help="run (or resume) a study, then plot and report it",
+    run = sub.add_parser("run", help="run (or resume) a study, then plot and report it", add_help=False,
                          description="Run a built-in study into OUT/STUDY/ (results.csv, metadata.json, "
-                                     "STUDY.png/.svg, report.md). Rerunning the same command resumes.")
+                                     "STUDY.png/.svg, report.md). Rerunning the same command resumes. "
+                                     + STUDY_HELP)
+    run.add_argument("-h", "--help", action=_RunHelp, help="show this help and, after STUDY, the study's parameters")
     run.add_argument("study", help="a study name from `jaxtrees list`")
     run.add_argument("--quick", action="store_true", help="the small size (about a minute on a laptop CPU)")
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -76,13 +80,103 @@ def main(argv=None) -> int:
         return 2
 
 
+#: Where a study's parameters are listed (``jaxtrees list`` and ``jaxtrees run --help`` say it).
+STUDY_HELP = ("`jaxtrees run STUDY --help` lists STUDY's parameters (meaning, quick and full values, static or "
+              "traced) and its size (trials, compiled programs).")
+
+
 def _list(args) -> int:
     from jaxtrees.experiments.studies import STUDIES
 
     width = max(map(len, STUDIES))
     for name, study in STUDIES.items():
         print(f"{name:{width}s}  {study.description}")
+    print(f"\n{STUDY_HELP}")
     return 0
+
+
+class _RunHelp(argparse.Action):
+    """``run``'s -h / --help: the usual options, then, when STUDY came before it, the study's parameters."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.print_help()
+        name = getattr(namespace, "study", None)
+        if name is None:
+            parser.exit()
+        from jaxtrees.experiments import studies
+
+        try:
+            study = studies.get(name)
+        except ValueError as e:
+            parser.exit(2, f"\njaxtrees run: error: {e}\n")
+        print(f"\n{study_help(study)}")
+        parser.exit()
+
+
+def study_help(study) -> str:
+    """A study's parameters (meaning, quick and full values, static or traced) and its sizes."""
+    lines = [*_wrapped(f"study {study.name}: {study.description}", 2, first=0), "",
+             "parameters (--set NAME=VALUE, or NAME=V1,V2,... for a grid; or a JSON --config):"]
+    width = max(map(len, [*study.full, "replicates"])) + 4
+    for name in study.full:
+        meaning = study.meaning(name)
+        lines += _wrapped(f"{name:{width - 2}s}{_compiled_as(study, name)}", width)
+        lines += _wrapped(meaning, width, first=width) if meaning else []
+        lines += _quick_full(_values(study.quick[name]), _values(study.full[name]), width)
+    lines += _wrapped(f"{'replicates':{width - 2}s}trials per cell", width)
+    lines += _quick_full(study.replicates[0], study.replicates[1], width)
+    lines += ["", "size (cells x replicates; one compiled program per combination of the static parameters):"]
+    lines += [f"  {label}: {_size(study, quick)}" for label, quick in (("--quick", True), ("full", False))]
+    return "\n".join(lines)
+
+
+def _compiled_as(study, name) -> str:
+    """Whether parameter ``name`` is static (a program per value) or traced, and how."""
+    if name in study.static:
+        return "static: each value compiles its own program"
+    choices = study.choices.get(name)
+    allowed = f"; one of {', '.join(choices)}" if choices else ""
+    if name in study.bounds:
+        return f"traced{allowed}: one program serves every value up to the largest"
+    return f"traced{allowed}"
+
+
+def _quick_full(quick, full, indent: int) -> list:
+    """A parameter's quick and full values: on one line where they fit, else a line (or more) each."""
+    line = f"quick: {quick}    full: {full}"
+    if indent + len(line) <= 100:
+        return [" " * indent + line]
+    return _wrapped(f"quick: {quick}", indent + 7, first=indent) + _wrapped(f"full:  {full}", indent + 7, first=indent)
+
+
+def _values(value) -> str:
+    """A grid's values, comma-separated (``--set NAME=`` takes them without the spaces)."""
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _wrapped(text: str, indent: int, first: int = 2) -> list:
+    """``text`` in lines of at most 100 characters: the first indented by ``first``, the rest by ``indent``."""
+    import textwrap
+
+    return textwrap.wrap(text, width=100, initial_indent=" " * first, subsequent_indent=" " * indent,
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def _size(study, quick: bool) -> str:
+    """Cells, replicates, trials and compiled programs of a study's quick or full size."""
+    from jaxtrees.experiments.study import configure
+
+    try:
+        config = configure(study, quick=quick)
+        programs = len(study.programs(config))
+    except ValueError as e:
+        return f"cannot be resolved ({e})"
+    cells = len(config.cells())
+    return (f"{cells:,} cell{'s' * (cells != 1)} x {config.replicates:,} = {config.trials:,} trials, "
+            f"{programs:,} compiled program{'s' * (programs != 1)}")
 
 
 def _run(args) -> int:

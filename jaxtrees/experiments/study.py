@@ -27,6 +27,18 @@ from jaxtrees.core import checks
 MAX_TRIALS = 2**24
 
 
+#: Parameters that mean the same in every built-in study that has them (a study's own
+#: ``Study.parameters`` entry wins). Not ``k`` or ``c``: the addressing studies' c is a parity width.
+PARAMETER_MEANINGS = {
+    "n": "the number of input bits",
+    "log2_n": "n = 2^log2_n input bits",
+    "m_min": "the smallest training-set size (a power of two): m runs over m_min, 2 m_min, ..., m_max",
+    "m_max": "the largest training-set size (a power of two): a trial draws m_max examples and learns on their "
+             "prefixes",
+    "impurity": "the greedy trees' splitting criterion (entropy: ID3 / C4.5, gini: CART)",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Study:
     """A Monte Carlo study: parameters, their quick and full grids, and the trial.
@@ -69,6 +81,8 @@ class Study:
         the static tuple of the values a static group's cells use (in this tuple's order).
       cpu_opt_level: XLA:CPU's LLVM optimization level for the study's programs (None: XLA's
         default, 3); an ``--xla_backend_optimization_level`` in XLA_FLAGS wins.
+      parameters: parameter -> what it means, for ``jaxtrees run STUDY --help`` (a name left out
+        falls back to :data:`PARAMETER_MEANINGS`, the names every built-in study uses alike).
     """
 
     name: str
@@ -90,14 +104,19 @@ class Study:
     bounds: tuple = ()
     choices: dict = dataclasses.field(default_factory=dict)
     cpu_opt_level: int | None = None
+    parameters: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         overlap = set(self.static) & (set(self.uniform) | set(self.bounds))
         if overlap:
             raise ValueError(f"study {self.name!r}: {sorted(overlap)} cannot be both static and traced")
-        unknown = (set(self.uniform) | set(self.bounds) | set(self.choices)) - set(self.full)
+        unknown = (set(self.uniform) | set(self.bounds) | set(self.choices) | set(self.parameters)) - set(self.full)
         if unknown:
             raise ValueError(f"study {self.name!r}: unknown parameters {sorted(unknown)}")
+
+    def meaning(self, name: str) -> str | None:
+        """What parameter ``name`` means: the study's ``parameters`` entry, else :data:`PARAMETER_MEANINGS`'."""
+        return self.parameters.get(name, PARAMETER_MEANINGS.get(name))
 
     @property
     def grouped(self) -> tuple:
@@ -193,7 +212,8 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
             continue
         if name not in grid:
             raise ValueError(f"unknown parameter {name!r} for study {study.name!r}; known: "
-                             f"{', '.join(sorted(grid))}, replicates")
+                             f"{', '.join(sorted(grid))}, replicates (`jaxtrees run {study.name} --help` "
+                             f"describes each)")
         grid[name] = [_parse(name, v, _as_list(study.full[name])[0]) for v in _as_list(value, split=True)]
         if not grid[name]:
             raise ValueError(f"parameter {name!r} needs at least one value")
