@@ -141,6 +141,11 @@ def _compiled_as(study, name) -> str:
     allowed = f"; one of {', '.join(choices)}" if choices else ""
     if name in study.bounds:
         return f"traced{allowed}: one program serves every value up to the largest"
+    if name in study.buckets:
+        groups: dict = {}
+        for value in choices:
+            groups.setdefault(study.buckets[name](value), []).append(value)
+        return f"traced{allowed}: one program per group of {' | '.join('/'.join(g) for g in groups.values())}"
     return f"traced{allowed}"
 
 

@@ -11,6 +11,8 @@ run's metadata.json and the process's wall clock), then
     python scripts/bench_compile.py                       # every study's quick size (~20 min on 2 cores)
     python scripts/bench_compile.py --studies juntas,parity
     python scripts/bench_compile.py --studies none        # only count programs
+    python scripts/bench_compile.py --one-process         # every quick size in this one process, as a
+                                                          # notebook runs them: wall s, peak RSS, memory maps
 """
 
 from __future__ import annotations
@@ -48,10 +50,29 @@ def run_cold(name: str, out: str) -> dict:
             "trial_s": round(trial_s, 1), "wall_s": round(wall, 1), "compile_share": round(compile_s / wall, 3)}
 
 
+def run_in_process(name: str, out: str) -> dict:
+    """``jaxtrees run NAME --quick`` in this process (the compilation cache off): wall s, and the
+    process's peak resident memory and memory maps after it (issue 39: one process, many programs)."""
+    import resource
+
+    from jaxtrees.core import programs as programs_lib
+    from jaxtrees.experiments import runner
+    from jaxtrees.experiments.study import configure as configure_
+
+    study = studies.get(name)
+    started = time.perf_counter()
+    runner.run(study, configure_(study, quick=True), out, progress=False)
+    wall = time.perf_counter() - started
+    return {"study": name, "wall_s": round(wall, 1), "maps": programs_lib.map_count(),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", default="all", help="comma-separated names, 'all' (default) or 'none'")
     ap.add_argument("--json", help="also write the figures to this JSON file")
+    ap.add_argument("--one-process", action="store_true",
+                    help="run the quick sizes in this one process instead of a fresh one each (as a notebook would)")
     args = ap.parse_args(argv)
     names = {"all": sorted(studies.STUDIES), "none": []}.get(args.studies, args.studies.split(","))
     for name in names:
@@ -62,6 +83,14 @@ def main(argv=None):
     print(f"device: {device}; jax {jax.__version__}; cold quick sizes, one fresh process each")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        if args.one_process:
+            os.environ["JAXTREES_CACHE_DIR"] = ""
+            for name in names:
+                row = run_in_process(name, os.path.join(tmp, name))
+                rows.append(row)
+                print(f"{name:>18}: wall {row['wall_s']:7.1f} s  memory maps {row['maps']}  "
+                      f"peak RSS {row['peak_rss_mb']} MB", flush=True)
+            names = []
         for name in names:
             row = run_cold(name, os.path.join(tmp, name))
             rows.append(row)
@@ -70,12 +99,12 @@ def main(argv=None):
                   flush=True)
     summary = {"device": device, "jax": jax.__version__, "studies": rows,
                "programs_juntas_full": programs("juntas", quick=False)}
-    if rows:
+    if rows and not args.one_process:
         summary["compile_share_quick_max"] = max(r["compile_share"] for r in rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
-    if rows:
+    if rows and not args.one_process:
         print(f"compile_share_quick_max: {summary['compile_share_quick_max']:.3f}")
     print(f"programs_juntas_full: {summary['programs_juntas_full']}")
     return summary

@@ -101,3 +101,41 @@ def test_a_rows_learner_names_what_ran_and_the_report_prints_its_settings():
     assert "| find-k | k = 3, n = 8 | `FindMin(max_rank=3, min_rank=3, max_calls=262144)` |" in table
     assert "| km | k = 3, n = 8 | `m = 16: KushilevitzMansour(theta=0.1" in table and "; m = 128: " in table
     assert "| sgd | k = 3, n = 8 | `MLP of width 64, hinge loss, optax.sgd at learning rate 0.05, 400 steps" in table
+
+
+def test_parities_and_juntas_share_a_program_and_keep_their_rows(tmp_path):
+    """Issue 34: families whose targets are juntas (a parity as a junta) are one bucket, so one program
+    serves them and another the trees; each family's rows are those of a run of that family alone."""
+    study = studies.get("compare")
+    base = {**{k: v for k, v in PARAMS.items() if k != "family"}, "learner": "id3-entropy", "n": 6, "m_max": 64}
+
+    def run(families, out):
+        config = runner.configure(study, quick=True, overrides={**base, "family": families}, seed=3, replicates=6)
+        assert len(study.programs(config)) == len({compare.JUNTAS.count(f) > 0 or f for f in families})
+        path = runner.run(study, config, str(tmp_path / out), progress=False)
+        return runner.read_results(os.path.dirname(path))
+
+    together = run(["parity", "junta", "tree"], "together")
+    strip = lambda r: {k: v for k, v in r.items() if k != "cell"}  # noqa: E731
+    for family in ("parity", "junta", "tree"):
+        alone = [strip(r) for r in run([family], family)]
+        mine = [strip(r) for r in together if r["family"] == family]
+        assert [r["success"] for r in mine] == [r["success"] for r in alone]
+        np.testing.assert_allclose([float(r["error"]) for r in mine], [float(r["error"]) for r in alone], atol=1e-6)
+
+
+def test_a_parity_as_a_junta_is_the_same_function_with_the_same_exact_oracle():
+    from jaxtrees import targets
+
+    key = jax.random.key(4)
+    f = targets.random_parity(key, 9, 3)
+    g = targets.as_junta(f)
+    x = jax.random.bernoulli(key, 0.5, (256, 9))
+    assert np.array_equal(np.asarray(f(x)), np.asarray(g(x)))
+    p = jax.random.uniform(key, (9,), minval=0.2, maxval=0.8)
+    fixed, values = jnp.zeros(9, bool).at[2].set(True), jnp.zeros(9, jnp.int32).at[2].set(1)
+    for a, b in zip(f.means(p, fixed, values), g.means(p, fixed, values)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)
+    assert targets.as_junta(g) is g
+    with pytest.raises(ValueError, match="as_junta takes a Junta or a Parity"):
+        targets.as_junta(targets.random_tree(key, 9, 2))

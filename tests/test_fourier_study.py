@@ -18,7 +18,7 @@ from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses.base import sample_error
 
 PARAMS = {"target": "parity", "n": 8, "k": 3, "c": 0.0, "impurity": "entropy", "theta": 0.1, "l1": 0.05, "test_m": 1024,
-          "m_min": 128, "m_max": 512}  # 3 grid points: the trial compiles one Lasso and one KM program per point
+          "m_min": 128, "m_max": 512}  # 3 grid points: one compiled Lasso and one KM serve them all
 
 
 def test_trial_matches_the_learners_fitted_directly():

@@ -34,8 +34,14 @@ def np_km(key, f, n, learner):
     words = -(-n // 32)
     F = lambda points: 1.0 - 2.0 * np.asarray(f(jnp.asarray(points)), np.float64)
     frontier = [(frozenset(), True)] + [(frozenset(), False)] * (width - 1)
+    def draw(key, shape):  # the first `samples` rows of the chunks fold_in(key, c), c = 0, 1, ...
+        chunk = learner.chunk()
+        parts = [np.asarray(jax.random.bits(jax.random.fold_in(key, c), shape(chunk), jnp.uint32))
+                 for c in range(-(-samples // chunk))]
+        return np.concatenate(parts, axis=-2)[..., :samples, :]
+
     for j in range(n):
-        x, y, z = (np_bits(a, n) for a in np.asarray(jax.random.bits(keys[j], (3, samples, words), jnp.uint32)))
+        x, y, z = (np_bits(a, n) for a in draw(keys[j], lambda b: (3, b, words)))
         u, v = np.where(np.arange(n) <= j, y, x), np.where(np.arange(n) <= j, z, x)
         G = F(u) * F(v)
         children = [c for c in frontier] + [(S | {j}, alive) for S, alive in frontier]
@@ -47,7 +53,7 @@ def np_km(key, f, n, learner):
             scored.append((weight if keep else -np.inf, S, keep))
         order = sorted(range(len(scored)), key=lambda i: -scored[i][0])[:width]  # stable: lower index first
         frontier = [(scored[i][1], scored[i][2]) for i in order]
-    x = np_bits(np.asarray(jax.random.bits(keys[n], (samples, words), jnp.uint32)), n)
+    x = np_bits(draw(keys[n], lambda b: (b, words)), n)
     Fx = F(x)
     return {S: float(np.mean(Fx * (1.0 - 2.0 * (np.sum(x[:, sorted(S)], axis=1) % 2)))) for S, alive in frontier if alive}
 
@@ -148,3 +154,34 @@ def test_bad_input_raises_a_clear_error():
     data_set = problems.data_set(np.eye(4, dtype=int), [0, 1, 0, 1])
     with pytest.raises(ValueError, match="cannot answer membership queries"):
         problems.data_for(KushilevitzMansour(), data_set, jax.random.key(0), 2)
+
+
+def test_a_traced_budget_gives_the_fits_of_the_shorter_budgets():
+    """fit_triples(s), s traced in one program, equals the fit of the learner whose budget is (2n + 1) s:
+    the shorter budget's triples are the first ones of the longer's."""
+    n, key = 9, jax.random.key(6)
+    f = problems.Queries(jt.random_junta(jax.random.fold_in(key, 1), n, 3), n)
+    big = KushilevitzMansour(theta=0.45, budget=(2 * n + 1) * 700)
+    fit = jax.jit(lambda s: big.fit_triples(key, f, s))
+    for s in (1, 255, 256, 300, 700):
+        small = jax.jit(KushilevitzMansour(theta=0.45, budget=(2 * n + 1) * s).fit)(key, f)
+        got = fit(s)
+        np.testing.assert_array_equal(np.asarray(got.sets), np.asarray(small.sets))
+        np.testing.assert_array_equal(np.asarray(got.values), np.asarray(small.values))
+
+
+def test_memory_does_not_grow_with_the_budget_and_impossible_settings_are_refused():
+    """Issue 35 case 8: the estimates stream over chunks of triples, so a small theta with a large budget
+    runs in the frontier's memory; a frontier or a budget that cannot run is refused before any work,
+    naming theta and the memory or queries it would need."""
+    small = KushilevitzMansour(theta=0.02, budget=17 * 10**6)  # width 10,000: 1e6 triples per level
+    assert small.working_set(8) < 2**28
+    assert KushilevitzMansour(theta=0.45, budget=17 * 10**7).working_set(8) == \
+        KushilevitzMansour(theta=0.45, budget=17 * 10).working_set(8)
+    f = problems.Queries(jt.parity([0, 3], 8), 8)
+    with pytest.raises(ValueError, match=r"theta = 1e-05 keeps a frontier of width = 3999999999\d prefixes.*1788.1 GiB per fit"):
+        KushilevitzMansour(theta=1e-5, budget=17 * 100).fit(jax.random.key(0), f)
+    with pytest.raises(ValueError, match=r"at most 2147483647 query triples per level.*theta = 0.01"):
+        KushilevitzMansour(theta=0.01, width=4).fit(jax.random.key(0), f)
+    with pytest.raises(ValueError, match=r"samples must be in \[1, 58\]"):
+        KushilevitzMansour(theta=0.5, budget=1000).fit_triples(jax.random.key(0), f, 59)

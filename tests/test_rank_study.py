@@ -45,8 +45,8 @@ def test_junta_target_rank_is_the_functions():
 
     f_and = targets.junta([1, 4], [0, 0, 0, 1], 6)
     f_xor = targets.junta([1, 4], [0, 1, 1, 0], 6)
-    assert int(study._target_rank("junta", f_and, 6, 2)) == 1
-    assert int(study._target_rank("junta", f_xor, 6, 2)) == 2
+    assert int(study._target_rank(f_and, 6, 2)) == 1
+    assert int(study._target_rank(f_xor, 6, 2)) == 2
 
 
 def test_findmin_learns_uniform_2_parities_sooner_than_id3(tmp_path):

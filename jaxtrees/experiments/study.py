@@ -79,6 +79,10 @@ class Study:
       choices: parameter -> allowed values (strings), for parameters that are neither static nor
         numbers: they reach ``trial`` as the int32 index of the value in ``params[name + "_choices"]``,
         the static tuple of the values a static group's cells use (in this tuple's order).
+      buckets: parameter of ``choices`` -> ``bucket(value)``: cells whose values fall in different
+        buckets compile different programs (as if the bucket were static), cells in one bucket share
+        one, the trial choosing by the traced index (e.g. families of targets of one pytree
+        structure: :func:`~jaxtrees.experiments.studies.common.chosen`).
       cpu_opt_level: XLA:CPU's LLVM optimization level for the study's programs (None: XLA's
         default, 3); an ``--xla_backend_optimization_level`` in XLA_FLAGS wins.
       parameters: parameter -> what it means, for ``jaxtrees run STUDY --help`` (a name left out
@@ -103,6 +107,7 @@ class Study:
     uniform: tuple = ()
     bounds: tuple = ()
     choices: dict = dataclasses.field(default_factory=dict)
+    buckets: dict = dataclasses.field(default_factory=dict)
     cpu_opt_level: int | None = None
     parameters: dict = dataclasses.field(default_factory=dict)
 
@@ -113,6 +118,9 @@ class Study:
         unknown = (set(self.uniform) | set(self.bounds) | set(self.choices) | set(self.parameters)) - set(self.full)
         if unknown:
             raise ValueError(f"study {self.name!r}: unknown parameters {sorted(unknown)}")
+        if set(self.buckets) - set(self.choices):
+            raise ValueError(f"study {self.name!r}: buckets {sorted(set(self.buckets) - set(self.choices))} must be "
+                             f"choices")
 
     def meaning(self, name: str) -> str | None:
         """What parameter ``name`` means: the study's ``parameters`` entry, else :data:`PARAMETER_MEANINGS`'."""
@@ -133,10 +141,12 @@ class Study:
         return dict(sorted({**static, **bounds, **choices}.items()))
 
     def static_groups(self, cells: list[dict]) -> list[list[int]]:
-        """Indices of ``cells`` by static group (cells with equal static values), in run order."""
+        """Indices of ``cells`` by static group (cells with equal static values and buckets), in run order."""
         groups: dict[tuple, list[int]] = {}
         for index, cell in enumerate(cells):
-            groups.setdefault(tuple(cell[name] for name in sorted(self.static)), []).append(index)
+            key = tuple(cell[name] for name in sorted(self.static))
+            key += tuple(bucket(cell[name]) for name, bucket in sorted(self.buckets.items()))
+            groups.setdefault(key, []).append(index)
         return list(groups.values())
 
     def programs(self, config: Config) -> list[dict]:

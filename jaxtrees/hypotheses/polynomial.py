@@ -73,7 +73,14 @@ def characters(sets, x, p=None):
         p = jnp.asarray(p, jnp.float32)
         factors = (x - p) / jnp.sqrt(p * (1.0 - p))
     factors = jnp.concatenate([factors, jnp.ones(x.shape[:-1] + (1,), jnp.float32)], axis=-1)
-    return jnp.prod(jnp.take(factors, sets, axis=-1), axis=-1)
+    # Slot j of every set picked by a product with its one-hot columns (exact: one term of each sum
+    # is nonzero), not a gather: XLA:CPU gathered [examples, K, d] elements one at a time (5x slower).
+    out = None
+    for j in range(sets.shape[-1]):
+        onehot = (jnp.arange(factors.shape[-1])[:, None] == sets[..., j][..., None, :]).astype(jnp.float32)
+        slot = jnp.matmul(factors, onehot, precision=jax.lax.Precision.HIGHEST)
+        out = slot if out is None else out * slot
+    return out
 
 
 class Polynomial(NamedTuple):

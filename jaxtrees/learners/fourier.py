@@ -110,8 +110,13 @@ def _largest(sets, values, max_terms: int | None):
 
 @functools.partial(jax.jit, static_argnames="learner")
 def _fit(data: Data, sets, learner: LowDegree) -> Polynomial:
+    # the counting paths need unweighted data and sets = subsets(n, degree) (see LowDegree.fit)
+    table = subset_unions(data.X.shape[-2], sets.shape[-1]) if learner.basis == "biased" else None
     if learner.basis == "uniform" and data.weight is None:
         p, values = None, _count_uniform(data, sets)
+    elif data.weight is None and table is not None:
+        p = estimated_marginals(data)
+        _, values = biased_moments(data, sets, p, *table, gram=False)
     else:
         p = estimated_marginals(data) if learner.basis == "biased" else None
         values = _weighted_means(data, sets, p)
@@ -353,7 +358,7 @@ def subset_unions(n: int, degree: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return pairs.astype(np.int32), index, parts
 
 
-def biased_moments(data: Data, sets, p, pairs, index, parts):
+def biased_moments(data: Data, sets, p, pairs, index, parts, gram: bool = True):
     """:func:`moments` in the p-biased basis for unweighted ``data``, by counting (the tables of
     :func:`subset_unions`; ``sets`` = ``subsets(n, degree)``).
 
@@ -366,6 +371,8 @@ def biased_moments(data: Data, sets, p, pairs, index, parts):
     rows, popcount): m D / 32 word operations for the D unions instead of m K^2 flops. Every term
     of the expansion stays O(1) (a coefficient 1 / sigma_i comes with a mean at most nu_i): in
     float32, |G - G_64| <= 1e-5 (tests/test_sparse_recovery.py), also for marginals near 0 or 1.
+    With ``gram=False`` only b is computed (G is None; ``pairs`` and ``index`` are not read): LMN's
+    estimates, K monomial counts instead of D.
     """
     n, W = data.X.shape
     degree = sets.shape[-1]
@@ -387,15 +394,18 @@ def biased_moments(data: Data, sets, p, pairs, index, parts):
     def step(sums, block):  # [n + 1, words] monomial rows, [words] labels and valid bits
         rows, y, v = block
         monomials = lax.reduce(rows[sets], jnp.uint32(0xFFFFFFFF), lax.bitwise_and, (1,)) & v  # [K, words]
-        unions = bits.count(monomials[pairs[:, 0]] & monomials[pairs[:, 1]])
+        unions = bits.count(monomials[pairs[:, 0]] & monomials[pairs[:, 1]]) if gram else bits.count(monomials)
         return (sums[0] + unions, sums[1] + bits.count(monomials & y)), None
 
-    zeros = (jnp.zeros(pairs.shape[0], jnp.int32), jnp.zeros(sets.shape[0], jnp.int32))
+    zeros = (jnp.zeros(pairs.shape[0] if gram else sets.shape[0], jnp.int32), jnp.zeros(sets.shape[0], jnp.int32))
     (unions, labelled), _ = lax.scan(step, zeros, (blocks, labels, valid))
     m = bits.count(data.valid).astype(jnp.float32)
-    means = unions.astype(jnp.float32) / m  # mean z_U for each distinct union U
-    Z = means[jnp.asarray(index)]  # [K, K], symmetric
+    means = unions.astype(jnp.float32) / m  # mean z_U for each distinct union U (each set V without the Gram)
     parts = jnp.asarray(parts)
+    if not gram:
+        signed = means - 2.0 * labelled.astype(jnp.float32) / m  # mean (1 - 2y) z_V
+        return None, sum(M[:, r] * signed[parts[:, r]] for r in range(2**degree))
+    Z = means[jnp.asarray(index)]  # [K, K], symmetric
 
     def transform(A):  # M^T A by whole rows; a loop, as XLA merged the static gathers of both
         # transforms into one pass of (2^d)^2 scattered reads per entry (4.7x slower for 64 trials)

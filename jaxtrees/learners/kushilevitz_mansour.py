@@ -102,41 +102,103 @@ class KushilevitzMansour:
         """Membership queries one fit makes at n coordinates: (2 n + 1) samples."""
         return (2 * n + 1) * self.samples(n)
 
+    def chunk(self) -> int:
+        """Query triples weighed together: :data:`CHUNK`, fewer for a frontier so wide that
+        2 x width x CHUNK estimates would pass :data:`CHUNK_BYTES` (memory is bounded by the
+        frontier, not by the budget)."""
+        return max(1, min(CHUNK, CHUNK_BYTES // (8 * 2 * self.frontier)))
+
+    def working_set(self, n: int) -> int:
+        """Bytes one fit holds at n coordinates: the frontier and its children (packed sets, scores)
+        and the estimates of one chunk of triples."""
+        words, width = bits.n_words(n), self.frontier
+        return 2 * width * (4 * words + 12) + 2 * width * self.chunk() * 8 + 3 * self.chunk() * (4 * words + n)
+
     def fit(self, key, queries: Queries) -> Polynomial:
+        return self.fit_triples(key, queries, None)
+
+    def fit_triples(self, key, queries: Queries, samples) -> Polynomial:
+        """The fit on the first ``samples`` of this learner's triples per level (None: all of them;
+        else an int, possibly traced, in [1, self.samples(n)]): the same polynomial as
+        ``KushilevitzMansour(theta, delta, budget=(2 n + 1) samples, width).fit`` (its triples are the
+        first ones of every longer budget's), compiled once for every value of ``samples``."""
         if not isinstance(queries, Queries):
             raise ValueError(f"KushilevitzMansour fits membership queries (problems.Queries; a problem's "
                              f"queries()), got {type(queries).__name__}")
-        return _fit(key, queries, self, self.samples(queries.n))
+        capacity = self.samples(queries.n)
+        if capacity > MAX_SAMPLES:
+            raise ValueError(f"budget must give at most {MAX_SAMPLES} query triples per level, got {capacity} at "
+                             f"n = {queries.n} (theta = {self.theta:g}, delta = {self.delta:g}, budget = "
+                             f"{self.budget}): {self.queries(queries.n):.3g} queries; raise theta or set budget")
+        need = self.working_set(queries.n)
+        if need > MAX_WORKING_SET:
+            raise ValueError(f"theta = {self.theta:g} keeps a frontier of width = {self.frontier} prefixes, whose "
+                             f"estimates need {need / 2**30:.1f} GiB per fit (at most {MAX_WORKING_SET / 2**30:g} "
+                             f"GiB); raise theta or set a smaller width")
+        if samples is None:
+            samples = capacity
+        elif checks.is_concrete(samples):
+            checks.integer("samples", int(samples), low=1, high=capacity)
+        return _fit(key, queries, self, jnp.asarray(samples, jnp.int32))
 
 
-@functools.partial(jax.jit, static_argnames=("learner", "samples"))
-def _fit(key, queries: Queries, learner: KushilevitzMansour, samples: int) -> Polynomial:
-    n, width, words = queries.n, learner.frontier, bits.n_words(queries.n)
+#: Query triples weighed together (:meth:`KushilevitzMansour.chunk`): a level's estimates stream
+#: over the budget in chunks, so memory does not grow with it.
+CHUNK = 256
+#: Bytes of one chunk's estimates (2 width x chunk float32 signs and counts) before the chunk shrinks.
+CHUNK_BYTES = 2**26
+#: Query triples per level that a fit may make (its count is an int32).
+MAX_SAMPLES = 2**31 - 1
+#: Bytes one fit may hold (:meth:`KushilevitzMansour.working_set`).
+MAX_WORKING_SET = 2**32
+
+
+@functools.partial(jax.jit, static_argnames="learner")
+def _fit(key, queries: Queries, learner: KushilevitzMansour, samples) -> Polynomial:
+    """KM with the first ``samples`` (traced) triples per level. Triple t of level j
+    is row t mod B of chunk t // B, drawn from ``fold_in(level_key[j], t // B)`` (B = learner.chunk()),
+    so a longer budget extends a shorter one's triples."""
+    n, width, words, chunk = queries.n, learner.frontier, bits.n_words(queries.n), learner.chunk()
     level_keys = jax.random.split(key, n + 1)
     cut = learner.theta**2 / 2
+    chunks = (samples + chunk - 1) // chunk
+    scale = 1.0 / samples.astype(jnp.float32)
 
-    def signs(masks, points):  # (-1)^{|S cap x|}: float32[K, samples] for packed masks [K, w], points [samples, w]
+    def signs(masks, points):  # (-1)^{|S cap x|}: float32[K, chunk] for packed masks [K, w], points [chunk, w]
         odd = bits.count(masks[:, None, :] & points[None, :, :]) & 1
         return 1.0 - 2.0 * odd.astype(jnp.float32)
 
-    def F(points):  # +-1 answers to the queries at packed points uint32[samples, words]
+    def F(points):  # +-1 answers to the queries at packed points uint32[chunk, words]
         return 1.0 - 2.0 * queries(bits.unpack(points, n)).astype(jnp.float32)
+
+    def stream(level_key, masks, draw, weigh):
+        """The mean over the first ``samples`` draws (``weigh(points) -> (chi points, answers)``) of
+        signs(masks, chi points) times the answers, one chunk at a time."""
+        def body(c, total):
+            points = jax.random.bits(jax.random.fold_in(level_key, c), draw, jnp.uint32)
+            chi, answer = weigh(points)
+            answer = jnp.where(c * chunk + jnp.arange(chunk) < samples, answer, 0.0)
+            return total + jnp.matmul(signs(masks, chi), answer, precision=lax.Precision.HIGHEST)
+        return lax.fori_loop(0, chunks, body, jnp.zeros(masks.shape[0], jnp.float32)) * scale
 
     def level(j, frontier):  # prefixes of length j -> their children of length j + 1, filtered
         masks, alive = frontier
-        x, y, z = jax.random.bits(level_keys[j], (3, samples, words), jnp.uint32)
         head = bits.prefix_mask(words, j + 1)
-        u, v = (y & head) | (x & ~head), (z & head) | (x & ~head)
+
+        def weigh(points):
+            x, y, z = points
+            u, v = (y & head) | (x & ~head), (z & head) | (x & ~head)
+            return y ^ z, F(u) * F(v)
+
         children = jnp.concatenate([masks, masks | bits.prefix_mask(words, j + 1) & ~bits.prefix_mask(words, j)])
-        weight = jnp.matmul(signs(children, y ^ z), F(u) * F(v), precision=lax.Precision.HIGHEST) / samples
+        weight = stream(level_keys[j], children, (3, chunk, words), weigh)
         keep = jnp.concatenate([alive, alive]) & (weight >= cut)
         _, top = lax.top_k(jnp.where(keep, weight, -jnp.inf), width)
         return children[top], keep[top]
 
     start = (jnp.zeros((width, words), jnp.uint32), jnp.arange(width) == 0)  # the empty prefix
     masks, alive = lax.fori_loop(0, n, level, start)
-    x = jax.random.bits(level_keys[n], (samples, words), jnp.uint32)
-    values = jnp.where(alive, jnp.matmul(signs(masks, x), F(x), precision=lax.Precision.HIGHEST) / samples, 0.0)
+    values = jnp.where(alive, stream(level_keys[n], masks, (chunk, words), lambda x: (x, F(x))), 0.0)
     member = bits.unpack(masks, n)  # bool[width, n]
     sets = jnp.sort(jnp.where(member, jnp.arange(n, dtype=jnp.int32), n), axis=-1)
     return Polynomial(sets, values)

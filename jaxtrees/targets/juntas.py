@@ -277,6 +277,16 @@ def random_parity(key, n: int, k: int) -> Parity:
     return Parity(_random_support(key, n, k))
 
 
+def as_junta(f: Junta | Parity) -> Junta:
+    """``f`` as a :class:`Junta` (a parity: its support with the parity table), the same function:
+    targets of both kinds then share one pytree structure (one program for both families)."""
+    if isinstance(f, Junta):
+        return f
+    if not isinstance(f, Parity):
+        raise ValueError(f"as_junta takes a Junta or a Parity, got {type(f).__name__}")
+    return Junta(f.support, jnp.asarray(np.bitwise_count(np.arange(2**f.k)) % 2 == 1))
+
+
 def _random_support(key, n, k):
     return jnp.sort(jax.random.choice(key, n, (k,), replace=False)).astype(jnp.int32)
 

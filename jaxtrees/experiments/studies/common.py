@@ -80,6 +80,21 @@ def impurity(params) -> tuple:
     return names[0], impurity_lib.selected(value, names)
 
 
+def chosen(params, name: str, build):
+    """``build(value)`` for the cell's value of the choices parameter ``name``: built from the Python
+    value where the program serves one value, else ``lax.switch`` on its traced index over the
+    program's values (``params[name + "_choices"]``; every build must give the same pytree
+    structure and shapes, e.g. the values of one :attr:`~jaxtrees.experiments.study.Study.buckets`
+    bucket). A uniform parameter's index is the same for a vmapped group, so one branch runs."""
+    value = params[name]
+    if isinstance(value, str):
+        return build(value)
+    options = params[f"{name}_choices"]
+    if len(options) == 1:
+        return build(options[0])
+    return jax.lax.switch(value, [lambda option=option: build(option) for option in options])
+
+
 #: :func:`prefix_widths` cuts the m-grid at m_max / 4 and m_max / 16 where the cut is at least
 #: this many examples: below it a fit is cheap and one more compiled fit costs more than it saves.
 SPLIT_WIDTH = 2**12

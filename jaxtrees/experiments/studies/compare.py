@@ -42,7 +42,7 @@ from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import fourier
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, on_prefixes,
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, on_prefixes,
                                                  sample_sizes, trial_keys)
 from jaxtrees.hypotheses.base import sample_error
 from jaxtrees.hypotheses.polynomial import n_subsets
@@ -57,10 +57,15 @@ PLURALS = {"parity": "{k}-parities", "junta": "{k}-juntas", "tree": "depth-{k} t
 RANK_LENGTH = 2
 
 
+#: Families whose targets are juntas (a parity as a junta, :func:`~jaxtrees.targets.as_junta`): one
+#: program serves them (:attr:`Study.buckets`).
+JUNTAS = ("parity", "junta")
+
+
 def target(family: str, key, n: int, k: int):
-    """The cell's target; ``n`` and ``k`` are static."""
+    """The cell's target; ``n`` and ``k`` are static. Parities and juntas come as :class:`~jaxtrees.targets.Junta`."""
     if family == "parity":
-        return targets.random_parity(key, n, k)
+        return targets.as_junta(targets.random_parity(key, n, k))
     if family == "junta":
         return targets.random_junta(key, n, k)
     if family == "tree":
@@ -154,11 +159,11 @@ def _sgd(params):
 
 
 def _trial(key, params):
-    name, family, n, k = params["learner"], params["family"], params["n"], params["k"]
+    name, n, k = params["learner"], params["n"], params["k"]
     keys = trial_keys(key, "distribution", "target", "sample")
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n),
                           PRECISION_BITS)
-    f = target(family, keys["target"], n, k)
+    f = chosen(params, "family", lambda family: target(family, keys["target"], n, k))
     ks = keys["sample"]
     sample = sampling.draw(ks, p, f, params["m_max"], precision_bits=PRECISION_BITS)
     test = sampling.draw(jax.random.fold_in(ks, 1), p, f, params["test_m"], precision_bits=PRECISION_BITS)
@@ -172,9 +177,9 @@ def _trial(key, params):
         return error, error <= SUCCESS_TOL if h.exact else error == 0.0
 
     grid = sample_sizes(params)
-    if name == "km":  # one program per m: KM's shapes follow its query budget
-        errors, successes = zip(*(score(configured(name, n, k, params, m).fit(fit_key, Queries(f, n))) for m in grid))
-        error, success = jnp.stack(errors), jnp.stack(successes)
+    if name == "km":  # KM at m: the first m triples per level of KM at m_max, one compiled fit for the grid
+        km = configured(name, n, k, params, grid[-1])
+        error, success = jax.lax.map(lambda m: score(km.fit_triples(fit_key, Queries(f, n), m)), jnp.asarray(grid))
         examples = jnp.asarray([configured(name, n, k, params, m).queries(n) for m in grid])
     elif name == "population-entropy":  # no sample: the infinite-sample tree, the same at every m
         error, success = score(configured(name, n, k, params).fit(fit_key, Population(p, f)))
@@ -377,7 +382,7 @@ COMPARE = Study(
            "test_m": 2048, "m_max": 1024, **SHARED},
     full={"learner": LEARNERS, "family": list(FAMILIES), "k": [2, 3], "n": 17, "c": [0.0, 0.1, 0.2],
           "test_m": 8192, "m_max": 16384, **{**SHARED, "depth": 6, "rounds": 100, "max_rank": 4, "sgd_steps": 2000}},
-    static=("learner", "family", "k", "n", "depth", "rounds", "max_rank", "max_calls", "theta", "l1", "width",
+    static=("learner", "k", "n", "depth", "rounds", "max_rank", "max_calls", "theta", "l1", "width",
             "sgd_steps", "test_m", "m_min", "m_max"),
     trial=_trial,
     replicates=(24, 200),
@@ -388,4 +393,8 @@ COMPARE = Study(
     working_set_per_trial=_working_set,
     columns=COLUMNS,
     shared=("learner",),
+    uniform=("family",),
+    choices={"family": FAMILIES},
+    buckets={"family": lambda family: "junta" if family in JUNTAS else family},
+    cpu_opt_level=2,
 )

@@ -14,14 +14,15 @@ fits, on the same examples:
   ``test_m`` fresh examples (success: no test error, so an error rate above 3 / test_m would
   show with probability >= 95%);
 - ``sparse``: sparse recovery, the Lasso over the same degree-k characters in the same basis
-  (penalty ``l1``; :class:`~jaxtrees.learners.fourier.SparseRecovery`), fitted on the first m
-  examples only (its cost is m K^2), at most the 4^k largest coefficients kept; scored like LMN;
+  (penalty ``l1``; :class:`~jaxtrees.learners.fourier.SparseRecovery`), fitted on the same first m
+  examples, at most the 4^k largest coefficients kept; scored like LMN;
 - ``km``: Kushilevitz-Mansour with membership queries instead of the sample
   (:class:`~jaxtrees.learners.kushilevitz_mansour.KushilevitzMansour`): heavy threshold
   ``theta``, m query triples per level, so (2n + 1) m queries at grid point m (``km_queries``),
   a frontier of min(4^k, 4 / theta^2) prefixes (a depth-k tree has at most 4^k nonzero
   coefficients, so at most 4^k nonzero buckets per level); queries at uniform points (KM
-  learns the uniform spectrum), scored like LMN on the same test examples from p.
+  learns the uniform spectrum), scored like LMN on the same test examples from p. The fit at m
+  uses the first m triples of the fit at m_max (one compiled KM for the grid).
 
 Spectra (uniform basis, exact, :mod:`jaxtrees.fourier.spectra`): of the target, and of each
 learned tree, whose L1 norm is at most its number of leaves and whose degree is at most its depth
@@ -37,7 +38,7 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, on_prefixes,
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, on_prefixes,
                                                  sample_sizes, trial_keys)
 from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses import polynomial, tree
@@ -48,7 +49,7 @@ from jaxtrees.problems import Queries
 
 #: Target families: name -> (key, n, k) -> target.
 TARGETS = {
-    "parity": targets.random_parity,
+    "parity": lambda key, n, k: targets.as_junta(targets.random_parity(key, n, k)),  # a junta: one program for both
     "junta": targets.random_junta,
     "tree": targets.random_tree,
 }
@@ -83,26 +84,27 @@ def _trial(key, params):
     keys = trial_keys(key, "distribution", "target", "sample")
     kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(kp, n), PRECISION_BITS)
-    f = TARGETS[params["target"]](kf, n, k)
+    f = chosen(params, "target", lambda kind: TARGETS[kind](kf, n, k))
     sample = sampling.draw(ks, p, f, params["m_max"], precision_bits=PRECISION_BITS)
     test = sampling.draw(jax.random.fold_in(ks, 1), p, f, params["test_m"], precision_bits=PRECISION_BITS)
     id3, low_degree = GreedyTree(GrowthRule(max_depth=k, impurity=params["impurity"])), lmn(n, k, params["theta"])
+    lasso = sparse(n, k, params["l1"])
     fit_key = jax.random.fold_in(ks, 2)
 
     def at(data):
         t = id3.fit(fit_key, data)
-        h = low_degree.fit(fit_key, data)
         spec = spectra.of_tree(t, n)
-        return {"id3_error": t.exact_error(p, f), "lmn_error": sample_error(h, test),
+        return {"id3_error": t.exact_error(p, f), "lmn_error": sample_error(low_degree.fit(fit_key, data), test),
+                "sparse_error": sample_error(lasso.fit(fit_key, data), test),
                 "tree_leaves": tree.n_leaves(t), "tree_depth": tree.depth(t),
                 "tree_l1": spectra.l1(spec), "tree_degree": spectra.degree(spec)}
 
     grid = sample_sizes(params)
     out = on_prefixes(at, sample, grid)
-    lasso = sparse(n, k, params["l1"])  # on the first m examples only: one program per m, its cost m K^2
-    out["sparse_error"] = jnp.stack([sample_error(lasso.fit(fit_key, sampling.head(sample, m)), test) for m in grid])
-    km_key, oracle = jax.random.fold_in(ks, 3), Queries(f, n)  # one KM program per m: its shapes depend on m
-    out["km_error"] = jnp.stack([sample_error(km(n, k, params["theta"], m).fit(km_key, oracle), test) for m in grid])
+    # KM at grid point m is KM's fit on its first m triples per level: one program for the grid.
+    km_key, oracle, queries = jax.random.fold_in(ks, 3), Queries(f, n), km(n, k, params["theta"], grid[-1])
+    out["km_error"] = jax.lax.map(lambda m: sample_error(queries.fit_triples(km_key, oracle, m), test),
+                                  jnp.asarray(grid))
     out["km_queries"] = jnp.asarray([km(n, k, params["theta"], m).queries(n) for m in grid])
     target = spectra.spectrum(f, n)
     return {**out, "id3_success": out["id3_error"] <= SUCCESS_TOL, "lmn_success": out["lmn_error"] == 0.0,
@@ -233,7 +235,11 @@ FOURIER = Study(
            "theta": 0.1, "l1": 0.05, "test_m": 4096, "m_min": 16, "m_max": 4096},
     full={"target": ["parity", "junta", "tree"], "n": [12, 16], "k": [2, 3, 4], "c": [0.0, 0.05, 0.1, 0.2],
           "impurity": "entropy", "theta": 0.1, "l1": 0.05, "test_m": 16384, "m_min": 16, "m_max": 65536},
-    static=("target", "n", "k", "impurity", "theta", "l1", "test_m", "m_min", "m_max"),
+    static=("n", "k", "impurity", "theta", "l1", "test_m", "m_min", "m_max"),
+    uniform=("target",),
+    choices={"target": tuple(TARGETS)},
+    buckets={"target": lambda kind: "tree" if kind == "tree" else "junta"},
+    cpu_opt_level=2,
     trial=_trial,
     replicates=(50, 500),
     check=_check,

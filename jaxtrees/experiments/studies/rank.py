@@ -33,7 +33,7 @@ from jaxtrees import targets
 from jaxtrees.core import bits, checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, check_sample_grid, on_prefixes, sample_sizes,
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, check_sample_grid, chosen, on_prefixes, sample_sizes,
                                                  trial_keys)
 from jaxtrees.hypotheses import node_tree, tree
 from jaxtrees.learners import GreedyTree, GrowthRule
@@ -45,18 +45,23 @@ FAMILIES = ("rank", "junta", "parity")
 PLURALS = {"rank": "rank-{k} trees", "junta": "{k}-juntas", "parity": "{k}-parities"}
 
 
+#: Families whose targets are juntas (a parity as a junta): one program serves them (:attr:`Study.buckets`).
+JUNTAS = ("junta", "parity")
+
+
 def _target(kind: str, key, n: int, k: int, length: int):
     if kind == "rank":
         return targets.random_rank_tree(key, n, k, length)
     if kind == "junta":
         return targets.random_junta(key, n, k, nondegenerate=True)
-    return targets.random_parity(key, n, k)
+    return targets.as_junta(targets.random_parity(key, n, k))
 
 
-def _target_rank(kind: str, f, n: int, k: int):
-    """The target's rank: its generated tree's; for a junta or parity, FINDMIN's on its complete
-    truth table over the support (2^k rows, k variables)."""
-    if kind == "rank":
+def _target_rank(f, n: int, k: int):
+    """The target's rank: a rank tree's (:class:`~jaxtrees.targets.NodeTreeTarget`) its generated
+    tree's; for a junta or parity, FINDMIN's on its complete truth table over the support (2^k rows,
+    k variables)."""
+    if isinstance(f, targets.NodeTreeTarget):
         return node_tree.rank(f.tree)
     rows = assignments(k)  # bool[2^k, k]: row a holds the bits of a
     x = jnp.any(rows[:, :, None] & (f.support[None, :, None] == jnp.arange(n)), axis=1)  # [2^k, n]
@@ -65,11 +70,11 @@ def _target_rank(kind: str, f, n: int, k: int):
 
 
 def _trial(key, params):
-    n, k, kind = params["n"], params["k"], params["target"]
+    n, k = params["n"], params["k"]
     keys = trial_keys(key, "distribution", "target", "sample")
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n),
                           PRECISION_BITS)
-    f = _target(kind, keys["target"], n, k, params["length"])
+    f = chosen(params, "target", lambda kind: _target(kind, keys["target"], n, k, params["length"]))
     sample = sampling.draw(keys["sample"], p, f, params["m_max"], precision_bits=PRECISION_BITS)
     findmin = FindMin(max_rank=params["max_rank"], max_calls=params["max_calls"])
     id3 = GreedyTree(GrowthRule(max_depth=params["id3_depth"], impurity=params["impurity"]))
@@ -84,7 +89,7 @@ def _trial(key, params):
                 "id3_error": t.exact_error(p, f), "id3_rank": tree.rank(t), "id3_size": 2 * tree.n_leaves(t) - 1}
 
     out = on_prefixes(at, sample, sample_sizes(params))
-    return {**out, "target_rank": _target_rank(kind, f, n, k)}
+    return {**out, "target_rank": _target_rank(f, n, k)}
 
 
 def _check(params):
@@ -278,7 +283,11 @@ RANK = Study(
     full={"target": ["rank", "junta", "parity"], "n": [12, 16], "k": [1, 2, 3], "c": [0.0, 0.1, 0.2], "length": 2,
           "max_rank": 4, "max_calls": 2**22, "id3_depth": 10, "impurity": "entropy", "eps": 0.1, "delta": 0.1,
           "m_min": 16, "m_max": 65536},
-    static=("target", "n", "k", "length", "max_rank", "max_calls", "id3_depth", "impurity", "m_min", "m_max"),
+    static=("n", "k", "length", "max_rank", "max_calls", "id3_depth", "impurity", "m_min", "m_max"),
+    uniform=("target",),
+    choices={"target": FAMILIES},
+    buckets={"target": lambda kind: "junta" if kind in JUNTAS else kind},
+    cpu_opt_level=2,
     trial=_trial,
     replicates=(20, 200),
     check=_check,
