@@ -129,6 +129,49 @@ def test_geometric_records_early_stop_and_row_norms_change_no_number():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
+def test_a_traced_budget_gives_the_training_compiled_for_that_budget():
+    """train(budget=B) on the 160-step geometric schedule equals a training of B steps (B = 88 is not
+    a record of the 160-step schedule, 160 is): the same records, the rest NaN; one program serves both."""
+    keys, p, f, lr = _members(B=2, k=2)
+    dense = dict(records_per_doubling=2, record_row_norms=True, **LONG)
+    full = sgd.TrainConfig(sgd.mlp(16), **dense)
+    by_budget = jax.jit(lambda key, p, f, budget: sgd.train(key, p, f, full, budget=budget, learning_rate=0.3))
+    for budget in (88, 160):
+        short = sgd.TrainConfig(sgd.mlp(16), **{**dense, "steps": budget})
+        want = jax.jit(lambda key, p, f, cfg=short: sgd.train(key, p, f, cfg, learning_rate=0.3))(keys[0], p[0], jax.tree.map(lambda x: x[0], f))
+        got = by_budget(keys[0], p[0], jax.tree.map(lambda x: x[0], f), jnp.int32(budget))
+        E = short.record_steps.size
+        assert sgd.record_steps(full, budget)[:E].tolist() == short.record_steps.tolist()
+        for a, b in zip(jax.tree.leaves((got.params, got.steps_to_eps)), jax.tree.leaves((want.params, want.steps_to_eps))):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+        for a, b in zip(got.trace, want.trace):
+            np.testing.assert_allclose(np.asarray(a)[:E], np.asarray(b), rtol=1e-6, atol=1e-7, equal_nan=True)
+            assert np.isnan(np.asarray(a)[E:]).all()
+    assert by_budget._cache_size() == 1
+    with pytest.raises(ValueError, match="budget must be a multiple of eval_every = 8"):
+        sgd.record_steps(full, 90)
+    with pytest.raises(ValueError, match=r"budget must be in \[8, 160\]"):
+        sgd.record_steps(full, 320)
+
+
+def test_init_and_trainable_replace_the_initialization_and_freeze_leaves():
+    """init= replaces the model's init; a leaf marked False in trainable keeps its initial value."""
+    keys, p, f, lr = _members(B=1, k=2)
+    model = sgd.mlp(16)
+    half = lambda key, n: tuple(sgd.Dense(l.w * 0.5, l.b) for l in model.init(key, n))  # noqa: E731
+    run = jax.jit(lambda key, p, f, out_bias: sgd.train(
+        key, p, f, ONLINE, init=half, learning_rate=0.1,
+        trainable=(sgd.Dense(True, True), sgd.Dense(True, out_bias))))
+    f0 = jax.tree.map(lambda x: x[0], f)
+    frozen, free = run(keys[0], p[0], f0, False), run(keys[0], p[0], f0, True)
+    assert float(jnp.abs(frozen.params[1].b).max()) == 0.0 and float(jnp.abs(free.params[1].b).max()) > 0
+    assert float(jnp.abs(frozen.params[0].w - free.params[0].w).max()) > 0  # the bias changed the training
+    zero_steps = sgd.TrainConfig(sgd.mlp(16), steps=10, batch_size=8, eval_every=10, optimizer=optax.sgd)
+    start = jax.jit(lambda key: sgd.train(key, p[0], f0, zero_steps, init=half, learning_rate=1e-12).params)(keys[0])
+    want = half(jax.random.split(keys[0], 3)[0], N)
+    np.testing.assert_allclose(np.asarray(start[1].w), np.asarray(want[1].w), rtol=1e-5, atol=1e-6)
+
+
 def test_members_sharded_over_two_cpu_devices_equal_single_trainings():
     """With 2 local devices and B = 4, train_many shards the members (2 per device); each equals
     its single training."""

@@ -404,7 +404,8 @@ class SGD:
         return Network(self.config.model, self.config.encoding, result)
 
 
-def train(key, p, target, config: TrainConfig, *, data_key=None, **hyperparams) -> Result:
+def train(key, p, target, config: TrainConfig, *, data_key=None, budget=None, init=None, trainable=None,
+          **hyperparams) -> Result:
     """Train one network on the product distribution ``p: float32[n]`` labelled by ``target``.
 
     ``hyperparams`` go to ``optax.inject_hyperparams(config.optimizer)``; they may be traced (for
@@ -419,6 +420,18 @@ def train(key, p, target, config: TrainConfig, *, data_key=None, **hyperparams) 
     the inputs once and runs the first layer of all members (of a group, in :func:`train_many`
     on a CPU) as one matmul ``[batch, n] @ [n, members * width]`` instead of many small ones
     (see scripts/bench_gd.py).
+
+    ``budget``, if given, is a step budget B (a multiple of K in [K, ``config.steps``], may be traced:
+    one program serves every budget): the records are those of ``dataclasses.replace(config,
+    steps=B)`` (:func:`record_steps`: the schedule up to B, then B), the later records are not made
+    (NaN, as after an early stop) and the training ends at B. The same numbers as a training
+    compiled for B steps.
+
+    ``init``, if given, replaces ``config.model.init``: ``init(key, n) -> params`` with the
+    model's structure and shapes (it may close over traced values, e.g. a scheme chosen by index).
+    ``trainable``, if given, is a pytree of the parameters' structure whose leaves are booleans
+    (Python or traced scalars): a leaf that is False keeps its initial value (its updates are
+    zeroed), e.g. an output bias that stays 0.
     """
     _check_config(config)
     p = checks.probabilities("p", p)
@@ -431,7 +444,7 @@ def train(key, p, target, config: TrainConfig, *, data_key=None, **hyperparams) 
     next_batch, data0 = _data(k_data, p, target, config)
     score = _scorer(*_test_set(k_test, p, target, config), config)
     return _descend(k_init, p.shape[0], next_batch, data0, score, target.support_mask(p.shape[0]), config,
-                    hyperparams)
+                    hyperparams, budget=budget, init=init, trainable=trainable)
 
 
 def train_on(key, data, config: TrainConfig, **hyperparams) -> Result:
@@ -459,14 +472,42 @@ def train_on(key, data, config: TrainConfig, **hyperparams) -> Result:
     return _descend(k_init, n, next_batch, (), _scorer(X, y, w, config), None, config, hyperparams)
 
 
-def _descend(k_init, n, next_batch, data0, score, mask, config, hyperparams) -> Result:
+def record_steps(config: TrainConfig, budget=None):
+    """The steps of a training's records under a step ``budget`` B (see :func:`train`):
+    ``min(config.record_steps, B)``, an int32 array (traced where B is); records past the first at B
+    are not made. ``budget=None``: ``config.record_steps`` itself (a NumPy array).
+
+    >>> cfg = TrainConfig(mlp(4), steps=200, eval_every=10, records_per_doubling=2)
+    >>> record_steps(cfg, 100).tolist()  # the records of steps=100: [10, 20, 30, 40, 50, 70, 90, 100]
+    [10, 20, 30, 40, 50, 70, 90, 100, 100, 100]
+    """
+    if budget is None:
+        return config.record_steps
+    if checks.is_concrete(budget):
+        B = checks.integer("budget", np.asarray(budget).item(), low=config.eval_every, high=config.steps)
+        if B % config.eval_every:
+            raise ValueError(f"budget must be a multiple of eval_every = {config.eval_every}, got {B}")
+    return jnp.minimum(jnp.asarray(config.record_steps, jnp.int32), jnp.asarray(budget, jnp.int32))
+
+
+def _frozen(updates, trainable):
+    """``updates`` with the leaves whose ``trainable`` flag is False set to 0."""
+    if trainable is None:
+        return updates
+    return jax.tree.map(lambda u, t: u if t is True else jnp.where(t, u, jnp.zeros_like(u)), updates, trainable)
+
+
+def _descend(k_init, n, next_batch, data0, score, mask, config, hyperparams, budget=None, init=None,
+             trainable=None) -> Result:
     """The training loop shared by :func:`train` and :func:`train_on`."""
     opt = make_optimizer(config, **hyperparams)
     model, phi, K = config.model, margin_loss(config.loss), config.eval_every
-    record_steps = config.record_steps
-    E = record_steps.size
-    blocks = np.diff(record_steps, prepend=0) // K  # K-step blocks before each record
-    params0 = model.init(k_init, n)
+    E = config.record_steps.size
+    static_blocks = np.diff(config.record_steps, prepend=0) // K  # K-step blocks before each record
+    steps_at = record_steps(config, budget)
+    blocks = np.diff(steps_at, prepend=0) // K if budget is None else jnp.diff(steps_at, prepend=0) // K
+    made = None if budget is None else jnp.sum(jnp.asarray(config.record_steps, jnp.int32) < steps_at[-1]) + 1
+    params0 = (model.init if init is None else init)(k_init, n)
     opt_state0 = opt.init(params0)
 
     def loss_on(params, x, y):
@@ -478,6 +519,7 @@ def _descend(k_init, n, next_batch, data0, score, mask, config, hyperparams) -> 
         x, y, data = next_batch(data, t)
         loss, grads = jax.value_and_grad(loss_on)(params, x, y)
         updates, opt_state = opt.update(grads, opt_state, params)
+        updates = _frozen(updates, trainable)
         return (optax.apply_updates(params, updates), opt_state, data, loss_sum + loss), None
 
     def block(carry, start):  # K steps from step ``start``
@@ -486,8 +528,8 @@ def _descend(k_init, n, next_batch, data0, score, mask, config, hyperparams) -> 
     def record(carry, e):
         params, opt_state, data = carry
         zero = jnp.zeros((), jnp.float32)
-        start = jnp.asarray(record_steps - blocks * K, jnp.int32)[e]
-        if blocks.max() == 1:
+        start = jnp.asarray(steps_at - blocks * K, jnp.int32)[e]
+        if static_blocks.max() == 1:  # a budget's blocks are at most the full schedule's
             count = K
             params, opt_state, data, loss_sum = block((params, opt_state, data, zero), start)
         else:  # a traced number of blocks (geometric records)
@@ -502,30 +544,32 @@ def _descend(k_init, n, next_batch, data0, score, mask, config, hyperparams) -> 
         return (params, opt_state, data), Trace(score(params), loss_sum / count, share, drift, norms)
 
     state0 = (params0, opt_state0, data0)
-    if config.stop_at_eps:
-        (params, _, _), trace = _records_until_eps(record, state0, E, config.eps)
+    if config.stop_at_eps or budget is not None:
+        eps = config.eps if config.stop_at_eps else None
+        (params, _, _), trace = _records_until_eps(record, state0, E, eps, E if made is None else made)
     else:
         (params, _, _), trace = jax.lax.scan(record, state0, jnp.arange(E, dtype=jnp.int32))
     hit = trace.test_error <= config.eps
-    steps_to_eps = jnp.where(jnp.any(hit), jnp.asarray(record_steps, jnp.int32)[jnp.argmax(hit)], -1)
+    steps_to_eps = jnp.where(jnp.any(hit), jnp.asarray(steps_at, jnp.int32)[jnp.argmax(hit)], -1)
     return Result(params, trace, steps_to_eps)
 
 
-def _records_until_eps(record, state0, E: int, eps: float):
+def _records_until_eps(record, state0, E: int, eps: float | None, limit):
     """``lax.scan(record, state0, arange(E))`` that stops after the first record with test error
-    <= eps (a ``lax.while_loop``); the records not made are NaN."""
+    <= eps (never where eps is None) or after ``limit`` records (a ``lax.while_loop``); the records
+    not made are NaN."""
     shapes = jax.eval_shape(record, state0, jnp.int32(0))[1]
     trace0 = jax.tree.map(lambda a: jnp.full((E,) + a.shape, jnp.nan, a.dtype), shapes)
 
     def not_done(carry):
         _, e, done, _ = carry
-        return (e < E) & ~done
+        return (e < limit) & ~done
 
     def body(carry):
         state, e, _, trace = carry
         state, rec = record(state, e)
         trace = jax.tree.map(lambda buf, v: jax.lax.dynamic_update_index_in_dim(buf, v, e, 0), trace, rec)
-        return state, e + 1, rec.test_error <= eps, trace
+        return state, e + 1, jnp.bool_(False) if eps is None else rec.test_error <= eps, trace
 
     state, _, _, trace = jax.lax.while_loop(not_done, body, (state0, jnp.int32(0), jnp.bool_(False), trace0))
     return state, trace
