@@ -69,6 +69,34 @@ def test_unidentified_fits_say_so():
     assert out.replicates == 0 and np.isnan(out.low)
 
 
+@pytest.mark.parametrize("slope", [0.8, 2.1])
+def test_least_squares_on_medians_and_tobit_agree_without_censoring(slope):
+    """Issue 38: on uncensored synthetic trials both fits recover a known exponent (within 0.1, 48
+    trials per cell, sigma 0.6) and agree with each other within 0.1."""
+    x, y, censored = _synthetic(slope, 2.0, 0.6, 1e30, seed=5)
+    assert not censored.any()
+    tobit, medians = analysis.censored_fit(x, y, censored), analysis.median_fit(x, y, censored)
+    assert tobit.converged and medians.converged and len(medians.xs) == NS.size
+    assert abs(tobit.slope - slope) < 0.1 and abs(medians.slope - slope) < 0.1
+    assert abs(tobit.slope - medians.slope) < 0.1
+
+
+def test_median_fit_uses_the_cells_at_most_half_censored():
+    """A cell's median counts while at most half of its trials are censored; local slopes are NaN
+    across a censored median."""
+    x = np.repeat(NS[:4], 4)
+    y = x.copy()  # log steps = log n: slope 1
+    censored = np.zeros(x.size, bool)
+    censored[8:10] = True  # third cell: 2 of 4 censored, median still the 2nd smallest
+    censored[12:15] = True  # fourth cell: 3 of 4 censored: median censored
+    fit = analysis.median_fit(x, np.where(censored, 50.0, y), censored)
+    assert fit.converged and fit.xs == tuple(float(v) for v in np.float32(NS[:3]))
+    np.testing.assert_allclose(fit.slope, 1.0, atol=1e-5)
+    slopes = analysis.local_slopes(x, y, censored)
+    assert len(slopes) == 3 and np.allclose([s for _, _, s in slopes[:2]], 1.0) and np.isnan(slopes[2][2])
+    assert not analysis.median_fit(x[:8], y[:8], np.r_[np.zeros(4, bool), np.ones(4, bool)]).converged
+
+
 @pytest.mark.parametrize("call,match", [
     (lambda: analysis.censored_fit([1, 2], [1.0], [False, False]), "same length"),
     (lambda: analysis.censored_fit([1, 2], [1.0, np.inf], [False, True]), "must be finite"),

@@ -19,6 +19,11 @@ maximum. With x = log n the slope a is the exponent of n in the median number of
 (exp(a log n + b) is the median of a log-normal y). :func:`bootstrap_fit` adds a percentile
 interval: trials are resampled within each x (the cells), and the fit repeated.
 
+For comparison, :func:`median_fit` is the usual alternative: least squares of the cells' median
+log y on x over the cells whose median is not censored (at most half of the trials censored), and
+:func:`local_slopes` gives the slope between the medians of consecutive x (a bend that one
+exponent hides).
+
 Where the data cannot pin the slope (fewer than two x with an uncensored trial, or a censored
 cell that lets the likelihood grow without bound) the fit reports ``converged = False``.
 
@@ -115,6 +120,62 @@ def bootstrap_fit(x, y, censored, *, replicates: int = 1000, level: float = 0.95
         return BootstrapFit(fit, np.nan, np.nan, 0)
     low, high = np.quantile(slopes[good], [(1 - level) / 2, (1 + level) / 2])
     return BootstrapFit(fit, float(low), float(high), int(good.sum()))
+
+
+class MedianFit(NamedTuple):
+    """Least squares of the cells' median log y on x (:func:`median_fit`)."""
+
+    slope: float
+    intercept: float
+    xs: tuple  # the x whose medians entered (uncensored medians), ascending
+    converged: bool  # at least two such x
+
+
+def cell_medians(x, y, censored) -> tuple[np.ndarray, np.ndarray]:
+    """``(xs, medians)``: the distinct x ascending and the median of y over each x's trials, a
+    censored trial counting as +inf: the lower median (NumPy's ``inverted_cdf``: the ceil(N / 2)-th
+    smallest of N), finite iff at most half of the cell is censored; +inf otherwise.
+
+    >>> cell_medians([1, 1, 1, 2, 2], [5.0, 3.0, 9.0, 4.0, 7.0], [False, False, True, True, True])
+    (array([1., 2.], dtype=float32), array([ 5., inf], dtype=float32))
+    """
+    x, y, censored, _ = _inputs(x, y, censored, None)
+    xs = np.unique(x)
+    values = np.where(censored, np.inf, y)
+    medians = np.asarray([np.quantile(values[x == v], 0.5, method="inverted_cdf") for v in xs], np.float32)
+    return xs, medians
+
+
+def median_fit(x, y, censored) -> MedianFit:
+    """Least squares of the median y (:func:`cell_medians`) on x over the x whose median is finite;
+    ``converged = False`` with fewer than two. Without censoring and with equal spread in every cell
+    it estimates the slope that :func:`censored_fit` does.
+
+    >>> fit = median_fit([1, 1, 2, 2, 3, 3], [1.0, 2.0, 3.0, 4.0, 9.0, 0.0], [False] * 5 + [True])
+    >>> round(fit.slope, 6), fit.xs
+    (4.0, (1.0, 2.0, 3.0))
+    """
+    xs, medians = cell_medians(x, y, censored)
+    finite = np.isfinite(medians)
+    if finite.sum() < 2:
+        return MedianFit(np.nan, np.nan, tuple(float(v) for v in xs[finite]), False)
+    slope, intercept = np.polyfit(xs[finite].astype(np.float64), medians[finite].astype(np.float64), 1)
+    return MedianFit(float(slope), float(intercept), tuple(float(v) for v in xs[finite]), True)
+
+
+def local_slopes(x, y, censored) -> list[tuple[float, float, float]]:
+    """``[(x0, x1, slope)]`` for consecutive distinct x: (median y at x1 - median y at x0) / (x1 - x0),
+    NaN where either median is censored (:func:`cell_medians`).
+
+    >>> local_slopes([0, 0, 1, 1, 3, 3], [1.0, 1.0, 2.0, 2.0, 8.0, 8.0], [False] * 6)
+    [(0.0, 1.0, 1.0), (1.0, 3.0, 3.0)]
+    """
+    xs, medians = cell_medians(x, y, censored)
+    out = []
+    for (x0, m0), (x1, m1) in zip(zip(xs, medians), zip(xs[1:], medians[1:])):
+        slope = float(m1 - m0) / float(x1 - x0) if np.isfinite(m0) and np.isfinite(m1) else np.nan
+        out.append((float(x0), float(x1), slope))
+    return out
 
 
 def _padded(*arrays):
