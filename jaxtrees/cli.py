@@ -228,8 +228,11 @@ def _run(args) -> int:
     if not os.path.exists(results):
         print(f"run incomplete; rerun the same command to resume ({directory})", file=sys.stderr)
         return 1
-    figures = _plot_files(study, directory)
-    print(_write_report(study, directory))
+    from jaxtrees.experiments import store
+
+    rows = store.read_results(directory, _metadata(directory)["config"])  # once, for the figures and the report
+    figures = _plot_files(study, directory, rows)
+    print(_write_report(study, directory, rows))
     print(f"wrote {results}, {', '.join(figures)} and {os.path.join(directory, 'report.md')} in "
           f"{time.perf_counter() - t0:.0f} s")
     return 0
@@ -332,22 +335,24 @@ def _metadata(directory: str) -> dict:
     return metadata
 
 
-def _plot_files(study, directory):
+def _plot_files(study, directory, rows=None):
     from jaxtrees.experiments import store
 
-    rows = store.read_results(directory, _metadata(directory)["config"])
+    if rows is None:
+        rows = store.read_results(directory, _metadata(directory)["config"])
     try:
         return study.plot(rows, os.path.join(directory, study.name))
     except OSError as e:
         raise ValueError(f"cannot write the figures {study.name}.png / .svg in {directory}: {e.strerror}") from None
 
 
-def _write_report(study, directory) -> str:
+def _write_report(study, directory, rows=None) -> str:
     """The report's text, also written to ``directory/report.md`` (a warning if it cannot be)."""
     from jaxtrees.experiments import store
 
     metadata = _metadata(directory)
-    rows = store.read_results(directory, metadata["config"])
+    if rows is None:
+        rows = store.read_results(directory, metadata["config"])
     done, total = store.completeness(directory, rows)
     incomplete = "" if done == total else (
         f"**incomplete: {done} of {total} trials** (rerun `jaxtrees run` with the same arguments to resume).\n\n")

@@ -207,18 +207,52 @@ def read_checked(path: str, config: dict | None = None) -> list[dict]:
             if header is None:
                 return []
             check = _row_check(path, header, config)
-            rows = []
-            for values in reader:
-                problem = check(values) if values else None  # a blank line holds no row
-                if problem:
-                    raise ValueError(f"{path}, line {reader.line_num}: {problem}; {WAY_OUT}")
-                if values:
-                    rows.append(dict(zip(header, values)))
+            lines = [values for values in reader]
     except (csv.Error, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not a results file ({e}); {WAY_OUT}") from None
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror}") from None
-    return rows
+    if not _all_valid(lines, header, config):  # then find the first bad line, and say what is wrong with it
+        for line, values in enumerate(lines, start=2):
+            problem = check(values) if values else None  # a blank line holds no row
+            if problem:
+                raise ValueError(f"{path}, line {line}: {problem}; {WAY_OUT}")
+    return [dict(zip(header, values)) for values in lines if values]
+
+
+def _all_valid(lines: list[list[str]], header: list[str], config: dict | None) -> bool:
+    """Whether every row of a file passes :func:`_row_check`'s checks, column by column (a file of a
+    million rows in seconds); False sends the caller to the row-by-row check for the line and reason."""
+    rows = [values for values in lines if values]
+    if not rows or any(len(values) != len(header) for values in rows):
+        return not rows
+    columns = list(zip(*rows))
+    cell, replicate = (columns[header.index(name)] for name in ("cell", "replicate"))
+    if not all(v.isdigit() for v in cell) or not all(v.isdigit() for v in replicate):
+        return False
+    if config is None:
+        return True
+    names = sorted(config["grid"])
+    expected = [tuple(str(c[name]) for name in names) for c in Config(**config).cells()]
+    try:
+        if max(map(int, set(cell))) >= len(expected) or max(map(int, set(replicate))) >= config["replicates"]:
+            return False
+    except ValueError:
+        return False
+    if set(columns[header.index("study")]) != {config["study"]} or set(columns[header.index("seed")]) != {
+            str(config["seed"])}:
+        return False
+    params = zip(cell, *(columns[header.index(name)] for name in names))
+    if any(got[1:] != expected[int(got[0])] for got in set(params)):
+        return False
+    try:
+        for i, name in enumerate(header):
+            if name not in config["grid"] and name != "study":
+                for value in set(columns[i]):  # a column holds few distinct values, mostly
+                    float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _row_check(path: str, header: list[str], config: dict | None):
