@@ -27,12 +27,30 @@ accuracy), so it is resolved to K steps; a trial that never gets there within ``
   ``width``; Adam and other widths are runs of the same study, e.g. ``--set optimizer=adam
   --set lr=0.001`` or ``--set width=400``). Records are geometric (``records_per_doubling`` per
   doubling of the step count: resolution 2^(1/r) - 1) and a trial stops at its first record with
-  test error 0, so a budget of 2^18 steps costs only what the slowest trial of a batch needs.
+  test error 0, so a budget of 2^18 steps costs only what the slowest trial of a vmapped group
+  needs. The budget ``max_steps`` is traced (a bound: the program records on the schedule of the
+  group's largest budget and stops each trial at its own, with the same records as a program
+  compiled for it), so several budgets share one program. Criteria (issue 38): the same
+  training gives the steps to test error 0 (``steps``, the stop) and to test error <= ``eps``
+  (``steps_eps``, 0.05 by default, the usual one in the SGD-on-parities literature); the test error
+  is exact for n <= 13, else on ``test_size`` fresh examples, and 2,048 of them resolve an error of
+  0.05 to +/- 0.0094 (95% binomial half-width; :data:`RESOLVING_TEST_SIZE`). Initialisation
+  (``init``, traced, :data:`INITS`): ``he`` (first layer N(0, 2/n), LeCun output layer with a bias)
+  or ``lecun-nobias`` (N(0, 1/n), no output bias); ``init`` and ``eps`` are shared parameters, so
+  cells that differ only in them train on the same p, J and data.
   The report fits the exponent of n (and of 1/c) in the median steps by a Tobit fit over every
   trial, censored ones included (:mod:`jaxtrees.experiments.analysis`), with bootstrap
-  intervals; a second figure follows the first layer: the row norms ||W1[j]||_2 on and off the
-  support J over training, and the step by which J separates from the rest against the degree-1
-  signal min_j |I(D, j)| (:func:`jaxtrees.targets.label_covariance`).
+  intervals; then a sensitivity table (criterion x range of n (all, n >= 16) x fit (Tobit, or
+  least squares on the medians of the cells at most half censored) x init, per (family, k, c)),
+  a sentence per claim (smoothing lowers the exponent; it grows with k; the uniform curve bends
+  upward) saying whether it holds in every variant, and the local slopes between consecutive n.
+  A second figure follows the first layer: the row norms ||W1[j]||_2 on and off the support J over
+  training, and the step by which J separates from the rest against the degree-1 signal
+  min_j |I(D, j)| (:func:`jaxtrees.targets.label_covariance`).
+
+  The CPU size of issue 38's report (:data:`CPU_REPORT`; ``jaxtrees run gd-scaling --quick`` with
+  its ``--set`` values) is sized to run in <= 60 min on the 2-core CPU; see the README's row for its
+  estimate.
 
 In the parity studies the support size k is a traced parameter (one compilation per n serves
 every k): the target is a mask parity on a uniformly random k-subset of the n
@@ -57,8 +75,8 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import analysis, summary
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
-                                                 sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen,
+                                                 learn_on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.learners import sgd
 
 #: Barak et al. 2022: every (n, k) in {10, 20, 30} x {2, 3, 4} converged within this many steps.
@@ -435,24 +453,91 @@ SCALING_MAX_K = 12
 EVAL_BYTES = sgd.EVAL_CHUNK * 4
 #: Bootstrap resamples behind every interval of the gd-scaling report.
 BOOTSTRAP = 400
+#: Initialisations of gd-scaling's network (its ``init`` parameter): name -> (g, output bias): first-layer
+#: weights N(0, g / n), and whether the output layer has a bias (trained; without one it stays 0). Both
+#: have a LeCun N(0, 1 / width) output layer and hidden biases that start at 0. "he" is
+#: :func:`jaxtrees.learners.sgd.mlp`'s ReLU default; "lecun-nobias" the other common choice. Both
+#: scale the same normal draws, so cells that differ only in init (a shared parameter) start from
+#: proportional first layers and see the same data.
+INITS = {"he": (2.0, True), "lecun-nobias": (1.0, False)}
+#: The restricted range of n of the report's sensitivity table (n >= this).
+RANGE_MIN_N = 16
+#: Fresh test examples that resolve a test error of 0.05 to +/- 0.01: the 95% binomial half-width
+#: 1.96 sqrt(0.05 x 0.95 / N) is <= 0.01 from N = 1,825 on (2,048: +/- 0.0094; 8,192: +/- 0.0047).
+RESOLVING_TEST_SIZE = 1825
+#: The CPU size of the report of issue 38 (``jaxtrees run gd-scaling --quick`` with these ``--set``s):
+#: parities, k <= 4, n <= 128, both initialisations, budget 2^18 steps with a stop at test error 0;
+#: estimated 50-60 min on the 2-core CPU (see the module docstring).
+CPU_REPORT = {"family": "parity", "n": "8,16,32,64,128", "k": "2,3,4", "c": "0,0.1,0.3", "init": "he,lecun-nobias",
+              "max_steps": 2**18}
 
 
 def scaling_config(params) -> sgd.TrainConfig:
     """The :class:`~jaxtrees.learners.sgd.TrainConfig` of a gd-scaling cell: :func:`train_config` with the
     cell's optimizer, geometric records, a stop at the first record with test error 0 and the
-    first layer's row norms in the trace."""
-    return dataclasses.replace(train_config(params), optimizer=OPTIMIZERS[params["optimizer"]],
+    first layer's row norms in the trace. Its schedule runs to ``max_steps_max`` where a program
+    serves several budgets (``max_steps`` is a bound; the trial passes its own as ``budget``)."""
+    horizon = params.get("max_steps_max", params["max_steps"])
+    return dataclasses.replace(train_config({**params, "max_steps": horizon}), optimizer=OPTIMIZERS[params["optimizer"]],
                                records_per_doubling=params["records_per_doubling"], stop_at_eps=True,
                                record_row_norms=True)
 
 
+def _doublings(K: int, S: int) -> int:
+    """ceil(log2(S / K)) for S a multiple of K."""
+    return (S // K - 1).bit_length()
+
+
 def checkpoints(params) -> list[int]:
-    """The steps along gd-scaling's ``step`` axis: for each K 2^j <= S (K = eval_every, S = max_steps)
-    the last record at or before it, and S."""
+    """The steps along gd-scaling's ``step`` axis: for j = 0, 1, ..., ceil(log2(S / K)) the last record
+    at or before min(K 2^j, S) (K = eval_every, S = max_steps); the last is S."""
     steps = scaling_config(params).record_steps
     K, S = params["eval_every"], params["max_steps"]
-    marks = [K * 2**j for j in range(int(math.log2(S // K)) + 1)] + [S]
-    return sorted({int(steps[np.searchsorted(steps, m, side="right") - 1]) for m in marks})
+    return [int(steps[np.searchsorted(steps, min(K * 2**j, S), side="right") - 1]) for j in range(_doublings(K, S) + 1)]
+
+
+def _checkpoint_records(steps_at, params):
+    """The record indices of :func:`checkpoints` in a trace whose record steps are ``steps_at``
+    (:func:`jaxtrees.learners.sgd.record_steps`, traced under a budget B): one per j up to the
+    program's bound, those past B repeating B's record (the runner keeps the cell's first ones)."""
+    K = params["eval_every"]
+    J = _doublings(K, params.get("max_steps_max", params["max_steps"]))
+    steps_at = jnp.asarray(steps_at, jnp.int32)
+    marks = jnp.minimum(jnp.asarray(K * 2 ** np.arange(J + 1), jnp.int32), steps_at[-1])
+    at_budget = jnp.searchsorted(steps_at, steps_at[-1], side="left")  # the record made at B
+    return jnp.minimum(jnp.searchsorted(steps_at, marks, side="right") - 1, at_budget)
+
+
+def _budget(params):
+    """The trial's step budget for :func:`~jaxtrees.learners.sgd.train`: None where the program's schedule
+    ends at it (a Python ``max_steps`` equal to its bound), else ``max_steps`` (traced: one program
+    serves every budget of a static group)."""
+    S = params["max_steps"]
+    if isinstance(S, (int, np.integer)) and S == params.get("max_steps_max", S):
+        return None
+    return S
+
+
+def _initialisation(params, model):
+    """``(init, trainable)`` for :func:`~jaxtrees.learners.sgd.train`: the cell's :data:`INITS` entry, by
+    its traced index where the program serves several (``None, None``: the model's own He init)."""
+    value = params["init"]
+    names = (value,) if isinstance(value, str) else params["init_choices"]
+    if tuple(names) == ("he",):
+        return None, None
+    gain, bias = chosen(params, "init", lambda name: (jnp.float32(INITS[name][0]), jnp.bool_(INITS[name][1])))
+
+    def init(key, n):
+        first, *rest = model.init(key, n)  # He: N(0, 2 / n), scaled to N(0, gain / n)
+        return (first._replace(w=first.w * jnp.sqrt(gain / 2.0)), *rest)
+
+    return init, (sgd.Dense(True, True), sgd.Dense(True, bias))  # one hidden layer: (hidden, output)
+
+
+def _first_hit(errors, eps, steps_at):
+    """The step of the first record with test error <= eps (-1: none; records not made are NaN)."""
+    hit = errors <= eps
+    return jnp.where(jnp.any(hit), jnp.asarray(steps_at, jnp.int32)[jnp.argmax(hit)], -1).astype(jnp.int32)
 
 
 def _last_valid(series):
@@ -484,13 +569,18 @@ def _scaling_trial(key, params):
     p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n)
     f = FAMILIES[params["family"]](keys["target"], n, k, params["k_max"])
     config = scaling_config(params)
-    result = sgd.train(keys["training"], p, f, config, learning_rate=params["lr"])
+    budget = _budget(params)
+    init, trainable = _initialisation(params, config.model)
+    result = sgd.train(keys["training"], p, f, config, budget=budget, init=init, trainable=trainable,
+                       learning_rate=params["lr"])
+    steps_at = sgd.record_steps(config, budget)
     trace, mask = result.trace, f.support_mask(n)
     influence = jnp.abs(targets.label_covariance(f, p))
-    first, every = _separation(trace.row_norms, mask, config.record_steps)
-    at = np.searchsorted(config.record_steps, checkpoints(params))
-    norms = trace.row_norms[at]  # [checkpoints, n]
+    first, every = _separation(trace.row_norms, mask, steps_at)
+    norms = trace.row_norms[_checkpoint_records(steps_at, params)]  # [checkpoints of the bound, n]
+    steps_eps = _first_hit(trace.test_error, params["eps"], steps_at)
     return {"steps": result.steps_to_eps, "learned": result.steps_to_eps >= 0,
+            "steps_eps": steps_eps, "learned_eps": steps_eps >= 0,
             "final_error": _last_valid(trace.test_error), "support_share": _last_valid(trace.support_share),
             "drift": _last_valid(trace.drift),
             "influence_min": jnp.min(jnp.where(mask, influence, jnp.inf)),
@@ -507,6 +597,8 @@ def _scaling_check(params):
     checks.choice("optimizer", params["optimizer"], OPTIMIZERS)
     checks.real("c", params["c"], low=0.0, high=0.5, high_open=True)
     checks.integer("records_per_doubling", params["records_per_doubling"], low=1, high=1024)
+    checks.real("eps", params["eps"], low=0.0, high=0.5, high_open=True)
+    checks.choice("init", params["init"], INITS)
     _check_training(params)
     if params["max_steps"] < 2 * params["eval_every"]:
         raise ValueError(f"max_steps must be at least 2 eval_every = {2 * params['eval_every']} (two records), "
@@ -525,19 +617,43 @@ def _scaling_bytes(params) -> int:
 
 
 def _trials(rows) -> list[dict]:
-    """One row per trial (gd-scaling's rows run along ``step``; the scalars repeat on each)."""
-    return [r for r in rows if int(r["step"]) == int(r["max_steps"])]
+    """One row per trial (gd-scaling's rows run along ``step``; the scalars repeat on each). Rows of
+    runs made before the ``init`` parameter read as ``init = he``."""
+    return [{"init": "he", **r} for r in rows if int(r["step"]) == int(r["max_steps"])]
 
 
-def _exponent_cell(sel, x_of):
-    """Tobit fit (with a stratified bootstrap) of log(steps) on x_of(row) over the trials ``sel``."""
-    budget = np.asarray([float(r["max_steps"]) for r in sel])
-    s = _steps(sel)
+def _exact_trials(trials) -> list[dict]:
+    """The trials of the run's first eps: cells that differ only in eps share their trial keys (the
+    same trainings), so the exact criterion counts each training once."""
+    if "eps" not in trials[0]:
+        return trials
+    first = min(float(r["eps"]) for r in trials)
+    return [r for r in trials if float(r["eps"]) == first]
+
+
+def _criteria(trials) -> list[tuple[str, str, list]]:
+    """``(label, steps column, trials)`` per success criterion: test error 0 (``steps``), then test
+    error <= eps (``steps_eps``) for each eps > 0 of the run, largest first."""
+    out = [("error 0", "steps", _exact_trials(trials))]
+    if "eps" in trials[0]:
+        for eps in sorted({float(r["eps"]) for r in trials if float(r["eps"]) > 0}, reverse=True):
+            out.append((f"error <= {eps:g}", "steps_eps", [r for r in trials if float(r["eps"]) == eps]))
+    return out
+
+
+def _log_steps(sel, column="steps"):
+    """``(log n, log steps, censored)`` of the trials ``sel``: a censored trial at log of its budget."""
+    s = _steps(sel, column)
     censored = ~np.isfinite(s)
-    y = np.log(np.where(censored, budget, s))
+    budget = np.asarray([float(r["max_steps"]) for r in sel])
+    return np.log([float(r["n"]) for r in sel]), np.log(np.where(censored, budget, s)), censored
+
+
+def _exponent_cell(sel, x_of, column="steps"):
+    """Tobit fit (with a stratified bootstrap) of log(steps) on x_of(row) over the trials ``sel``."""
+    _, y, censored = _log_steps(sel, column)
     x = np.asarray([x_of(r) for r in sel])
     return analysis.bootstrap_fit(x, y, censored, replicates=BOOTSTRAP)
-
 
 
 def _fit_text(out) -> str:
@@ -548,7 +664,7 @@ def _fit_text(out) -> str:
     return f"{out.fit.slope:.2f} [{out.low:.2f}, {out.high:.2f}]"
 
 
-def _scaling_exponents(trials, by, x_name):
+def _scaling_exponents(trials, by, x_name, column="steps"):
     """{group key: (BootstrapFit, distinct x values, censored share, the group's trials)} for log steps vs
     log n (``x_name="n"``) or vs log(1/c) over c > 0 (``"c"``)."""
     out = {}
@@ -558,59 +674,280 @@ def _scaling_exponents(trials, by, x_name):
         if not sel:
             continue
         x_of = (lambda r: math.log(1.0 / float(r["c"]))) if x_name == "c" else (lambda r: math.log(float(r[x_name])))
-        fit = _exponent_cell(sel, x_of)
+        fit = _exponent_cell(sel, x_of, column)
         values = sorted({float(r[x_name]) for r in sel})
-        censored = float(np.mean(~np.isfinite(_steps(sel))))
+        censored = float(np.mean(~np.isfinite(_steps(sel, column))))
         out[key] = (fit, values, censored, sel)
     return out
 
 
+#: The n ranges of the sensitivity table: label -> the smallest n kept.
+RANGES = {"all n": 0, f"n >= {RANGE_MIN_N}": RANGE_MIN_N}
+#: The fits of the sensitivity table.
+FITS = ("Tobit", "medians")
+
+
+def _variant_fit(sel, column, fit) -> tuple[float, str]:
+    """``(slope, text)`` of one variant's fit over the trials ``sel``: Tobit over every trial (with
+    its bootstrap interval), or least squares on the medians of the cells at most half censored
+    (NaN, "-": not identified)."""
+    if not sel:
+        return np.nan, "-"
+    x, y, censored = _log_steps(sel, column)
+    if fit == "Tobit":
+        out = analysis.bootstrap_fit(x, y, censored, replicates=BOOTSTRAP)
+        return (out.fit.slope if out.fit.converged else np.nan), _fit_text(out)
+    out = analysis.median_fit(x, y, censored)
+    return (out.slope, f"{out.slope:.2f}") if out.converged else (np.nan, "-")
+
+
+def _sensitivity(trials, by) -> dict:
+    """{(group key, (criterion, init, range, fit)): (slope, text)}: the exponent of n of every group
+    of ``by`` under every variant of the run (criteria x inits x :data:`RANGES` x :data:`FITS`)."""
+    out = {}
+    for label, column, rows in _criteria(trials):
+        for (init,), part in summary.split(rows, ["init"]).items():
+            for name, low in RANGES.items():
+                for key, sel in summary.split([r for r in part if int(r["n"]) >= low], by).items():
+                    for fit in FITS:
+                        out[(key, (label, init, name, fit))] = _variant_fit(sel, column, fit)
+    return out
+
+
+def _sensitivity_table(fits, by) -> tuple[list, list]:
+    """The sensitivity table: one row per (group, criterion, init), one column per (fit, range)."""
+    columns = [(fit, name) for fit in FITS for name in RANGES]
+    rows = {}
+    for (key, (label, init, name, fit)), (_, text) in fits.items():
+        rows.setdefault((key, label, init), {})[(fit, name)] = text
+    header = [*by[:-1], "c", "criterion", "init"] + [f"{fit}, {name}" for fit, name in columns]
+    table = [[*key[:-1], f"{float(key[-1]):g}", label, init] + [rows[(key, label, init)].get(col, "-") for col in columns]
+             for key, label, init in _by_group(rows)]
+    return header, table
+
+
+def _by_group(keys) -> list:
+    """``(group key, criterion, init)`` triples ordered by group (natural order), then criterion and
+    init in the order they first appear."""
+    keys = list(keys)
+    first = {}
+    for _, label, init in keys:
+        first.setdefault(label, len(first))
+        first.setdefault(("init", init), len(first))
+    return sorted(keys, key=lambda t: (tuple(summary.natural_key(str(v)) for v in t[0]), first[t[1]],
+                                       first[("init", t[2])]))
+
+
+def _verdict(results) -> str:
+    """A sentence's end on a claim from ``[(variant name, True / False / None)]`` (None: not identified)."""
+    held = [v for v, ok in results if ok]
+    failed = [v for v, ok in results if ok is False]
+    unknown = [v for v, ok in results if ok is None]
+
+    def names(vs):
+        return "; ".join(vs[:6]) + (f"; and {len(vs) - 6} more" if len(vs) > 6 else "")
+
+    if not held and not failed:
+        return "not identified in any variant."
+    if not held and not unknown:
+        return f"**fails in every variant** ({len(failed)} of {len(results)})."
+    if not failed and not unknown:
+        return f"**holds in every variant** ({len(held)} of {len(results)})."
+    if not failed:
+        return (f"**holds in every variant where identified** ({len(held)} of {len(results)}; not identified in: "
+                f"{names(unknown)}).")
+    text = f"**depends on the variant**: holds in {len(held)} of {len(results)}, fails in: {names(failed)}"
+    return text + (f"; not identified in: {names(unknown)}" if unknown else "") + "."
+
+
+def _group_name(group: dict, extra) -> str:
+    """'3-parities' / '2-juntas', with the varying training parameters."""
+    family = "parities" if group["family"] == "parity" else "juntas"
+    return f"{group['k']}-{family}" + _suffix(extra, [group[b] for b in extra])
+
+
+def _ordered(values):
+    return sorted(values, key=lambda key: tuple(summary.natural_key(str(v)) for v in key))
+
+
+def _claims(fits, local, by, extra) -> list[str]:
+    """One sentence per claim saying whether it holds in every variant of ``fits`` (:func:`_sensitivity`,
+    point estimates): smoothing lowers the exponent of n (the largest c against c = 0); the exponent
+    grows with k; the uniform curve bends upward (its last finite local slope above its first, per
+    criterion and init: ``local``, :func:`_local_slopes`)."""
+    variants = sorted({v for _, v in fits}, key=lambda v: (v[0], v[1], list(RANGES).index(v[2]), FITS.index(v[3])))
+    slope = {(key, v): a for (key, v), (a, _) in fits.items()}
+    groups = [dict(zip(by, key)) for key in _ordered({key for key, _ in fits})]
+    key_of = lambda g: tuple(g[b] for b in by)  # noqa: E731
+
+    def verdict(pairs):
+        """pairs: variant -> list of group keys to compare in order; the claim: slopes strictly fall."""
+        results = []
+        for v in variants:
+            a = [slope.get((key, v), np.nan) for key in pairs]
+            results.append((", ".join(v), None if np.any(np.isnan(a)) else bool(np.all(np.diff(a) < 0))))
+        return _verdict(results)
+
+    lines = []
+    for head in _ordered({tuple(g[b] for b in by if b != "c") for g in groups}):
+        sel = [g for g in groups if tuple(g[b] for b in by if b != "c") == head]
+        cs = sorted(float(g["c"]) for g in sel)
+        if len(cs) < 2 or cs[0] != 0:
+            continue
+        zero = next(g for g in sel if float(g["c"]) == 0)
+        top = next(g for g in sel if float(g["c"]) == cs[-1])
+        lines.append(f"- Smoothing lowers the exponent of n of {_group_name(zero, extra)} (c = {cs[-1]:g} below "
+                     f"c = 0): " + verdict([key_of(zero), key_of(top)]))
+    for head in _ordered({tuple(g[b] for b in by if b != "k") for g in groups}):
+        sel = sorted((g for g in groups if tuple(g[b] for b in by if b != "k") == head), key=lambda g: int(g["k"]))
+        if len(sel) < 2:
+            continue
+        ks = ", ".join(str(g["k"]) for g in sel)
+        family = "parities" if sel[0]["family"] == "parity" else "juntas"
+        lines.append(f"- The exponent of n grows with k (k = {ks}) for {family}"
+                     f"{_suffix(extra, [sel[0][b] for b in extra])} at c = {float(sel[0]['c']):g}: "
+                     + verdict([key_of(g) for g in reversed(sel)]))
+    bends = {}
+    for (key, criterion, init), slopes in local.items():
+        if float(key[-1]) == 0:
+            finite = [s for _, _, s in slopes if np.isfinite(s)]
+            bends.setdefault(key, []).append((f"{criterion}, {init}", None if len(finite) < 2 else
+                                              bool(finite[-1] > finite[0])))
+    for key in _ordered(bends):
+        lines.append(f"- The uniform {_group_name(dict(zip(by, key)), extra)} bend upward on log-log axes (last local "
+                     f"slope above the first; per criterion and init): " + _verdict(bends[key]))
+    return lines
+
+
+def _local_slopes(trials, by) -> dict:
+    """{(group key, criterion, init): [(n0, n1, slope)]}: the slope of log(median steps) against log n
+    between consecutive n (NaN where a median is censored), under every criterion and init."""
+    out = {}
+    for label, column, rows in _criteria(trials):
+        for (init,), part in summary.split(rows, ["init"]).items():
+            for key, sel in summary.split(part, by).items():
+                x, y, censored = _log_steps(sel, column)
+                out[(key, label, init)] = [(math.exp(a), math.exp(b), s)
+                                           for a, b, s in analysis.local_slopes(x, y, censored)]
+    return out
+
+
+def _local_table(local, by) -> tuple[list, list]:
+    """The local slopes as a table: one row per (group, criterion, init), one column per pair of consecutive n."""
+    pairs = sorted({(round(a), round(b)) for slopes in local.values() for a, b, _ in slopes})
+    header = [*by[:-1], "c", "criterion", "init"] + [f"{a}→{b}" for a, b in pairs]
+    table = []
+    for key, label, init in _by_group(local):
+        at = {(round(a), round(b)): s for a, b, s in local[(key, label, init)]}
+        table.append([*key[:-1], f"{float(key[-1]):g}", label, init]
+                     + [f"{at[p]:.2f}" if p in at and np.isfinite(at[p]) else "-" for p in pairs])
+    return header, table
+
+
+def _censored_medians(trials) -> str:
+    """A sentence naming the cells whose median is censored (more than half not learned), per criterion."""
+    parts = []
+    for label, column, rows in _criteria(trials):
+        cells = [key for key, sel in summary.split(rows, ["family", "k", "c", "n", "init"]).items()
+                 if not np.isfinite(np.quantile(_steps(sel, column), 0.5, method="inverted_cdf"))]
+        names = ", ".join(f"{k}-{f}, c = {float(c):g}, n = {n}, {i}" for f, k, c, n, i in cells)
+        parts.append(f"{label}: " + (f"{len(cells)} ({names})" if cells else "none"))
+    return "Cells whose median is censored (more than half of the trials not learned within the budget): " + \
+        "; ".join(parts) + "."
+
+
+def _resolution_text(trials) -> str:
+    """How finely the test set resolves the criteria."""
+    sizes = sorted({int(r["test_size"]) for r in trials})
+    eps = sorted({float(r["eps"]) for r in trials if float(r.get("eps", 0)) > 0}) if "eps" in trials[0] else []
+    sampled = any(int(r["n"]) > EXACT_MAX_N for r in trials)
+    if not eps or not sampled:
+        return ""
+    widths = ", ".join(f"+/- {1.96 * math.sqrt(e * (1 - e) / size):.4f} at eps = {e:g} on {size:,}"
+                       for e in eps for size in sizes)
+    return (f" For n > {EXACT_MAX_N} the error is measured on the test sample: 95% binomial half-width {widths} "
+            f"examples ({RESOLVING_TEST_SIZE:,} resolve 0.05 to +/- 0.01).")
+
+
 def _scaling_report(rows):
     trials = _trials(rows)
-    extra = _varying(trials, TRAINING + ("optimizer", "records_per_doubling"))
-    by_n = _scaling_exponents(trials, ["family", "k", *extra, "c"], "n")
+    exact = _exact_trials(trials)
+    extra = _varying(trials, TRAINING + ("optimizer", "records_per_doubling", "init"))
+    by_n = _scaling_exponents(exact, ["family", "k", *extra, "c"], "n")
     table = [[*key[:-1], f"{float(key[-1]):g}", _fit_text(fit), ", ".join(f"{v:g}" for v in ns),
               f"{cens:.0%}", _median_slope(sel)] for key, (fit, ns, cens, sel) in by_n.items()]
     header = ["family", "k", *extra, "c", "exponent of n [95% CI]", "n", "censored", "slope of medians"]
-    by_c = _scaling_exponents(trials, ["family", "k", *extra, "n"], "c")
+    plain = [b for b in extra if b != "init"]
+    by = ["family", "k", *plain, "c"]
+    fits = _sensitivity(trials, by)
+    header_s, table_s = _sensitivity_table(fits, by)
+    local = _local_slopes(trials, by)
+    header_l, table_l = _local_table(local, by)
+    claims = _claims(fits, local, by, plain)
+    by_c = _scaling_exponents(exact, ["family", "k", *extra, "n"], "c")
     table_c = [[*key, _fit_text(fit), ", ".join(f"{v:g}" for v in cs), f"{cens:.0%}"]
                for key, (fit, cs, cens, _) in by_c.items() if len(cs) >= 2]
     header_c = ["family", "k", *extra, "n", "exponent of 1/c [95% CI]", "c", "censored"]
-    cells = []
-    for key, sel in summary.split(trials, ["family", "k", *extra, "c", "n"]).items():
+    criteria = _criteria(trials)
+    cells, names = [], ["family", "k", *extra, "c", "n"]
+    for key, sel in summary.split(exact, names).items():
         s = _steps(sel)
-        cells.append([*key, len(s), f"{int(np.isfinite(s).sum())}/{len(s)}", _median_iqr(s, int(sel[0]["max_steps"])),
+        budget = int(sel[0]["max_steps"])
+        loose = [_median_iqr(_steps([r for r in part if _same_cell(r, sel[0], names)], "steps_eps"), budget)
+                 for _, _, part in criteria[1:]]
+        cells.append([*key, len(s), f"{int(np.isfinite(s).sum())}/{len(s)}", _median_iqr(s, budget), *loose,
                       _median_int(sel, "separated_all"), f"{np.median([float(r['influence_min']) for r in sel]):.2g}"])
     header_cells = ["family", "k", *extra, "c", "n", "trials", "learned", "median steps [IQR]",
+                    *(f"median steps to {label} [IQR]" for label, _, _ in criteria[1:]),
                     "median step J separated (-: most stopped first)", "median min_j |I(D, j)|"]
-    mech = _mechanism_fit(trials)
+    mech = _mechanism_fit(exact)
+    variants = len({v for _, v in fits})
     return (f"## {_optimizer(trials)} steps to learn k-juntas and k-parities: how they grow with n, k and c\n\n"
             f"{_network_text(trials)}; p_i = 1/2 + U[-c, c] (c = 0: uniform). Steps: first record with test error 0 "
             f"(records at {_vals(trials, 'records_per_doubling')} per doubling of the step count from step "
             f"{_vals(trials, 'eval_every')}, so steps are resolved to about "
             f"{100 * (2 ** (1 / max(int(r['records_per_doubling']) for r in trials)) - 1):.0f}%; exact over "
             f"{{0,1}}^n for n <= {EXACT_MAX_N}, else on {_vals(trials, 'test_size')} fresh examples); a trial "
-            "stops when it learns. Censored trials (not learned within the budget) enter the fits as "
-            "censored, not dropped.\n\n"
+            "stops when it learns (test error 0, the strictest criterion), and the same training gives the steps "
+            f"to each looser criterion ({', '.join(label for label, _, _ in criteria)}).{_resolution_text(trials)} "
+            "Censored trials (not learned within the budget) enter the fits as censored, not dropped. "
+            f"{_censored_medians(trials)}\n\n"
             "### Exponent of n\n\nTobit fit (maximum likelihood, right-censored normal) of log(steps) = "
             "a log(n) + b + s e over every trial of the (family, k, c) group; a is the exponent of n in the "
             f"median steps. Interval: 2.5-97.5% percentiles of {BOOTSTRAP} bootstrap fits (trials resampled "
             "within each n). 'Slope of medians': least squares on log(median) over the n whose median is "
             "not censored, for comparison. 'not identified': fewer than two n with a learned trial.\n\n"
             + summary.markdown_table(header, table)
+            + "\n\n### Sensitivity: criterion x range of n x fit x initialisation\n\n"
+              "The exponent of n under each of the run's variants: criterion (test error 0, or <= eps, from "
+              f"the same trainings), range of n (all, or n >= {RANGE_MIN_N}), fit (Tobit over every trial, "
+              "censored ones included, with its bootstrap interval; or least squares on the log medians of the "
+              "cells at most half censored, '-' with fewer than two), initialisation (he: first layer N(0, 2/n), "
+              "LeCun output with a bias; lecun-nobias: N(0, 1/n), no output bias; cells that differ only in init "
+              "share their trial keys).\n\n"
+            + summary.markdown_table(header_s, table_s)
+            + f"\n\nClaims, each checked in every one of the {variants} variants (point estimates):\n\n"
+            + ("\n".join(claims) if claims else "- no claim can be checked on this grid (one c, one k, ...)")
+            + "\n\n### Local slopes\n\nThe slope of log(median steps) against log(n) between consecutive n "
+              "('-': a censored median); one exponent over the whole range hides a curve that bends.\n\n"
+            + summary.markdown_table(header_l, table_l)
             + "\n\n### Exponent of 1/c at fixed n\n\nThe same fit of log(steps) against log(1/c) over c > 0 (at "
-              "least two values of c).\n\n"
+              "least two values of c; test error 0).\n\n"
             + (summary.markdown_table(header_c, table_c) if table_c else "- fewer than two c > 0 in this grid")
             + "\n\n### Mechanism: the support separates in the first layer\n\n"
               "'Step J separated': the first record from which every support coordinate's first-layer "
               "row norm ||W1[j]||_2 stays above every off-support row norm. I(D, j) = E[f x_j] - E[f] E[x_j], the "
               "degree-1 signal (000 Lemma 9: |I| > alpha^2 (2c)^(k-1) for a k-parity). "
             + mech + "\n\n### Cells\n\n" + summary.markdown_table(header_cells, cells) + "\n"
-            + _divergence_note(trials))
+            + _divergence_note(exact))
 
 
-def _median_slope(sel) -> str:
-    fits = _exponents(sel, [])
+def _same_cell(a, b, names) -> bool:
+    return all(a[name] == b[name] for name in names)
+
+
+def _median_slope(sel, column="steps") -> str:
+    fits = _exponents(sel, [], column)
     return f"{fits[()][0]:.2f}" if () in fits else "-"
 
 
@@ -637,18 +974,27 @@ def _mechanism_fit(trials) -> str:
 
 @summary.styled
 def _scaling_plot(rows, stem):
-    trials = _trials(rows)
-    extra = _varying(trials, TRAINING + ("optimizer", "records_per_doubling"))
+    every = _trials(rows)
+    trials = _exact_trials(every)
+    loose = _criteria(every)[1:2]  # the loosest criterion, dashed
+    extra = _varying(trials, TRAINING + ("optimizer", "records_per_doubling", "init"))
     panels = summary.split(trials, ["family", "k", *extra])
     fig, axes = summary.figure(len(panels), width=5.6, height=4.6)
     budget = max(int(r["max_steps"]) for r in trials)
     fits = _scaling_exponents(trials, ["family", "k", *extra, "c"], "n")
+    names = ["family", "k", *extra, "c"]
     for ax, (key, sel) in zip(axes, panels.items()):
         for (c,), part in summary.split(sel, ["c"]).items():
             fit = fits.get((*key, c), (None,))[0]
             slope = f", n^{fit.fit.slope:.2f}" if fit is not None and fit.fit.converged else ""
             _median_curve(ax, part, "n", ("uniform (c = 0)" if float(c) == 0 else f"c = {float(c):g}") + slope)
             colour = ax.get_lines()[-1].get_color()
+            for _, column, rows_ in loose:
+                points = [(float(n), np.quantile(_steps(cell, column), 0.5, method="inverted_cdf"))
+                          for (n,), cell in summary.split([r for r in rows_ if _same_cell(r, part[0], names)],
+                                                          ["n"]).items()]
+                ax.plot([n for n, _ in points], [m if np.isfinite(m) else np.nan for _, m in points], "--",
+                        color=colour, lw=1)
             for (n,), cell in summary.split(part, ["n"]).items():
                 censored = float(np.mean(~np.isfinite(_steps(cell))))
                 if censored > 0:
@@ -659,10 +1005,14 @@ def _scaling_plot(rows, stem):
         ax.legend(fontsize=8, loc="upper left")  # per panel: the fitted exponents are the panel's
     axes[0].set_ylabel(f"{_optimizer(trials)} steps to 0 test error\n(median, interquartile band)")
     summary.suptitle(fig, f"{_optimizer(trials)} ({_network(trials)}), online, p_i = 1/2 + U[-c, c]: steps vs n on log-log "
-                          f"axes; legend: Tobit-fitted exponent of n; triangles at the budget: share of censored "
+                          f"axes; legend: Tobit-fitted exponent of n"
+                          + (f"; dashed: median steps to test {loose[0][0]}" if loose else "")
+                          + "; triangles at the budget: share of censored "
                           f"trials (size); {summary.trials_text([len(v) for v in summary.split(trials, ['family', 'k', *extra, 'c', 'n']).values()])}")
     files = summary.save(fig, stem)
-    return files + _mechanism_plot(rows, trials, stem)
+    first = {(r["cell"], r["replicate"]) for r in trials if r["init"] == trials[0]["init"]}
+    return files + _mechanism_plot([r for r in rows if (r["cell"], r["replicate"]) in first],
+                                   [r for r in trials if (r["cell"], r["replicate"]) in first], stem)
 
 
 def _mechanism_plot(rows, trials, stem):
@@ -714,12 +1064,13 @@ GD_SCALING = Study(
                 "and 1/c (Tobit fits), and how the support separates",
     quick={"family": ["parity", "junta"], "n": [8, 16, 32, 64], "k": [2, 3], "c": [0.0, 0.1, 0.3],
            "optimizer": "sgd", **{**BARAK, "test_size": 2048}, "max_steps": 16384, "eval_every": 8,
-           "records_per_doubling": 8},
-    full={"family": ["parity", "junta"], "n": [8, 16, 32, 64, 128], "k": [2, 3, 4, 5],
+           "records_per_doubling": 8, "eps": 0.05, "init": "he"},
+    full={"family": ["parity", "junta"], "n": [8, 16, 32, 64, 128, 256], "k": [2, 3, 4, 5],
           "c": [0.0, 0.05, 0.1, 0.2, 0.3], "optimizer": "sgd", **BARAK, "max_steps": 2**18, "eval_every": 8,
-          "records_per_doubling": 16},
-    static=("family", "n", "optimizer", "records_per_doubling", *STATIC_TRAINING),
-    bounds=("k",),
+          "records_per_doubling": 16, "eps": 0.05, "init": list(INITS)},
+    static=("family", "n", "optimizer", "records_per_doubling", *(b for b in STATIC_TRAINING if b != "max_steps")),
+    bounds=("k", "max_steps"),
+    choices={"init": tuple(INITS)},
     trial=_scaling_trial,
     replicates=(32, 32),
     check=_scaling_check,
@@ -730,8 +1081,12 @@ GD_SCALING = Study(
     columns={
         "step": "checkpoint step (rows run along the steps K 2^j <= S; norm_on / norm_off are taken there, the "
                 "other columns are the trial's and repeat)",
-        "steps": "first record with test error 0 (-1: not within max_steps); the trial stops there",
+        "steps": "first record with test error 0 (-1: not within max_steps); the trial stops there (the "
+                 "strictest criterion)",
         "learned": "1 if steps >= 0",
+        "steps_eps": "first record with test error <= eps (the cell's eps; -1: not within max_steps), from the same "
+                     "training as steps, so steps_eps <= steps where both are >= 0",
+        "learned_eps": "1 if steps_eps >= 0",
         "final_error": "test error at the last record made (at the stop or the budget)",
         "support_share": "share of the first layer's absolute weight on the support at the last record",
         "drift": "||w_T - w_0||_inf over all parameters at the last record (NaN / inf: diverged)",
@@ -743,7 +1098,25 @@ GD_SCALING = Study(
         "norm_on": "mean over J of ||W1[j]||_2 at this step (NaN: the trial had stopped)",
         "norm_off": "mean over the coordinates off J of ||W1[i]||_2 at this step (NaN: stopped)",
     },
-    shared=("family", "optimizer"),
+    shared=("family", "optimizer", "init", "eps"),
+    parameters={
+        "family": "the targets: parity (a k-parity on a random k-subset) or junta (a random non-degenerate k-junta)",
+        "k": "the size of the target's support",
+        "c": "the smoothing: p_i = 1/2 + U[-c, c] per trial (0: uniform)",
+        "optimizer": "sgd or adam (lr is the step size of either)",
+        "max_steps": "the step budget (a multiple of eval_every; traced: one program serves every budget); a trial "
+                     "stops earlier at its first record with test error 0",
+        "eval_every": "K: the first record is at step K; records come on a geometric schedule from there",
+        "records_per_doubling": "records per doubling of the step count (resolution 2^(1/r) - 1)",
+        "test_size": f"fresh test examples when n > {EXACT_MAX_N} (else the error is exact over {{0,1}}^n); "
+                     f">= {RESOLVING_TEST_SIZE:,} resolve an error of 0.05 to +/- 0.01",
+        "eps": "the second success criterion: test error <= eps (steps_eps), read from the same training",
+        "init": "he: first layer N(0, 2/n), LeCun output with a bias; lecun-nobias: N(0, 1/n), no output bias",
+        "lr": "the learning rate",
+        "width": "the hidden layer's width",
+        "batch_size": "examples per step (fresh every step: online)",
+        "loss": "hinge, logistic or square (of the margin)",
+    },
 )
 
 
@@ -778,16 +1151,16 @@ def _median_iqr(s, budget) -> str:
     return f"{_fmt(q2, budget)} [{_fmt(q1, budget)}, {_fmt(q3, budget)}]"
 
 
-def _exponents(rows, by) -> dict:
-    """Per group: the slope a of log(median steps) ~ a log(n) + b over n with an uncensored median."""
+def _exponents(rows, by, column="steps") -> dict:
+    """Per group: the slope a of log(median steps) ~ a log(n) + b over the n whose median is not
+    censored (:func:`jaxtrees.experiments.analysis.median_fit`), and those n."""
     out = {}
     for key, sel in summary.split(rows, by).items():
-        points = [(int(n), np.quantile(_steps(part), 0.5, method="inverted_cdf"))
-                  for (n,), part in summary.split(sel, ["n"]).items()]
-        points = [(n, m) for n, m in points if np.isfinite(m)]
-        if len(points) >= 2:
-            x, y = np.log([n for n, _ in points]), np.log([m for _, m in points])
-            out[key] = (float(np.polyfit(x, y, 1)[0]), [n for n, _ in points])
+        s = _steps(sel, column)
+        x = np.log([float(r["n"]) for r in sel])
+        fit = analysis.median_fit(x, np.log(np.where(np.isfinite(s), s, 1.0)), ~np.isfinite(s))
+        if fit.converged:
+            out[key] = (fit.slope, [round(math.exp(v)) for v in fit.xs])
     return out
 
 
