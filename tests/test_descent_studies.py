@@ -352,6 +352,9 @@ def test_parity_covariance_obeys_lemma_9():
     (["--set", "family=tree"], "family must be one of"),
     (["--set", "optimizer=lbfgs"], "optimizer must be one of"),
     (["--set", "records_per_doubling=0"], "records_per_doubling must be in [1, 1024]"),
+    (["--set", "eps=0.5"], "eps must be in [0, 0.5)"),
+    (["--set", "init=xavier"], "init must be one of"),
+    (["--set", "max_steps=1001"], "eval_every must divide max_steps = 1001"),
 ])
 def test_gd_scaling_bad_parameters_exit_2(tmp_path, capsys, args, message):
     assert cli.main(["run", "gd-scaling", "--quick", "--out", str(tmp_path), *args]) == 2
