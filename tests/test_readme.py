@@ -18,3 +18,17 @@ def test_ci_runs_the_readme_test_command():
 def test_readme_main_command_runs_a_quick_study():
     readme = (ROOT / "README.md").read_text()
     assert ".venv/bin/jaxtrees run juntas --quick --out results" in readme
+
+
+def test_readme_states_every_studys_measured_quick_time_with_its_date():
+    """Issue 35 case 12: one paragraph gives each study's cold quick-size time from one dated run."""
+    import re
+
+    from jaxtrees.experiments import studies
+
+    text = (ROOT / "README.md").read_text()
+    start = text.index("Quick sizes, cold (")
+    paragraph = text[start:text.index("\n\n", start)]
+    assert re.search(r"20\d\d-\d\d-\d\d", paragraph) and "compile share" in paragraph
+    for name in studies.STUDIES:
+        assert re.search(rf"\b{re.escape(name)} \d+ s\b", paragraph), name
