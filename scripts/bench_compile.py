@@ -80,7 +80,8 @@ def main(argv=None):
     import jax
 
     device = f"{jax.devices()[0].device_kind} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
-    print(f"device: {device}; jax {jax.__version__}; cold quick sizes, one fresh process each")
+    how = "in this one process, one after another" if args.one_process else "cold, one fresh process each"
+    print(f"device: {device}; jax {jax.__version__}; quick sizes {how}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         if args.one_process:
