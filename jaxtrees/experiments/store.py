@@ -206,13 +206,14 @@ def read_checked(path: str, config: dict | None = None) -> list[dict]:
             header = next(reader, None)
             if header is None:
                 return []
-            check = _row_check(path, header, config)
+            _check_header(path, header, config)
             lines = [values for values in reader]
     except (csv.Error, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not a results file ({e}); {WAY_OUT}") from None
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror}") from None
     if not _all_valid(lines, header, config):  # then find the first bad line, and say what is wrong with it
+        check = _row_check(path, header, config)
         for line, values in enumerate(lines, start=2):
             problem = check(values) if values else None  # a blank line holds no row
             if problem:
@@ -255,12 +256,17 @@ def _all_valid(lines: list[list[str]], header: list[str], config: dict | None) -
     return True
 
 
-def _row_check(path: str, header: list[str], config: dict | None):
-    """``check(values) -> what is wrong with one row (None if nothing)`` for files with ``header``."""
+def _check_header(path: str, header: list[str], config: dict | None):
+    """Raise ValueError if ``header`` lacks a column every row is checked by."""
     names = [] if config is None else sorted(config["grid"])
     missing = [c for c in ["cell", "replicate"] + ([] if config is None else ["study", "seed", *names]) if c not in header]
     if missing:
         raise ValueError(f"{path}, line 1: the header lacks the column(s) {', '.join(missing)}; {WAY_OUT}")
+
+
+def _row_check(path: str, header: list[str], config: dict | None):
+    """``check(values) -> what is wrong with one row (None if nothing)`` for files with ``header``."""
+    names = [] if config is None else sorted(config["grid"])
     cell_at, replicate_at = header.index("cell"), header.index("replicate")
     if config is not None:
         expected = [tuple(str(cell[name]) for name in names) for cell in Config(**config).cells()]
