@@ -14,6 +14,7 @@ and its parameters, never on chunk size, device count, host count or which other
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import zlib
@@ -56,7 +57,8 @@ class Study:
         row per value).
       replicates: trials per cell, ``(quick, full)``.
       check: ``check(params)`` raises ValueError for a bad cell, before any heavy work.
-      plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``.
+      plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``; both
+        see rows parsed by :func:`~jaxtrees.experiments.summary.typed` (a column of numbers as numbers).
       bytes_per_trial: optional ``bytes_per_trial(params)``, the device memory one trial of a
         cell needs at its peak; the default chunk then keeps a device under the runner's
         ``MEMORY_BUDGET``.
@@ -112,6 +114,8 @@ class Study:
     parameters: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
+        for name in ("plot", "report"):  # both see typed rows (summary.typed), however they are called
+            object.__setattr__(self, name, _typed_rows(getattr(self, name)))
         overlap = set(self.static) & (set(self.uniform) | set(self.bounds))
         if overlap:
             raise ValueError(f"study {self.name!r}: {sorted(overlap)} cannot be both static and traced")
@@ -157,6 +161,21 @@ class Study:
     def key_hash(self, cell: dict) -> int:
         """The cell's part of its trials' keys: :func:`cell_hash` of its parameters but ``shared``."""
         return cell_hash({name: value for name, value in cell.items() if name not in self.shared})
+
+
+def _typed_rows(function: Callable) -> Callable:
+    """``function(rows, ...)`` called with :func:`~jaxtrees.experiments.summary.typed` rows."""
+    if getattr(function, "typed_rows", False):
+        return function
+
+    @functools.wraps(function)
+    def wrapper(rows, *args, **kwargs):
+        from jaxtrees.experiments import summary
+
+        return function(summary.typed(rows), *args, **kwargs)
+
+    wrapper.typed_rows = True
+    return wrapper
 
 
 #: The columns every results file starts with.

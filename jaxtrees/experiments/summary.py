@@ -1,6 +1,7 @@
 """From tidy result rows to rates, intervals, tables and figures (no state beyond the rows).
 
-Rows are dicts of strings, as read from a results file (:func:`jaxtrees.experiments.runner.read_results`).
+Rows are dicts, one per results line (:func:`jaxtrees.experiments.runner.read_results` reads them as
+strings; :func:`typed` parses each column once, and a study's ``plot`` and ``report`` see typed rows).
 
 >>> rows = [{"c": "0.1", "m": "64", "success": "1"}, {"c": "0.1", "m": "64", "success": "0"}]
 >>> [(g["c"], g["m"], g["rate"], round(g["low"], 3)) for g in rates(rows, ["c", "m"], "success")]
@@ -16,8 +17,45 @@ from collections import defaultdict
 import numpy as np
 
 
-def natural_key(value: str):
-    """Sort key for a CSV field: numbers by value, before (and apart from) other strings."""
+def _column_type(values) -> type:
+    """int if every value is an integer literal, float if every one is a number, else str."""
+    try:
+        for v in values:
+            int(v)
+        return int
+    except ValueError:
+        pass
+    try:
+        for v in values:
+            float(v)
+        return float
+    except ValueError:
+        return str
+
+
+def typed(rows) -> list[dict]:
+    """The rows with each column parsed once: int where every value is an integer, float where every
+    value is a number (``nan`` included), str otherwise. Rows already typed come back as they are.
+
+    >>> typed([{"m": "64", "c": "0", "rate": "nan", "family": "parity"}, {"m": "8", "c": "0.1", "rate": "1",
+    ...                                                                     "family": "junta"}])[0]
+    {'m': 64, 'c': 0.0, 'rate': nan, 'family': 'parity'}
+    """
+    if not rows or not any(isinstance(v, str) for v in rows[0].values()):
+        return rows
+    parsers = {}
+    for name in rows[0]:
+        values = {r[name] for r in rows}
+        if all(isinstance(v, str) for v in values):
+            kind = _column_type(values)
+            parsers[name] = {v: kind(v) for v in values}  # each distinct value parsed once
+    return [{name: parsers[name][v] if name in parsers else v for name, v in r.items()} for r in rows]
+
+
+def natural_key(value):
+    """Sort key for a field: numbers by value, before (and apart from) other strings."""
+    if isinstance(value, (int, float)):
+        return (0, float(value), "")
     try:
         return (0, float(value), "")
     except ValueError:
