@@ -40,6 +40,7 @@ cell that lets the likelihood grow without bound) the fit reports ``converged = 
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -48,6 +49,7 @@ import numpy as np
 from jax.scipy.special import log_ndtr
 
 from jaxtrees.core import checks
+from jaxtrees.experiments import summary
 
 #: Newton iterations of a fit (the concave problem converges in well under 20 from the LS start).
 NEWTON_STEPS = 40
@@ -270,3 +272,76 @@ def _fit(x, y, censored, weights):
 
 _fit_one = jax.jit(_fit)
 _fit_many = jax.jit(jax.vmap(_fit, in_axes=(None, None, None, 0)))  # one fit per row of weights
+
+
+# ----------------------------------------------------------------------------- steps of result rows
+# Rows are typed result rows (:func:`jaxtrees.experiments.summary.typed`); a step count < 0 means
+# "not within the budget" (censored) and counts as +infinity in medians and quantiles.
+
+
+def censored_steps(rows, column: str = "steps") -> np.ndarray:
+    """The column as floats, censored values (< 0) as +inf.
+
+    >>> censored_steps([{"steps": 40}, {"steps": -1}]).tolist()
+    [40.0, inf]
+    """
+    v = np.asarray([r[column] for r in rows], float)
+    return np.where(v < 0, np.inf, v)
+
+
+def quartiles(s) -> np.ndarray:
+    """The quartiles of ``s`` (inverted CDF: observed values, +inf where censored)."""
+    return np.quantile(s, [0.25, 0.5, 0.75], method="inverted_cdf")
+
+
+def median(s):
+    """The median of ``s`` (inverted CDF: an observed value, +inf where more than half are censored)."""
+    return np.quantile(s, 0.5, method="inverted_cdf")
+
+
+def count_text(v, budget) -> str:
+    """``1,234``, or ``> budget`` for a censored (infinite) value."""
+    return f"> {budget:,}" if not np.isfinite(v) else f"{int(v):,}"
+
+
+def median_iqr(s, budget) -> str:
+    """``median [Q1, Q3]`` of the steps ``s``, censored values as ``> budget``.
+
+    >>> median_iqr(np.array([10.0, 20.0, 30.0, np.inf]), 100)
+    '20 [10, 30]'
+    """
+    q1, q2, q3 = quartiles(s)
+    return f"{count_text(q2, budget)} [{count_text(q1, budget)}, {count_text(q3, budget)}]"
+
+
+def median_count(rows, column: str) -> str:
+    """The median of a step column as ``1,234``; ``-`` where it is censored."""
+    m = median(censored_steps(rows, column))
+    return f"{int(m):,}" if np.isfinite(m) else "-"
+
+
+def share_within(rows, column: str, m) -> tuple[int, int]:
+    """(successes, trials) of ``0 <= column <= m``."""
+    v = np.asarray([r[column] for r in rows]).astype(int)
+    return int(((v >= 0) & (v <= m)).sum()), len(v)
+
+
+def log_steps(rows, column: str = "steps"):
+    """``(log n, log steps, censored)`` of the trials ``rows``: a censored trial at log of its budget."""
+    s = censored_steps(rows, column)
+    censored = ~np.isfinite(s)
+    budget = np.asarray([r["max_steps"] for r in rows], float)
+    return np.log(np.asarray([r["n"] for r in rows], float)), np.log(np.where(censored, budget, s)), censored
+
+
+def median_exponents(rows, by, column: str = "steps") -> dict:
+    """Per group of ``by``: the slope a of log(median steps) ~ a log(n) + b over the n whose median
+    is not censored (:func:`median_fit`), and those n."""
+    out = {}
+    for key, sel in summary.split(rows, by).items():
+        s = censored_steps(sel, column)
+        x = np.log(np.asarray([r["n"] for r in sel], float))
+        fit = median_fit(x, np.log(np.where(np.isfinite(s), s, 1.0)), ~np.isfinite(s))
+        if fit.converged:
+            out[key] = (fit.slope, [round(math.exp(v)) for v in fit.xs])
+    return out

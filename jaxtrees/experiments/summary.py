@@ -259,3 +259,72 @@ def trials_text(counts) -> str:
     """"N trials per point" (or "N-M trials per point") from the trial counts behind the points."""
     lo, hi = min(counts), max(counts)
     return f"{lo} trials per point" if lo == hi else f"{lo}-{hi} trials per point"
+
+
+# ----------------------------------------------------------------------------- steps to learn
+# Figures of step counts (a value < 0: censored, not within the budget; see
+# :func:`jaxtrees.experiments.analysis.censored_steps`) and of success rates.
+
+
+def median_curve(ax, rows, x: str, label: str, column: str = "steps"):
+    """Median of ``column`` vs ``x`` on log-log axes with the interquartile band; censored medians are
+    not drawn, and a censored upper quartile is drawn at the budget (``max_steps``)."""
+    from jaxtrees.experiments import analysis
+
+    points = []
+    for (xv,), part in split(rows, [x]).items():
+        q1, q2, q3 = analysis.quartiles(analysis.censored_steps(part, column))
+        points.append((float(xv), q1, q2, q3, float(part[0]["max_steps"])))
+    xs = [p[0] for p in points]
+    med = [p[2] if np.isfinite(p[2]) else np.nan for p in points]
+    line, = ax.plot(xs, med, "-", ms=4, label=label, **series_style(ax))
+    lo = [min(p[1], p[4]) for p in points]
+    hi = [min(p[3], p[4]) for p in points]
+    ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(xs, [f"{v:g}" for v in xs])
+    ax.set_xticks([], minor=True)
+    ax.grid(alpha=0.3, which="both")
+
+
+def rate_line(ax, points, label: str, colour=None, style: str = "-"):
+    """A success rate with its Wilson band from ``points``: (x, (successes, trials)) pairs; ``colour``
+    None takes the next :func:`series_style`."""
+    xs = [m for m, _ in points]
+    rate = [k / t for _, (k, t) in points]
+    bands = [wilson(k, t) for _, (k, t) in points]
+    look = series_style(ax) if colour is None else {"color": colour, "marker": "o"}
+    line, = ax.plot(xs, rate, style, label=label, ms=3, **look)
+    ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands], color=line.get_color(), alpha=0.12)
+
+
+def learned_curve(ax, rows, column: str, label: str, scale: float = 1):
+    """P[learned by step t] (``0 <= column <= t``) over the recorded steps t of the rows
+    (``eval_every``, ..., ``max_steps``; at most 80 on a geometric grid), x = t * scale, Wilson bands."""
+    from jaxtrees.experiments import analysis
+
+    every, budget = rows[0]["eval_every"], rows[0]["max_steps"]
+    ts = np.arange(every, budget + 1, every)
+    if ts.size > 80:
+        ts = np.unique(np.geomspace(every, budget, 80).astype(int) // every * every)
+    rate_line(ax, [(t * scale, analysis.share_within(rows, column, t)) for t in ts], label)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+
+
+def section(title: str, text: str, header, table, after: str = "") -> str:
+    """A report's section: ``## title``, its text, a :func:`markdown_table`, then ``after``.
+
+    >>> print(section("Rates", "One row per cell.", ["m", "rate"], [[64, 0.5]]))
+    ## Rates
+    <BLANKLINE>
+    One row per cell.
+    <BLANKLINE>
+    | m | rate |
+    |---|---|
+    | 64 | 0.5 |
+    <BLANKLINE>
+    """
+    return f"## {title}\n\n{text}\n\n{markdown_table(header, table)}{after}\n"
