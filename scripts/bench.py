@@ -7,9 +7,8 @@ All timings are after compilation, best of --reps; the same data sets feed every
 How jaxtrees runs here: ``jax.jit(lambda xs: jax.lax.map(f, xs, batch_size=G))`` with f the
 single-trial function and G = --group trials vmapped per step, by default the study runner's
 group (``runner.group_size``: 32 on a CPU, 1024 on a GPU or TPU). One ``jax.vmap`` over all B trials computes the same values but keeps every
-intermediate of all B trials alive at once (120 MiB of temporaries for growth at B = 4096): on
-CPU those buffers are fresh pages on every call (about 31,000 page faults, 25-50% of the time)
-and miss the caches, so it ran 1.8x slower here; it is still timed and reported ("one vmap").
+intermediate of all B trials alive at once (fresh pages on every call on a CPU, out of cache;
+docs/benchmarks.md); it is still timed and reported ("one vmap").
 
 Sections:
   growth       growth only, on the same B packed samples:

@@ -5,8 +5,8 @@ Workload (defaults): census binarized (2000 labeled rows, 131 features), --split
 splits of --train = 1000 training examples (the rest: test), forests of --trees = 100 Gini trees of
 depth <= --depth = 10 with sqrt(n) features per node on bootstrap samples, scored on the test set.
 jaxtrees: ``random_forest(trees, depth).fit`` plus the test error, one split after another
-(``lax.map``), each split's trees one vmapped batch; one vmap over all 20 x 100 trees ran 1.4x
-slower on a 2-core CPU (its [nodes, features] count arrays, 2000 x 512 x 131 at depth 9, far out of cache).
+(``lax.map``), each split's trees one vmapped batch (one vmap over all 20 x 100 trees is slower:
+its [nodes, features] count arrays fall out of cache; docs/benchmarks.md).
 scikit-learn: ``RandomForestClassifier(n_estimators=trees, max_depth=depth, max_features="sqrt",
 n_jobs=-1)`` and ``score`` on each split, over --sklearn-splits splits, scaled to --splits. Timings
 after compilation, best of --reps interleaved rounds. ``--max-features none`` drops feature

@@ -17,12 +17,7 @@ Workloads (defaults):
          The numpy loops run on --numpy-trials data sets and are scaled to B; all engines' estimates
          are checked equal on those.
 
-What bounds fwht on the 2-core CPU (2026-11-26, idle; 150-175 ms against numpy's 1.2 s): a bare
-pass over the same 256 MiB in and out (x * 2) takes 54 ms, and a lax.map over groups of two
-tables that only copies them 82 ms; one table's four radix-5 passes take 0.40 ms each in the
-rotating form H @ x^T (in place, x @ H takes 0.23 and H @ x 0.32, a middle 5-bit group 0.74-0.85,
-so no order of in-place passes and group moves beats four rotations by more than ~20%); groups
-of 1 table: 209 ms, 2: 167 ms; the tables sharded over one CPU device per core: no faster.
+What bounds fwht on a CPU: docs/benchmarks.md ("Profiling scripts/bench_fourier.py").
 
 Timings are after compilation, best of --reps interleaved rounds. The last lines are
 ``fwht_speedup_vs_numpy: <ratio>`` and ``lmn_speedup_vs_numpy: <ratio>``.

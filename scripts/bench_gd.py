@@ -29,42 +29,7 @@ and, to see what bounds the vmapped program, in the same run:
   rng       the online batches alone, as the training draws them (``sgd.inputs`` at
             ``prng.fold_in(key, t)``): B x S draws of [b, n] inputs, on one device.
 
-What bounds it on a CPU (2-core machine, 2026-11-25, beside a niced study; us per member-step):
-the loop runs at 13.3 us (30 GFLOP/s, 0.98 cores busy). Vmapped on one device it took 12.4 us:
-the batched layer-1 matmuls alone take 6.7 us at 57 GFLOP/s on ONE thread (XLA's CPU batched
-dot runs the B small [b, n] @ [n, h] products one after another; the 1024^3 matmul reaches
-108-211 GFLOP/s on both cores) and the threefry draws alone 4.9 us (32 random words per 32
-inputs). Laying the members out last instead ([b, n, B]) is slower: 28.7 GFLOP/s as an einsum,
-2.2 as multiply + sum. So the program is split over one device per core (``split_cpu``:
-6.35 us, 1.81 cores busy, 2.10x the loop) and the inputs can be drawn bit-packed
-(``precision_bits=8``: 8 words per 32 inputs; 5.37 us, 2.48x). The rest is the per-member
-matmuls at one core's small-matrix rate; a block of members would need one matmul with a
-shared input, which only the shared data stream has (5.73 us, 2.33x).
-Idle, each core's members in lax.map groups of 32 (``sgd.CPU_GROUP``): loop 8.29 us
-(49 GFLOP/s), vmapped 3.80 us (106 GFLOP/s, 1.99 cores busy; one vmap per core 3.89 us), shared
-2.76 us (3.23 as one vmap per core), packed 2.88 us; the batched layer-1 matmuls alone run at
-101 GFLOP/s, the 1024^3 matmul at 490: the per-member products, not the cores, bound the step.
-
-Per-op profile (jax.profiler, one core pinned, a group of 32 members, 2026-11-26), us per
-member-step of the vmapped program: the fused threefry draw 2.6 (960 words in a [32, 30]-shaped
-loop, 2.7 ns per word; 0.6-0.9 ns when the loop's last axis is 32 or flat), the first-layer
-weight gradient 2.5 (a transposed-operand product; 1.3 through ``sgd.matmul``), the forward
-product 1.3 (140 GFLOP/s), the per-step fold_in 1.0 (a rolled threefry loop; now fused,
-``prng.fold_in``), the rest 1.1. A loop of single trainings runs the same products at the same
-per-member rate (1.45 / 1.38 us alone against 1.37 / 1.28 in a group of 32): batching saves only
-per-op overhead, so on one core vmapped is 0.9x the loop's time (7.25 against 7.9 us) and two
-cores give about 2.2x. The shared stream's ceiling, measured with a hand-written group step
-that keeps the first layer as one [n, G h] matrix (no transposes; forward and weight-gradient
-GEMMs at 195-221 GFLOP/s of the core's ~245): 4.2 us per member-step per core, about 3.7x the
-loop of 7.87 us on two cores, 2.6x the loop of 5.45 us below.
-After ``sgd.matmul`` (weight gradient 1.3 us), ``prng.fold_in`` and feature-major packed draws
-(``sgd.inputs``: the same words, 0.5 instead of 2.6 us), idle, same run: loop 5.45 us per
-member-step (74 GFLOP/s; 7.87 before the packed draws, 8.53 before all three), vmapped 2.42
-(167 GFLOP/s, 2.00 cores; 3.76 / 3.88 before), shared 2.39 (2.58 / 2.78), packed 2.31: ``speedup_vs_loop: 2.26``, ``shared_speedup_vs_loop: 2.28``. The
-matmuls alone on one device take 103% of the vmapped time on two (155 GFLOP/s), the draws 23%:
-the step is half matmuls at the small-GEMM rate, which the loop shares. One H200 (jax 0.11.2,
---reps 1, before the packed draws): 134.8x / 141.6x at B = 256, 215x / 249x at B = 1024 (0.06 us
-per member-step, 7.1 TFLOP/s); on a GPU the draws are the plain [b, n] uniforms.
+What bounds the vmapped program on a CPU, measured op by op: docs/benchmarks.md ("Profiling scripts/bench_gd.py").
 
 The last two lines are ``shared_speedup_vs_loop: <ratio>`` (loop time / shared-stream time) and
 ``speedup_vs_loop: <ratio>`` (loop time / vmapped time, independent members).
