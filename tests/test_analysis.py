@@ -107,3 +107,36 @@ def test_median_fit_uses_the_cells_at_most_half_censored():
 def test_bad_inputs(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ----------------------------------------------------------------------------- steps of result rows
+
+
+def _rows(steps, n=8, budget=100):
+    return [{"steps": s, "n": n, "max_steps": budget} for s in steps]
+
+
+def test_censored_steps_and_their_quantiles_count_a_censored_trial_as_infinite():
+    rows = _rows([30, -1, 10, 20, -1])
+    s = analysis.censored_steps(rows)
+    assert s.tolist() == [30.0, np.inf, 10.0, 20.0, np.inf]
+    assert analysis.quartiles(s).tolist() == [20.0, 30.0, np.inf] and analysis.median(s) == 30.0
+    assert analysis.median_iqr(s, 100) == "30 [20, > 100]"
+    assert analysis.count_text(12345.0, 100) == "12,345" and analysis.count_text(np.inf, 5000) == "> 5,000"
+    assert analysis.median_count(rows, "steps") == "30" and analysis.median_count(_rows([-1, -1, 5]), "steps") == "-"
+    assert analysis.share_within(rows, "steps", 20) == (2, 5)  # 10 and 20; censored ones never count
+
+
+def test_log_steps_puts_a_censored_trial_at_its_budget():
+    x, y, censored = analysis.log_steps(_rows([50, -1], n=16, budget=400))
+    np.testing.assert_allclose(x, np.log([16.0, 16.0]))
+    np.testing.assert_allclose(y, np.log([50.0, 400.0]))
+    assert censored.tolist() == [False, True]
+
+
+def test_median_exponents_recover_a_power_law_per_group():
+    rows = [{"k": k, "n": n, "steps": (n ** a if n ** a <= 5000 else -1), "max_steps": 5000}
+            for k, a in ((2, 1.0), (3, 2.0)) for n in (8, 16, 32, 64, 128) for _ in range(3)]
+    fits = analysis.median_exponents(rows, ["k"])
+    assert abs(fits[(2,)][0] - 1.0) < 1e-9 and fits[(2,)][1] == [8, 16, 32, 64, 128]
+    assert abs(fits[(3,)][0] - 2.0) < 1e-9 and fits[(3,)][1] == [8, 16, 32, 64]  # 128^2 > the budget: censored
