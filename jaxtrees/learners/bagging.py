@@ -1,21 +1,10 @@
 """Bagging and random forests (seed 001: bagging, feature bagging, random forests; Breiman 2001).
 
-Member t of T fits ``base`` to a bootstrap sample: m draws with replacement from the m examples,
-which is the data set with example i repeated c_i times, (c_1, ..., c_m) ~ Multinomial(m, 1/m).
-The resample is built as a packed data set of m rows (a gather of bit columns), so unweighted
-growth counts it by AND + popcount, and a tree grown on it equals one grown with the integer
-weights c_i (tests/test_weighted_growth.py). Feature bagging comes two ways:
-
-- per node, the growth rule's ``max_features`` (:class:`~jaxtrees.learners.growth.GrowthRule`):
-  each node chooses among a random subset of its features, the random forest's rule;
-- per member, ``features_per_member``: member t sees only a random subset of that many features
-  (the others are zeroed, so constant, so never chosen): the random-subspace method.
-
-The votes: ``"average"`` returns a :class:`~jaxtrees.hypotheses.ensemble.Forest` (the mean of the
-members' leaf probabilities, scikit-learn's rule), ``"majority"`` an
-:class:`~jaxtrees.hypotheses.ensemble.Ensemble` of unit weights. Either carries
-:class:`OutOfBag`: every example is scored by the vote of the members whose bootstrap left it
-out. Members are ``jax.vmap``-ed, so T trees grow as one batch.
+Member t of T fits ``base`` to a bootstrap resample (:func:`bootstrap`), built as a packed data set so that unweighted
+growth counts it by AND + popcount. Features are bagged per node (the growth rule's ``max_features``: the random
+forest) or per member (``features_per_member``: the random-subspace method). The members vote by averaging
+(:class:`~jaxtrees.hypotheses.ensemble.Forest`) or by majority (:class:`~jaxtrees.hypotheses.ensemble.Ensemble`),
+with an out-of-bag error (:class:`OutOfBag`); they are ``jax.vmap``-ed, so T trees grow as one batch.
 
 >>> import jax
 >>> from jaxtrees import targets
@@ -60,7 +49,21 @@ class OutOfBag(NamedTuple):
 @dataclasses.dataclass(frozen=True)
 class Bagging:
     """``fit(key, data) -> Forest | Ensemble``: ``members`` fits of ``base`` (a learner of weighted
-    samples; trees for ``vote="average"``, which averages ``probability``) on bootstrap samples."""
+    samples; trees for ``vote="average"``, which averages ``probability``) on bootstrap samples.
+
+    Feature bagging comes two ways:
+
+    - per node, the growth rule's ``max_features`` (:class:`~jaxtrees.learners.growth.GrowthRule`):
+      each node chooses among a random subset of its features, the random forest's rule;
+    - per member, ``features_per_member``: member t sees only a random subset of that many features
+      (the others are zeroed, so constant, so never chosen): the random-subspace method.
+
+    The votes: ``"average"`` returns a :class:`~jaxtrees.hypotheses.ensemble.Forest` (the mean of the
+    members' leaf probabilities, scikit-learn's rule), ``"majority"`` an
+    :class:`~jaxtrees.hypotheses.ensemble.Ensemble` of unit weights. Either carries
+    :class:`OutOfBag`: every example is scored by the vote of the members whose bootstrap left it
+    out.
+    """
 
     base: object
     members: int = 100
@@ -95,7 +98,13 @@ def random_forest(members: int = 100, max_depth: int = 10, max_features="sqrt", 
 def bootstrap(key, data: Data):
     """``(sample, counts)``: m draws with replacement from the m examples of ``data``, as a packed
     data set whose first m slots are the draws (weights carried along), and ``counts: int32[32 W]``,
-    how often each slot of ``data`` was drawn."""
+    how often each slot of ``data`` was drawn.
+
+    m draws with replacement from the m examples are the data set with example i repeated c_i times,
+    (c_1, ..., c_m) ~ Multinomial(m, 1/m). The resample is built as a packed data set of m rows (a
+    gather of bit columns), so unweighted growth counts it by AND + popcount, and a tree grown on it
+    equals one grown with the integer weights c_i (tests/test_weighted_growth.py).
+    """
     slots = data.valid.shape[-1] * bits.WORD_BITS
     valid = bits.unpack(data.valid, slots)
     m = jnp.sum(valid.astype(jnp.int32))

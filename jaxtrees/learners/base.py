@@ -1,25 +1,11 @@
 """The learner protocol, the data checks every learner shares, and the registry of learners.
 
-A learner is an immutable, hashable configuration (its hyperparameters, closed over like an
-optax transformation; static under ``jax.jit``) with one pure single-instance method
-
-    learner.fit(key, data) -> hypothesis
-
-over ONE data set; a batch of data sets is ``jax.vmap(learner.fit)`` outside (as gymnax batches
-environments). What ``data`` is depends on the learner's ``access``:
-
-- ``"sample"``: a :class:`~jaxtrees.core.sampling.Data` set (packed examples, labels, valid
-  count, optional weights);
-- ``"population"``: a :class:`~jaxtrees.problems.Population` (the distribution p and the target
-  f themselves: exact oracle access, the infinite-sample setting, or fresh examples on demand).
-- ``"query"``: :class:`~jaxtrees.problems.Queries` (membership queries: f at any input the
-  learner chooses; the learner's own hyperparameters set its query budget).
-
-A problem (:mod:`jaxtrees.problems`) hands each learner the access it asks for, and
-:func:`jaxtrees.problems.evaluate` scores whatever hypothesis comes back, so any learner runs on
-any problem through one path. A new learner is one module plus one :func:`register` line in
-:mod:`jaxtrees.learners`; the conformance suite (tests/test_learner_conformance.py) then checks
-it with no test edits.
+A learner is an immutable, hashable configuration (its hyperparameters, closed over like an optax transformation; static
+under ``jax.jit``) with one pure method ``learner.fit(key, data) -> hypothesis`` over ONE data set; a batch of data sets
+is ``jax.vmap(learner.fit)`` outside (as gymnax batches environments). Its ``access`` says what ``data`` is (a sample,
+the population, or membership queries: :class:`Learner`); a problem (:mod:`jaxtrees.problems`) hands each learner the
+access it asks for and :func:`jaxtrees.problems.evaluate` scores what comes back, so any learner runs on any problem.
+A new learner is one module plus one :func:`register` line in :mod:`jaxtrees.learners`.
 
 >>> import jax
 >>> from jaxtrees import learners
@@ -41,7 +27,20 @@ from jaxtrees.problems import ACCESS
 
 @runtime_checkable
 class Learner(Protocol):
-    """``fit(key, data) -> Hypothesis`` for one data set; hashable; ``access`` in :data:`ACCESS`."""
+    """``fit(key, data) -> Hypothesis`` for one data set; hashable; ``access`` in :data:`ACCESS`.
+
+    What ``data`` is depends on ``access``:
+
+    - ``"sample"``: a :class:`~jaxtrees.core.sampling.Data` set (packed examples, labels, valid
+      count, optional weights);
+    - ``"population"``: a :class:`~jaxtrees.problems.Population` (the distribution p and the target
+      f themselves: exact oracle access, the infinite-sample setting, or fresh examples on demand);
+    - ``"query"``: :class:`~jaxtrees.problems.Queries` (membership queries: f at any input the
+      learner chooses; the learner's own hyperparameters set its query budget).
+
+    The conformance suite (tests/test_learner_conformance.py) checks every registered learner with no
+    test edits.
+    """
 
     access: str
 

@@ -1,19 +1,9 @@
 """Best-first trees: grow the leaf of largest weighted gain until the tree has ``max_leaves`` leaves.
 
-Seed 004's third weak learner is "CART trees pruned to 16 nodes". Our reading: Gini trees grown
-best-first to at most 16 leaves, which is scikit-learn's ``DecisionTreeClassifier(criterion=
-"gini", max_leaf_nodes=16)`` and the usual "J-node trees" of boosting (a tree of 16 leaves has
-15 tests; one of 16 nodes in all cannot be binary). :data:`CART16` is that learner.
-
-Every leaf of the current tree knows its best split (feature f, gain g, from the same counting
-and the same split rule as level-wise growth, :mod:`~jaxtrees.learners.greedy` and
-:func:`~jaxtrees.learners.growth.decide`); each of the ``max_leaves - 1`` steps splits the leaf
-of largest w g (w its weight: scikit-learn's weighted impurity decrease up to the constant
-1 / total weight; ties to the lowest slot), and counts only its two children. A leaf that
-cannot split (pure, too few examples, no admissible feature, at ``rule.max_depth``) stays a
-leaf; growth stops early when no leaf can split. The tree is a
-:class:`~jaxtrees.hypotheses.node_tree.NodeTree` of ``2 max_leaves - 1`` slots, so its depth is
-free up to ``max_leaves - 1``.
+Seed 004's third weak learner, "CART trees pruned to 16 nodes", read as Gini trees grown best-first to at most 16
+leaves (scikit-learn's ``max_leaf_nodes=16``): :data:`CART16`. Each step splits the leaf of largest weighted gain, found
+by the same counting and split rule as level-wise growth, and counts only its two children; the tree is a
+:class:`~jaxtrees.hypotheses.node_tree.NodeTree`, so its depth is free (:class:`BestFirstTree`).
 
 >>> import jax, jax.numpy as jnp
 >>> from jaxtrees.core import sampling
@@ -52,7 +42,23 @@ MAX_LEAVES = 4096
 class BestFirstTree:
     """The learner: ``fit(key, data) -> NodeTree`` with at most ``max_leaves`` leaves, split by
     ``rule`` (impurity, tie-break, stop rules; ``rule.max_depth`` bounds the depth). The key is read
-    only by random tie-breaks and feature bagging (``rule.random``)."""
+    only by random tie-breaks and feature bagging (``rule.random``).
+
+    Seed 004's third weak learner is "CART trees pruned to 16 nodes". Our reading: Gini trees grown
+    best-first to at most 16 leaves, which is scikit-learn's ``DecisionTreeClassifier(criterion=
+    "gini", max_leaf_nodes=16)`` and the usual "J-node trees" of boosting (a tree of 16 leaves has
+    15 tests; one of 16 nodes in all cannot be binary). :data:`CART16` is that learner.
+
+    Every leaf of the current tree knows its best split (feature f, gain g, from the same counting
+    and the same split rule as level-wise growth, :mod:`~jaxtrees.learners.greedy` and
+    :func:`~jaxtrees.learners.growth.decide`); each of the ``max_leaves - 1`` steps splits the leaf
+    of largest w g (w its weight: scikit-learn's weighted impurity decrease up to the constant
+    1 / total weight; ties to the lowest slot), and counts only its two children. A leaf that
+    cannot split (pure, too few examples, no admissible feature, at ``rule.max_depth``) stays a
+    leaf; growth stops early when no leaf can split. The tree is a
+    :class:`~jaxtrees.hypotheses.node_tree.NodeTree` of ``2 max_leaves - 1`` slots, so its depth is
+    free up to ``max_leaves - 1``.
+    """
 
     rule: GrowthRule
     max_leaves: int = 16

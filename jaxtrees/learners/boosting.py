@@ -1,30 +1,11 @@
 """AdaBoost (seed 004, Algorithm 1; Freund and Schapire 1997) over any weighted weak learner.
 
-The seed's weak learners: decision stumps (:class:`~jaxtrees.learners.stumps.Stump`, least
-weighted error; ``impurity="gini"`` as scikit-learn's), and d-parities, the character chi_S with
-|S| <= d or its negation of largest weighted correlation, which is
-``LowDegree(degree=d, max_terms=1)`` (:mod:`~jaxtrees.learners.fourier`) on the weighted data.
-
-With labels Y = 2y - 1 in {-1, +1} and D_1 uniform over the examples (or proportional to the
-data's weights), round t fits h_t = weak.fit(key_t, data weighted by D_t) and sets
-
-    gamma_t = sum_i D_t(i) Y_i h_t(x_i) = 1 - 2 eps_t,    alpha_t = 1/2 ln((1 + gamma_t) / (1 - gamma_t)),
-    D_{t+1}(i) = D_t(i) exp(-alpha_t Y_i h_t(x_i)) / Z_t.
-
-The output is H(x) = sign(sum_t alpha_t h_t(x)) (:class:`~jaxtrees.hypotheses.ensemble.Ensemble`),
-with per round (:class:`Rounds`) gamma_t, the training error of H after t rounds and the bound
-prod_{s <= t} 2 sqrt(eps_s (1 - eps_s)) <= exp(-2 sum_s (1/2 - eps_s)^2) on it (001). The rounds are one
-``lax.scan``, so ``jax.vmap(AdaBoost(...).fit)`` boosts many splits or data sets at once.
-
-eps_t is summed over the examples h_t gets wrong (not taken as (1 - gamma_t) / 2, which rounds to 0
-in float32 once the wrong examples' weights fall below 2^-24). A round whose h_t labels every
-training example correctly ends boosting cleanly: instead of an infinite alpha_t it gets
-1 + sum_{s < t} |alpha_s| (so H = h_t on every training example), and every later round gets
-alpha = 0 (no inf, no NaN). A round that errs only on examples of tiny weight is an ordinary round
-(eps_t clipped below at ``MIN_EPS``): the perfect round's dominant vote would make H err wherever
-h_t does, above the bound (seen on cancer with CART-16: training error 0.008 against a bound of 0).
-A round with gamma_t < 0 gets alpha_t < 0 (the vote of the complement of h_t); gamma_t = 0 gives
-alpha_t = 0 and leaves D unchanged.
+The seed's weak learners: decision stumps (:class:`~jaxtrees.learners.stumps.Stump`, least weighted error;
+``impurity="gini"`` as scikit-learn's), d-parities (the character chi_S with |S| <= d or its negation of largest
+weighted correlation: :class:`~jaxtrees.learners.parities.Parities`, equal to ``LowDegree(degree=d, max_terms=1)``)
+and CART-16 trees. The rounds are one ``lax.scan``, so ``jax.vmap(AdaBoost(...).fit)`` boosts many splits or data sets
+at once; the output is the weighted vote (:class:`~jaxtrees.hypotheses.ensemble.Ensemble`) with a record per round
+(:class:`Rounds`). The update and its edge cases (perfect rounds, tiny errors) are stated at :class:`AdaBoost`.
 
 >>> import jax, jax.numpy as jnp
 >>> from jaxtrees.core import sampling
@@ -67,7 +48,29 @@ class Rounds(NamedTuple):
 @dataclasses.dataclass(frozen=True)
 class AdaBoost:
     """``fit(key, data) -> Ensemble`` of ``rounds`` members of ``weak`` (a learner that takes
-    weights, e.g. :class:`~jaxtrees.learners.stumps.Stump`), with :class:`Rounds` attached."""
+    weights, e.g. :class:`~jaxtrees.learners.stumps.Stump`), with :class:`Rounds` attached.
+
+    With labels Y = 2y - 1 in {-1, +1} and D_1 uniform over the examples (or proportional to the
+    data's weights), round t fits h_t = weak.fit(key_t, data weighted by D_t) and sets
+
+        gamma_t = sum_i D_t(i) Y_i h_t(x_i) = 1 - 2 eps_t,    alpha_t = 1/2 ln((1 + gamma_t) / (1 - gamma_t)),
+        D_{t+1}(i) = D_t(i) exp(-alpha_t Y_i h_t(x_i)) / Z_t.
+
+    The output is H(x) = sign(sum_t alpha_t h_t(x)) (:class:`~jaxtrees.hypotheses.ensemble.Ensemble`),
+    with per round (:class:`Rounds`) gamma_t, the training error of H after t rounds and the bound
+    prod_{s <= t} 2 sqrt(eps_s (1 - eps_s)) <= exp(-2 sum_s (1/2 - eps_s)^2) on it (001). The rounds are one
+    ``lax.scan``, so ``jax.vmap(AdaBoost(...).fit)`` boosts many splits or data sets at once.
+
+    eps_t is summed over the examples h_t gets wrong (not taken as (1 - gamma_t) / 2, which rounds to 0
+    in float32 once the wrong examples' weights fall below 2^-24). A round whose h_t labels every
+    training example correctly ends boosting cleanly: instead of an infinite alpha_t it gets
+    1 + sum_{s < t} |alpha_s| (so H = h_t on every training example), and every later round gets
+    alpha = 0 (no inf, no NaN). A round that errs only on examples of tiny weight is an ordinary round
+    (eps_t clipped below at ``MIN_EPS``): the perfect round's dominant vote would make H err wherever
+    h_t does, above the bound (seen on cancer with CART-16: training error 0.008 against a bound of 0).
+    A round with gamma_t < 0 gets alpha_t < 0 (the vote of the complement of h_t); gamma_t = 0 gives
+    alpha_t = 0 and leaves D unchanged.
+    """
 
     weak: object
     rounds: int = 100

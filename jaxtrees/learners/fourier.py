@@ -1,22 +1,11 @@
 """Fourier learners from random examples: the low-degree algorithm of Linial, Mansour and Nisan,
 and sparse recovery by L1-regularized regression.
 
-LMN (seed 001, "the LMN algorithm"): for every S with |S| <= d, estimate f^(S) = E[F phi_S]
-(F = 1 - 2y) by its sample mean, keep the estimates with |f~(S)| >= ``threshold`` (the
-``max_terms`` largest, if set), and predict h(x) = 1[sum_S f~(S) phi_S(x) < 0]
-(:class:`~jaxtrees.hypotheses.polynomial.Polynomial`). If f has all but eps of its Fourier
-weight on degree <= d, m = O(n^d log(n^d / delta) / eps) examples give error O(eps).
-
-Counting (unweighted data, uniform basis): chi_S(x) = (-1)^(XOR_{i in S} x_i), so with the
-packed rows of the sample, m f~(S) = m - 2 popcount(valid & (y XOR X_{i1} XOR ... XOR X_{id})):
-each estimate is exact integer counting, n^d sets x W words of XOR + popcount. Weighted data
-(AdaBoost's weights, bootstrap counts) and the p-biased basis (marginals estimated from the same
-sample) take weighted sums over the unpacked examples, 32 at a time; sparse recovery on
-unweighted data counts in both bases (:func:`uniform_gram`, :func:`biased_moments`).
-
-Sparse recovery (001, "compressed sensing"): :class:`SparseRecovery` fits all the degree <= d
-coefficients at once by the Lasso, so a spectrum with few nonzero coefficients is found from far
-fewer examples than the K = sum_{j <= d} C(n, j) that LMN's separate estimates need.
+LMN (seed 001, :class:`LowDegree`) estimates every coefficient f^(S), |S| <= d, by its sample mean and predicts by the
+sign of the polynomial of the large ones; on unweighted data in the uniform basis each estimate is exact XOR + popcount
+counting. Sparse recovery (001, "compressed sensing"; :class:`SparseRecovery`) fits all the degree <= d coefficients at
+once by the Lasso, so a spectrum with few nonzero coefficients is found from far fewer examples than the
+K = sum_{j <= d} C(n, j) that LMN's separate estimates need.
 
 >>> import jax
 >>> from jaxtrees import targets
@@ -62,6 +51,19 @@ class LowDegree:
       sample, clipped into [1 / 2m, 1 - 1 / 2m]).
 
     The key is not read: the estimates are a deterministic function of the sample.
+
+    LMN (seed 001, "the LMN algorithm"): for every S with |S| <= d, estimate f^(S) = E[F phi_S]
+    (F = 1 - 2y) by its sample mean, keep the estimates with |f~(S)| >= ``threshold`` (the
+    ``max_terms`` largest, if set), and predict h(x) = 1[sum_S f~(S) phi_S(x) < 0]
+    (:class:`~jaxtrees.hypotheses.polynomial.Polynomial`). If f has all but eps of its Fourier
+    weight on degree <= d, m = O(n^d log(n^d / delta) / eps) examples give error O(eps).
+
+    Counting (unweighted data, uniform basis): chi_S(x) = (-1)^(XOR_{i in S} x_i), so with the
+    packed rows of the sample, m f~(S) = m - 2 popcount(valid & (y XOR X_{i1} XOR ... XOR X_{id})):
+    each estimate is exact integer counting, n^d sets x W words of XOR + popcount. Weighted data
+    (AdaBoost's weights, bootstrap counts) and the p-biased basis (marginals estimated from the same
+    sample) take weighted sums over the unpacked examples, 32 at a time; sparse recovery on
+    unweighted data counts in both bases (:func:`uniform_gram`, :func:`biased_moments`).
     """
 
     degree: int = 2

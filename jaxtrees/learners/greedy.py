@@ -1,21 +1,9 @@
 """Greedy top-down trees from a sample (ID3 / C4.5 / CART on binary features): :func:`grow` and
 the :class:`GreedyTree` learner.
 
-Counting (DESIGN.md): node bitsets ``M: uint32[L, W]`` are ANDed with every feature and with the
-labels, ``w1[l, i] = popcount(M[l] & X[i])``, ``w1y[l, i] = popcount(M[l] & y & X[i])``. Only the
-right child (x_f = 1) of each split is counted; the left child's statistics are the parent's minus
-the right child's (sibling subtraction), so a depth-D tree costs 2^(D-1) node counts, each of
-2 n W word operations.
-
-Weighted data (``data.weight``: AdaBoost's weights, bagging's bootstrap counts) cannot be
-popcounted. Its statistics are sums over the unpacked node masks, one matrix product per level,
-
-    [w1 | w1y][l, i] = sum_t M[l, t] u_t (1 | y_t) X[i, t],   i.e.  [M * u; M * u * y] @ X^T,
-
-in float32 at full matmul precision (exact for integer counts below 2^24); the node masks stay
-bitsets, and the stop rules ``min_samples_split`` / ``min_samples_leaf`` count the examples of
-positive weight (popcounts), as scikit-learn counts samples. scripts/bench_weighted.py compares
-this with a bit-sliced popcount formulation and with scikit-learn's ``sample_weight``.
+The node statistics are counted on bitsets (AND + popcount, the left child by sibling subtraction) or, for weighted
+data, by one float32 matrix product per level (:func:`counting` says how); the shared level loop of
+:mod:`~jaxtrees.learners.growth` does the rest.
 
 >>> import jax
 >>> from jaxtrees.core import distributions, sampling
@@ -127,7 +115,24 @@ def counting(data: Data):
     of positive weight when weighted) and, for nodes given by their example bitsets ``masks:
     uint32[L, W]``, ``count(masks) -> (w1, w1y, n1)`` (``[L, n]``: the weight with x_i = 1, and
     labelled 1; n1 the example counts, None when unweighted) and ``totals(masks) -> (w, wy, n)``
-    (``[L]``; the same for the nodes themselves), as :class:`LevelStats` wants them."""
+    (``[L]``; the same for the nodes themselves), as :class:`LevelStats` wants them.
+
+    Counting (DESIGN.md): node bitsets ``M: uint32[L, W]`` are ANDed with every feature and with the
+    labels, ``w1[l, i] = popcount(M[l] & X[i])``, ``w1y[l, i] = popcount(M[l] & y & X[i])``. Only the
+    right child (x_f = 1) of each split is counted; the left child's statistics are the parent's minus
+    the right child's (sibling subtraction), so a depth-D tree costs 2^(D-1) node counts, each of
+    2 n W word operations.
+
+    Weighted data (``data.weight``: AdaBoost's weights, bagging's bootstrap counts) cannot be
+    popcounted. Its statistics are sums over the unpacked node masks, one matrix product per level,
+
+        [w1 | w1y][l, i] = sum_t M[l, t] u_t (1 | y_t) X[i, t],   i.e.  [M * u; M * u * y] @ X^T,
+
+    in float32 at full matmul precision (exact for integer counts below 2^24); the node masks stay
+    bitsets, and the stop rules ``min_samples_split`` / ``min_samples_leaf`` count the examples of
+    positive weight (popcounts), as scikit-learn counts samples. scripts/bench_weighted.py compares
+    this with a bit-sliced popcount formulation and with scikit-learn's ``sample_weight``.
+    """
     X, y, valid = data.X, data.y, data.valid
     if data.weight is None:
         # Counts are at most the 32 W slots: int16 when that fits halves the traffic of the [L, n] counts.

@@ -1,14 +1,9 @@
 """Level-wise top-down impurity-based growth: the rule and the loop shared by every tree learner.
 
-All nodes of a level are split at once: for the 2^l nodes of level l and all n features, the
-purity gains come from four statistics per node,
-
-    w = weight of the node, wy = weight of its examples labelled 1,
-    w1[i] = weight with x_i = 1, w1y[i] = weight with x_i = 1 and label 1,
-
-and each node takes the admissible feature of largest gain. The statistics come from a sample
-(:mod:`jaxtrees.learners.greedy`: AND + popcount on bitsets, or weighted sums) or, exactly, from
-the distribution (:mod:`jaxtrees.learners.population`); everything after them (gains,
+All nodes of a level are split at once, each on its admissible feature of largest purity gain, from four statistics
+per node: w (its weight), wy (the weight of its examples labelled 1), w1[i] (the weight with x_i = 1) and w1y[i] (with
+x_i = 1 and label 1). They come from a sample (:mod:`jaxtrees.learners.greedy`: AND + popcount on bitsets, or weighted
+sums) or, exactly, from the distribution (:mod:`jaxtrees.learners.population`); everything after them (gains,
 tie-breaking, stop rules, tree arrays) is here and shared.
 
 >>> rule = GrowthRule(max_depth=3, impurity="gini")

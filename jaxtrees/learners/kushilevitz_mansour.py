@@ -1,30 +1,10 @@
 """The Kushilevitz-Mansour (Goldreich-Levin) algorithm: the heavy Fourier coefficients of f from
 membership queries, as a level-wise, fixed-width frontier.
 
-Seed 001 ("KM algorithm"): for a prefix alpha in {0,1}^j, the bucket
-f_alpha(x) = sum_{S : S cap [j] = alpha} f^(S) chi_{S \\ [j]}(x) collects the coefficients whose
-first j coordinates are alpha (F = 1 - 2f, uniform basis chi_S(x) = (-1)^{sum_{i in S} x_i}). Its
-weight is computable from queries: with u = (y, x) and v = (z, x) sharing the last n - j
-coordinates,
-
-    E[f_alpha^2] = sum_{S : S cap [j] = alpha} f^(S)^2 = E_{x, y, z}[F(u) F(v) chi_alpha(y XOR z)].
-
-Coef(alpha) splits alpha into alpha0, alpha1 while E[f_alpha^2] >= theta^2. Here the recursion runs
-level by level as one static-shape program: at level j every prefix of the frontier (at most
-``width`` of them) has two children, whose weights are estimated from the SAME ``samples``
-triples (x, y, z) (2 samples queries per level, whatever the width); children with estimated
-weight >= theta^2 / 2 survive, the ``width`` heaviest of them form the next frontier. After
-level n the survivors are single sets S; their coefficients are estimated from ``samples``
-further queries at uniform x, and the hypothesis is
-:class:`~jaxtrees.hypotheses.polynomial.Polynomial`'s sign of sum_S f~(S) chi_S.
-
-Guarantee: each estimate is a mean of +-1 terms, so by Hoeffding it is within t = theta^2 / 4 of
-its expectation except with probability 2 exp(-samples t^2 / 2). If all 2 n width bucket estimates
-are, every bucket with weight >= theta^2 (in particular every S with |f^(S)| >= theta) survives,
-and every survivor has weight >= theta^2 / 4, so by Parseval at most 4 / theta^2 survive a level:
-``width = floor(4 / theta^2)`` never overflows, and
-``samples = ceil(32 ln(4 n width / delta) / theta^4)`` finds every such S with probability
->= 1 - delta, with ``(2 n + 1) samples`` queries (:meth:`KushilevitzMansour.queries`).
+Seed 001's bucket recursion splits a prefix of the coordinates while the Fourier weight below it, estimated from
+queries, is large. Here it runs level by level as one static-shape program: the at most ``width`` prefixes of a level
+are estimated from the same query triples, and the survivors' coefficients give the sign hypothesis. A Hoeffding
+budget for theta and delta, or a given one, sets the queries (:class:`KushilevitzMansour` derives it).
 
 >>> import jax
 >>> from jaxtrees import problems, targets
@@ -65,6 +45,31 @@ class KushilevitzMansour:
 
     The polynomial has ``width`` rows (sets as index lists of length n, padded with n); rows of
     prefixes that did not survive carry the coefficient 0.
+
+    Seed 001 ("KM algorithm"): for a prefix alpha in {0,1}^j, the bucket
+    f_alpha(x) = sum_{S : S cap [j] = alpha} f^(S) chi_{S \\ [j]}(x) collects the coefficients whose
+    first j coordinates are alpha (F = 1 - 2f, uniform basis chi_S(x) = (-1)^{sum_{i in S} x_i}). Its
+    weight is computable from queries: with u = (y, x) and v = (z, x) sharing the last n - j
+    coordinates,
+
+        E[f_alpha^2] = sum_{S : S cap [j] = alpha} f^(S)^2 = E_{x, y, z}[F(u) F(v) chi_alpha(y XOR z)].
+
+    Coef(alpha) splits alpha into alpha0, alpha1 while E[f_alpha^2] >= theta^2. Here the recursion runs
+    level by level as one static-shape program: at level j every prefix of the frontier (at most
+    ``width`` of them) has two children, whose weights are estimated from the SAME ``samples``
+    triples (x, y, z) (2 samples queries per level, whatever the width); children with estimated
+    weight >= theta^2 / 2 survive, the ``width`` heaviest of them form the next frontier. After
+    level n the survivors are single sets S; their coefficients are estimated from ``samples``
+    further queries at uniform x, and the hypothesis is
+    :class:`~jaxtrees.hypotheses.polynomial.Polynomial`'s sign of sum_S f~(S) chi_S.
+
+    Guarantee: each estimate is a mean of +-1 terms, so by Hoeffding it is within t = theta^2 / 4 of
+    its expectation except with probability 2 exp(-samples t^2 / 2). If all 2 n width bucket estimates
+    are, every bucket with weight >= theta^2 (in particular every S with |f^(S)| >= theta) survives,
+    and every survivor has weight >= theta^2 / 4, so by Parseval at most 4 / theta^2 survive a level:
+    ``width = floor(4 / theta^2)`` never overflows, and
+    ``samples = ceil(32 ln(4 n width / delta) / theta^4)`` finds every such S with probability
+    >= 1 - delta, with ``(2 n + 1) samples`` queries (:meth:`KushilevitzMansour.queries`).
     """
 
     theta: float = 0.3

@@ -1,29 +1,9 @@
 """The exact d-parity weak learner of seed 004: the character chi_S, |S| <= d, or its negation with
 the largest weighted correlation, found as the largest entry of a Gram product (meet in the middle).
 
-With F = 1 - 2y, weights w (1 unweighted) and v = w F / sum w over the examples, the weak learner
-picks the S with |S| <= d of largest |c_S|, c_S = sum_x v_x chi_S(x), chi_S(x) = prod_{i in S}
-(1 - 2 x_i), and predicts 1[c_S chi_S(x) < 0]: chi_S if c_S < 0, its negation if c_S > 0. That is
-``LowDegree(degree=d, max_terms=1)`` (:mod:`~jaxtrees.learners.fourier`), which lists all
-sum_{j <= d} C(n, j) sets; at d = 3 and n = 403 (the OCR sets) they are 1.1e7.
-
-The seed's Algorithm 2 (Grigorescu, Reyzin and Vempala 2011) splits S in halves instead: with
-d = a + b, a = floor(d / 2), every S with |S| <= d is the symmetric difference S1 xor S2 of an S1
-in H_a (the sets of size <= a, the empty set included) and an S2 in H_b, and since
-chi_S1 chi_S2 = chi_{S1 xor S2},
-
-    c_{S1 xor S2} = sum_x v_x chi_S1(x) chi_S2(x) = G[S1, S2],    G = C_a^T diag(v) C_b,
-
-with C_a, C_b the m x |H_a| and m x |H_b| matrices of +-1 characters. The algorithm looks for the
-closest pair, in Hamming distance over the sample, of a (d/2)-parity and a (d/2)-parity XOR the
-label, approximately (Andoni and Indyk 2006); this learner takes max |G| exactly: a ``lax.scan``
-over blocks of ``SETS_PER_STEP`` sets of H_b, each one float32 product of the block's characters
-(the only part of C_b held at a time) with all of diag(v) C_a. At d = 3 that is
-(n + 1) (1 + n + C(n, 2)) m multiply-adds, about 3 C(n, 3) m (each 3-set is met once per element
-as S1), as dense products rather than one gather per set.
-
-Ties: the first maximum of |G| with the pairs ordered by S2 (in the order of
-:func:`~jaxtrees.hypotheses.polynomial.subsets`), then by S1.
+It equals ``LowDegree(degree=d, max_terms=1)`` (:mod:`~jaxtrees.learners.fourier`), which lists every set (1.1e7 of
+them at d = 3 and n = 403, the OCR sets); here, as in the seed's Algorithm 2, S is split into halves and the largest
+correlation over pairs of half-size characters is taken exactly, block by block (:class:`Parities` derives it).
 
 >>> import jax
 >>> from jaxtrees import targets
@@ -64,6 +44,30 @@ class Parities:
 
     ``degree``: d >= 1 (and <= n, checked at fit, with sum_{j <= d - d // 2} C(n, j) <= ``MAX_SETS``).
     The key is not read: the search is a deterministic function of the sample.
+
+    With F = 1 - 2y, weights w (1 unweighted) and v = w F / sum w over the examples, the weak learner
+    picks the S with |S| <= d of largest |c_S|, c_S = sum_x v_x chi_S(x), chi_S(x) = prod_{i in S}
+    (1 - 2 x_i), and predicts 1[c_S chi_S(x) < 0]: chi_S if c_S < 0, its negation if c_S > 0. That is
+    ``LowDegree(degree=d, max_terms=1)`` (:mod:`~jaxtrees.learners.fourier`), which lists all
+    sum_{j <= d} C(n, j) sets; at d = 3 and n = 403 (the OCR sets) they are 1.1e7.
+
+    The seed's Algorithm 2 (Grigorescu, Reyzin and Vempala 2011) splits S in halves instead: with
+    d = a + b, a = floor(d / 2), every S with |S| <= d is the symmetric difference S1 xor S2 of an S1
+    in H_a (the sets of size <= a, the empty set included) and an S2 in H_b, and since
+    chi_S1 chi_S2 = chi_{S1 xor S2},
+
+        c_{S1 xor S2} = sum_x v_x chi_S1(x) chi_S2(x) = G[S1, S2],    G = C_a^T diag(v) C_b,
+
+    with C_a, C_b the m x |H_a| and m x |H_b| matrices of +-1 characters. The algorithm looks for the
+    closest pair, in Hamming distance over the sample, of a (d/2)-parity and a (d/2)-parity XOR the
+    label, approximately (Andoni and Indyk 2006); this learner takes max |G| exactly: a ``lax.scan``
+    over blocks of ``SETS_PER_STEP`` sets of H_b, each one float32 product of the block's characters
+    (the only part of C_b held at a time) with all of diag(v) C_a. At d = 3 that is
+    (n + 1) (1 + n + C(n, 2)) m multiply-adds, about 3 C(n, 3) m (each 3-set is met once per element
+    as S1), as dense products rather than one gather per set.
+
+    Ties: the first maximum of |G| with the pairs ordered by S2 (in the order of
+    :func:`~jaxtrees.hypotheses.polynomial.subsets`), then by S1.
     """
 
     degree: int = 2

@@ -1,23 +1,9 @@
 """The infinite-sample ("population") setting: exact growth (:class:`PopulationTree`) and path mode.
 
-In the idealized setting of 002 Sec. 2 the purity gains are computed on the true distribution.
-A node is a restriction rho (which features are fixed, to which values); under a product
-distribution p its probability is prod_{j fixed} Pr[x_j = v_j], and the target's oracle
-``f.means(p, fixed, values)`` gives mu = E[f | rho] and mu1[i] = E[f | rho, x_i := 1]. Then
-
-    w = Pr[rho],  wy = w mu,  w1[i] = w p_i,  w1y[i] = w p_i mu1[i]   (0 for fixed i),
-
-are exactly the statistics the empirical engine counts, and the shared growth loop of
-:mod:`jaxtrees.learners.growth` does the rest. The tree's ``weight`` is then Pr[node], ``mean`` is
-E[f | node], and stop rules on sample counts do not apply.
-
-The exact error of any tree (grown from samples or not) is
-:func:`jaxtrees.hypotheses.tree.exact_error`.
-
-Path mode (:func:`follow_path`) follows the single root-to-leaf path of an input x without
-storing the tree, so depths far beyond a heap (2^k for the addressing targets) are reachable.
-For x ~ p, functions of the path are unbiased estimates of the tree's: E_x[min(mu_d, 1 - mu_d)]
-(mu_d the mean of x's node at depth d) is the error of the tree truncated at depth d.
+Gains are computed on the true distribution (002 Sec. 2): the target's exact oracle ``f.means`` gives each node the
+statistics the empirical engine would count (:func:`grow_exact`), and the shared growth loop does the rest. Path mode
+(:func:`follow_path`) follows one input's root-to-leaf path without storing the tree, so depths far beyond a heap
+(2^k for the addressing targets) are reachable.
 
 >>> import jax, jaxtrees as jt
 >>> key = jax.random.key(0)
@@ -72,6 +58,20 @@ def grow_exact(p, target, rule: growth.GrowthRule, key=None) -> Tree:
     ``p: float32[n]``; ``target`` any target with a ``means`` oracle. Same rule and outputs as
     :func:`jaxtrees.grow` (``min_samples_*`` are ignored). Batch with ``jax.vmap``; compiled on
     first call for each rule, target type and shape.
+
+    In the idealized setting of 002 Sec. 2 the purity gains are computed on the true distribution.
+    A node is a restriction rho (which features are fixed, to which values); under a product
+    distribution p its probability is prod_{j fixed} Pr[x_j = v_j], and the target's oracle
+    ``f.means(p, fixed, values)`` gives mu = E[f | rho] and mu1[i] = E[f | rho, x_i := 1]. Then
+
+        w = Pr[rho],  wy = w mu,  w1[i] = w p_i,  w1y[i] = w p_i mu1[i]   (0 for fixed i),
+
+    are exactly the statistics the empirical engine counts, and the shared growth loop of
+    :mod:`jaxtrees.learners.growth` does the rest. The tree's ``weight`` is then Pr[node], ``mean`` is
+    E[f | node], and stop rules on sample counts do not apply.
+
+    The exact error of any tree (grown from samples or not) is
+    :func:`jaxtrees.hypotheses.tree.exact_error`.
     """
     growth.check_heap_depth(rule)
     checks.same_n("p", jnp.shape(p)[-1], target)
@@ -159,6 +159,11 @@ def follow_path(p, target, rule: growth.GrowthRule, x, key=None, *, impurity=Non
     >>> path = jax.jit(follow_path)(p, f, jt.GrowthRule(max_depth=40, impurity="gini", tie_tol=0.0), x)
     >>> int(path.first_query(jnp.arange(f.n) < f.n_address))   # all 8 memory bits come first
     8
+
+    Path mode (:func:`follow_path`) follows the single root-to-leaf path of an input x without
+    storing the tree, so depths far beyond a heap (2^k for the addressing targets) are reachable.
+    For x ~ p, functions of the path are unbiased estimates of the tree's: E_x[min(mu_d, 1 - mu_d)]
+    (mu_d the mean of x's node at depth d) is the error of the tree truncated at depth d.
     """
     key = growth.check_key(rule, key)
     if impurity is not None:
