@@ -11,7 +11,8 @@ import pytest
 import helpers
 
 from jaxtrees import cli, targets
-from jaxtrees.experiments.studies import descent
+from jaxtrees.experiments import summary
+from jaxtrees.experiments.studies import descent, gd_common, gd_parity, gd_scaling, gd_scaling_fits
 
 NET = ["--set", "width=16", "--set", "max_steps=120", "--set", "eval_every=40", "--set", "test_size=64",
        "--chunk", "32", "--no-progress"]
@@ -116,9 +117,9 @@ def test_mask_parity_oracle_equals_the_parity_oracle():
 
 def test_report_warns_of_diverged_networks():
     """Networks whose weights went non-finite (too large a learning rate) are named in the report."""
-    rows = [{"drift": "nan", "lr": "50.0"}, {"drift": "inf", "lr": "50.0"}, {"drift": "0.5", "lr": "50.0"}]
-    assert "**diverged: 2 of 3 trials**" in descent._divergence_note(rows)
-    assert descent._divergence_note(rows[2:]) == ""
+    rows = summary.typed([{"drift": "nan", "lr": "50.0"}, {"drift": "inf", "lr": "50.0"}, {"drift": "0.5", "lr": "50.0"}])
+    assert "**diverged: 2 of 3 trials** ended with non-finite weights (learning rate 50.0 " in gd_common.divergence_note(rows)
+    assert gd_common.divergence_note(rows[2:]) == ""
 
 
 # ----------------------------------------------------------------------------- gd-scaling
@@ -134,12 +135,12 @@ def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, 
     directory = tmp_path / "gd-scaling"
     with open(directory / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    params = {**descent.GD_SCALING.quick, "n": 6, "k": 2, "width": 16, "max_steps": 256, "eval_every": 8,
+    params = {**gd_scaling.GD_SCALING.quick, "n": 6, "k": 2, "width": 16, "max_steps": 256, "eval_every": 8,
               "test_size": 64, "records_per_doubling": 4}
-    marks = descent.checkpoints(params)
-    assert marks[-1] == 256 and set(marks) <= set(descent.scaling_config(params).record_steps)
+    marks = gd_scaling.checkpoints(params)
+    assert marks[-1] == 256 and set(marks) <= set(gd_scaling.scaling_config(params).record_steps)
     assert len(rows) == 2 * 2 * 2 * 2 * 4 * len(marks)  # families x n x c x inits x replicates, along the step axis
-    records = set(descent.scaling_config(params).record_steps.tolist())
+    records = set(gd_scaling.scaling_config(params).record_steps.tolist())
     trials = [r for r in rows if int(r["step"]) == 256]
     assert len(trials) == 64
     for r in trials:
@@ -191,9 +192,9 @@ def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, 
     assert capsys.readouterr().out.strip() == report.strip()
     adam = [{**r, "optimizer": "adam"} for r in rows]  # issue 35, case 4: the figures and report name Adam
     titles = []
-    monkeypatch.setattr(descent.summary, "suptitle", lambda fig, text: titles.append(text))
-    descent.GD_SCALING.plot(adam, str(tmp_path / "adam"))
-    text = descent.GD_SCALING.report(adam)
+    monkeypatch.setattr(summary, "suptitle", lambda fig, text: titles.append(text))
+    gd_scaling.GD_SCALING.plot(adam, str(tmp_path / "adam"))
+    text = gd_scaling.GD_SCALING.report(adam)
     assert titles[0].startswith("Adam (width-16 ReLU MLP), online")
     assert "## Adam steps to learn" in text and "Adam learning rate" in text and "SGD" not in text
 
@@ -201,25 +202,25 @@ def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, 
 def test_gd_networks_are_titled_with_the_optimizer_of_their_rows():
     """Issue 35, case 4: gd-scaling with --set optimizer=adam once titled and reported its figures 'SGD'."""
     row = {"width": "16", "lr": "0.01", "batch_size": "32", "loss": "hinge", "max_steps": "256", "optimizer": "adam"}
-    assert descent._network_title([row]) == "width-16 ReLU MLP, Adam"
-    assert "Adam learning rate 0.01" in descent._network_text([row]) and "SGD" not in descent._network_text([row])
-    assert descent._network_title([row, {**row, "optimizer": "sgd"}]) == "width-16 ReLU MLP, Adam/SGD"
+    assert gd_common.network_title([row]) == "width-16 ReLU MLP, Adam"
+    assert "Adam learning rate 0.01" in gd_common.network_text([row]) and "SGD" not in gd_common.network_text([row])
+    assert gd_common.network_title([row, {**row, "optimizer": "sgd"}]) == "width-16 ReLU MLP, Adam/SGD"
     no_parameter = {k: v for k, v in row.items() if k != "optimizer"}  # gd-smoothed, gd-vs-id3: optax.sgd
-    assert descent._network_title([no_parameter]) == "width-16 ReLU MLP, SGD"
+    assert gd_common.network_title([no_parameter]) == "width-16 ReLU MLP, SGD"
 
 
 def test_gd_scaling_trial_is_the_gd_smoothed_trial_at_n30_k3():
     """Same code path: on the same trial keys, gd-scaling (with records every K steps: r = 4096 puts
     the first 4096 records K apart) learns in exactly the steps gd-smoothed does, so their medians
     agree. (Geometric records change only when the test error is looked at: tests/test_gd.py.)"""
-    params = {"n": 30, "k": 3, "c": jnp.float32(0.3), "lr": jnp.float32(0.1), **descent.BARAK, "test_size": 512,
+    params = {"n": 30, "k": 3, "c": jnp.float32(0.3), "lr": jnp.float32(0.1), **gd_common.BARAK, "test_size": 512,
               "max_steps": 4096, "eval_every": 16}
     keys = jax.random.split(jax.random.key(11), 8)
-    smoothed = jax.jit(jax.vmap(lambda key: descent.GD_SMOOTHED.trial(key, params)))(keys)
+    smoothed = jax.jit(jax.vmap(lambda key: gd_parity.GD_SMOOTHED.trial(key, params)))(keys)
     scaling = {**params, "family": "parity", "optimizer": "sgd", "records_per_doubling": 4096, "k_max": 3,
                "eps": jnp.float32(0.05), "init": "he"}
-    assert descent.scaling_config(scaling).record_steps.tolist() == list(range(16, 4097, 16))
-    out = jax.jit(jax.vmap(lambda key: descent.GD_SCALING.trial(key, scaling)))(keys)
+    assert gd_scaling.scaling_config(scaling).record_steps.tolist() == list(range(16, 4097, 16))
+    out = jax.jit(jax.vmap(lambda key: gd_scaling.GD_SCALING.trial(key, scaling)))(keys)
     want, got = np.asarray(smoothed["steps"]), np.asarray(out["steps"])
     assert (want > 0).sum() >= 6, "most trials must learn for the comparison to say anything"
     np.testing.assert_array_equal(got, want)
@@ -239,12 +240,12 @@ def test_gd_scaling_budget_and_init_are_traced_and_change_no_number():
     (both traced) exactly as the program compiled for that cell alone: the same steps, the same
     checkpoints (the runner keeps the cell's first ones); lecun-nobias in the same program trains differently."""
     keys = jax.random.split(jax.random.key(3), 8)
-    alone = jax.jit(jax.vmap(lambda key: descent.GD_SCALING.trial(key, _scaling_params())))(keys)
-    shared = jax.jit(jax.vmap(lambda key, budget, init: descent.GD_SCALING.trial(key, _scaling_params(
-        max_steps=budget, max_steps_max=256, init=init, init_choices=tuple(descent.INITS))), in_axes=(0, None, None)))
+    alone = jax.jit(jax.vmap(lambda key: gd_scaling.GD_SCALING.trial(key, _scaling_params())))(keys)
+    shared = jax.jit(jax.vmap(lambda key, budget, init: gd_scaling.GD_SCALING.trial(key, _scaling_params(
+        max_steps=budget, max_steps_max=256, init=init, init_choices=tuple(gd_scaling.INITS))), in_axes=(0, None, None)))
     he = shared(keys, jnp.int32(128), jnp.int32(0))
-    marks = len(descent.checkpoints(_scaling_params()))
-    assert alone["norm_on"].shape == (8, marks) and he["norm_on"].shape == (8, len(descent.checkpoints(
+    marks = len(gd_scaling.checkpoints(_scaling_params()))
+    assert alone["norm_on"].shape == (8, marks) and he["norm_on"].shape == (8, len(gd_scaling.checkpoints(
         _scaling_params(max_steps=256))))
     for name, want in alone.items():
         got = np.asarray(he[name])[:, :marks] if name.startswith("norm") else np.asarray(he[name])
@@ -265,7 +266,7 @@ def _synthetic_trials(exponents, per_cell=16, budget=2**16, seed=0):
     rng = np.random.default_rng(seed)
     rows = []
     for (k, c), a in exponents.items():
-        for init in descent.INITS:
+        for init in gd_scaling.INITS:
             for n in (8, 16, 32, 64):
                 for r in range(per_cell):
                     steps = int(20 * n**a * np.exp(0.3 * rng.standard_normal()))
@@ -283,9 +284,9 @@ def _synthetic_trials(exponents, per_cell=16, budget=2**16, seed=0):
 def test_gd_scaling_claims_say_whether_they_hold_in_every_variant(monkeypatch):
     """Issue 38: the report's sentences: smoothing lowers the exponent (here in every variant), the
     exponent grows with k (here not at c = 0.3, in every variant), and local slopes between consecutive n."""
-    monkeypatch.setattr(descent, "BOOTSTRAP", 40)  # the intervals are not tested here; the tests compile at -O0
+    monkeypatch.setattr(gd_scaling_fits, "BOOTSTRAP", 40)  # the intervals are not tested here; the tests compile at -O0
     rows = _synthetic_trials({(2, 0.0): 1.0, (2, 0.3): 0.6, (3, 0.0): 1.6, (3, 0.3): 0.1})
-    report = descent.GD_SCALING.report(rows)
+    report = gd_scaling.GD_SCALING.report(rows)
     assert helpers.assert_valid_markdown_tables(report) == 4  # exponents, sensitivity, local slopes, cells
     assert ("- Smoothing lowers the exponent of n of 3-parities (c = 0.3 below c = 0): **holds in every variant** "
             "(16 of 16).") in report
@@ -293,12 +294,13 @@ def test_gd_scaling_claims_say_whether_they_hold_in_every_variant(monkeypatch):
     assert ("- The exponent of n grows with k (k = 2, 3) for parities at c = 0.3: **fails in every variant** (16 of "
             "16).") in report
     assert "| 8→16 | 16→32 | 32→64 |" in report and "- The uniform 3-parities bend upward on log-log axes" in report
-    local = descent._local_slopes(descent._trials(rows), ["family", "k", "c"])
-    slopes = [s for _, _, s in local[(("parity", "3", "0.0"), "error 0", "he")]]
+    trials = gd_scaling_fits.trials(summary.typed(rows))
+    local = gd_scaling_fits.local_slopes(trials, ["family", "k", "c"])
+    slopes = [s for _, _, s in local[(("parity", 3, 0.0), "error 0", "he")]]
     assert len(slopes) == 3 and all(abs(v - 1.6) < 0.6 for v in slopes)  # sd ~0.2 each: 16 trials per median
-    fits = descent._sensitivity(descent._trials(rows), ["family", "k", "c"])
+    fits = gd_scaling_fits.sensitivity(trials, ["family", "k", "c"])
     for (key, variant), (slope, _) in fits.items():  # every variant recovers the exponent it was given
-        want = {("2", "0.0"): 1.0, ("2", "0.3"): 0.6, ("3", "0.0"): 1.6, ("3", "0.3"): 0.1}[key[1:]]
+        want = {(2, 0.0): 1.0, (2, 0.3): 0.6, (3, 0.0): 1.6, (3, 0.3): 0.1}[key[1:]]
         assert abs(slope - want) < 0.3, (key, variant, slope)
 
 
@@ -310,12 +312,12 @@ def test_separation_steps_of_a_constructed_trace():
                        [3.0, 1.8, 2.0, 1.5],
                        [3.0, 2.5, 2.0, 1.5],   # j = 1 above from here on
                        [np.nan] * 4])          # stopped: records not made do not count
-    first, every = descent._separation(norms, mask, steps)
+    first, every = gd_scaling._separation(norms, mask, steps)
     assert (int(first), int(every)) == (20, 40)
     dips = norms.at[2, 0].set(1.0)  # j = 0 drops back below at step 30: it separates only from 40
-    assert tuple(map(int, descent._separation(dips, mask, steps))) == (40, 40)
+    assert tuple(map(int, gd_scaling._separation(dips, mask, steps))) == (40, 40)
     never = norms.at[3, 1].set(1.0)  # j = 1 ends below: J never fully separates
-    assert tuple(map(int, descent._separation(never, mask, steps))) == (20, -1)
+    assert tuple(map(int, gd_scaling._separation(never, mask, steps))) == (20, -1)
 
 
 @pytest.mark.parametrize("target", ["junta", "tree", "parity"])
@@ -360,3 +362,10 @@ def test_gd_scaling_bad_parameters_exit_2(tmp_path, capsys, args, message):
     assert cli.main(["run", "gd-scaling", "--quick", "--out", str(tmp_path), *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "gd-scaling").exists()
+
+
+def test_descent_reexports_the_gd_studies():
+    """jaxtrees.experiments.studies.descent keeps the names notebooks and scripts use."""
+    assert descent.GD_SCALING is gd_scaling.GD_SCALING and descent.GD_SMOOTHED is gd_parity.GD_SMOOTHED
+    assert descent.CPU_REPORT["family"] == "parity" and descent.checkpoints is gd_scaling.checkpoints
+    assert descent._network_title is gd_common.network_title and descent._trials is gd_scaling_fits.trials

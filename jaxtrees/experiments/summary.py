@@ -274,7 +274,7 @@ def median_curve(ax, rows, x: str, label: str, column: str = "steps"):
     points = []
     for (xv,), part in split(rows, [x]).items():
         q1, q2, q3 = analysis.quartiles(analysis.censored_steps(part, column))
-        points.append((float(xv), q1, q2, q3, float(part[0]["max_steps"])))
+        points.append((xv, q1, q2, q3, part[0]["max_steps"]))
     xs = [p[0] for p in points]
     med = [p[2] if np.isfinite(p[2]) else np.nan for p in points]
     line, = ax.plot(xs, med, "-", ms=4, label=label, **series_style(ax))
