@@ -53,6 +53,15 @@ def unpack(words, m: int):
     return bits.reshape(words.shape[:-1] + (-1,))[..., :m].astype(bool)
 
 
+def assignments(k: int):
+    """``bool[2^k, k]``: every point of {0,1}^k, row a holding the bits of a, least significant first.
+
+    >>> assignments(2).astype(int).tolist()
+    [[0, 0], [1, 0], [0, 1], [1, 1]]
+    """
+    return jnp.asarray((np.arange(2**k)[:, None] >> np.arange(k)) & 1, bool)
+
+
 def valid_mask(m: int):
     """``uint32[ceil(m/32)]`` with the first m bits set."""
     return prefix_mask(n_words(m), m)

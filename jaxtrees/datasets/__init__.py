@@ -35,6 +35,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxtrees.problems import data_set
+
 #: The data sets, in Table 1's order.
 NAMES = ("census", "splice", "ocr17", "ocr49", "cancer", "ecoli", "heart")
 #: Those shipped inside the package (the OCR sets are not: licence unknown).
@@ -71,8 +73,6 @@ class Binarized(NamedTuple):
 
     def problem(self):
         """The rows as a :class:`jaxtrees.DataSet` (``train(jax.random.key(s), train_size)`` is split s)."""
-        from jaxtrees.problems import data_set
-
         return data_set(self.X, self.y)
 
 

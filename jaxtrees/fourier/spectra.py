@@ -43,21 +43,14 @@ from jax import lax
 
 from jaxtrees.core import bits, checks
 from jaxtrees.fourier import transforms
+from jaxtrees.hypotheses.polynomial import Spectrum  # noqa: F401 - defined with Polynomial, one layer down
 from jaxtrees.hypotheses.tree import Tree
-from jaxtrees.targets.base import assignments
 
 #: |f^(S)| at or below this counts as zero in :func:`sparsity` and :func:`degree` (float32
 #: coefficients of Boolean functions carry rounding errors of a few ulps, far below it).
 ZERO_TOL = 1e-6
 #: Deepest tree expanded exactly: 4^D (mask, value) pairs before merging (1,048,576 at D = 10).
 MAX_TREE_DEPTH = 10
-
-
-class Spectrum(NamedTuple):
-    """K Fourier coefficients: the sets ``masks: uint32[K, W]`` (packed) and ``values: float32[K]``."""
-
-    masks: jax.Array
-    values: jax.Array
 
 
 # ------------------------------------------------------------------------------------- building
@@ -143,14 +136,14 @@ def of_tree(tree: Tree, n: int, p=None, leaf_values=None) -> Spectrum:
 @functools.partial(jax.jit, static_argnames="n")
 def _of_support(f, n: int, p=None) -> Spectrum:
     support = f.support
-    x = jnp.any(assignments(support.shape[-1])[:, :, None] & (support[:, None] == jnp.arange(n)), axis=1)
+    x = jnp.any(bits.assignments(support.shape[-1])[:, :, None] & (support[:, None] == jnp.arange(n)), axis=1)
     return Spectrum(_local_masks(support, n), _transform(transforms.signs(f(x)), p, support))
 
 
 def _of_truth_table(f, n: int, p=None) -> Spectrum:
     """Any callable target: F on all 2^n inputs (f need not be a pytree, so this is not jitted whole)."""
     everything = jnp.arange(n, dtype=jnp.int32)
-    values = transforms.signs(f(assignments(n)))
+    values = transforms.signs(f(bits.assignments(n)))
     return Spectrum(_local_masks(everything, n), _transform(values, p, everything))
 
 
@@ -170,7 +163,7 @@ def _onehot_words(var, words: int):
 def _local_masks(support, n: int):
     """``uint32[2^k, W]``: entry s of a table over ``support`` (bit t of s is support[t]) as a global mask."""
     k = support.shape[-1]
-    chosen = assignments(k)  # [2^k, k]
+    chosen = bits.assignments(k)  # [2^k, k]
     onehot = _onehot_words(support, bits.n_words(n))  # [k, W]
     return bits.reduce_or(jnp.where(chosen[:, :, None], onehot[None], jnp.uint32(0)), axis=-2)
 

@@ -33,7 +33,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxtrees.core import bits, checks
-from jaxtrees.fourier.spectra import Spectrum
 
 #: Most sets one polynomial spans (the full degree-<= d character set must fit: 2^20 sets of
 #: degree 2 is n = 1448; every example evaluates all of them).
@@ -81,6 +80,18 @@ def characters(sets, x, p=None):
         slot = jnp.matmul(factors, onehot, precision=jax.lax.Precision.HIGHEST)
         out = slot if out is None else out * slot
     return out
+
+
+class Spectrum(NamedTuple):
+    """K Fourier coefficients: the sets ``masks: uint32[K, W]`` (packed) and ``values: float32[K]``.
+
+    The same kind of object as a :class:`Polynomial` with its sets packed as bitsets (bit i of
+    word i // 32, W = ceil(n / 32)) rather than listed, which is what sums, merges and
+    comparisons of sets need; :mod:`jaxtrees.fourier.spectra` builds spectra and summarizes them.
+    """
+
+    masks: jax.Array
+    values: jax.Array
 
 
 class Polynomial(NamedTuple):

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxtrees.core import bits, checks
-from jaxtrees.targets.base import assignments, leading_shape, select
+from jaxtrees.targets.base import leading_shape, select
 
 #: float32 products at full precision (a GPU's default rounds their inputs to TF32's 10 bits).
 _matmul = functools.partial(jnp.matmul, precision=jax.lax.Precision.HIGHEST)
@@ -116,7 +116,7 @@ class Addressing(NamedTuple):
 
     def _in_sym_diff(self):
         """``bool[2^k, A]``: j in S_I (row I)."""
-        subsets = assignments(self.k).astype(jnp.int32)
+        subsets = bits.assignments(self.k).astype(jnp.int32)
         return (subsets @ self.code.astype(jnp.int32)) % 2 == 1
 
     def _factors(self, s):

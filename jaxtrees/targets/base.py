@@ -20,9 +20,9 @@ from typing import Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxtrees.core import checks
+from jaxtrees.core.bits import assignments  # noqa: F401 - re-exported: it lived here (experiments.studies.rank)
 
 
 @runtime_checkable
@@ -96,11 +96,6 @@ def select(memory, selectors):
         v = v.reshape(-1, 2, v.shape[-1])
         v = (v[:, 0] & ~selectors[t]) | (v[:, 1] & selectors[t])
     return v[0]
-
-
-def assignments(k):
-    """``bool[2^k, k]``: row a holds the bits of a, least significant first."""
-    return jnp.asarray((np.arange(2**k)[:, None] >> np.arange(k)) & 1, bool)
 
 
 def scatter_support(support, values_on_support, default, n):

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxtrees.core import bits, checks
-from jaxtrees.targets.base import assignments, indices_mask, leading_shape, scatter_support, select
+from jaxtrees.targets.base import indices_mask, leading_shape, scatter_support, select
 
 
 class OnSupport:
@@ -88,7 +88,7 @@ class Junta(_JuntaArrays, OnSupport):
     def means(self, p, fixed, values):
         # Pr[x_{j_t} = 1 | restriction], then sum over the 2^k assignments a of T[a] Pr[a].
         q1 = jnp.where(fixed[self.support], values[self.support].astype(p.dtype), p[self.support])
-        a = assignments(self.k)  # bool[2^k, k]
+        a = bits.assignments(self.k)  # bool[2^k, k]
         real = self._real()
         # Padding slots t (bits the table ignores) are pinned to 0 exactly: factor 1[a_t = 0].
         factors = jnp.where(real, jnp.where(a, q1, 1.0 - q1), (~a).astype(p.dtype))  # [2^k, k]

@@ -1,0 +1,145 @@
+"""The package's layers hold: no module imports a layer above its own.
+
+Bottom to top: core, hypotheses, fourier, targets, problems, datasets, learners, experiments, and
+at the top sklearn, cli and the package facade ``jaxtrees/__init__.py`` (which may import
+anything). A module may import its own layer and any lower one. Every ``import jaxtrees...`` and
+``from jaxtrees... import`` counts, relative or absolute, at module level or inside a function (a
+lazy import still runs a higher layer), and so does ``importlib.import_module("jaxtrees...")``.
+``from jaxtrees import name`` is the facade unless ``name`` is a subpackage or module of it.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "jaxtrees"
+
+#: Layer of each top-level subpackage or module, bottom (1) to top (9).
+LAYERS = {"core": 1, "hypotheses": 2, "fourier": 3, "targets": 4, "problems": 5, "datasets": 6, "learners": 7,
+          "experiments": 8, "sklearn": 9, "cli": 9}
+#: ``jaxtrees`` itself, the package facade: the top.
+FACADE = 9
+#: Known upward imports, (file, imported module), each with its reason; a fix removes its entry.
+KNOWN = {
+    # environment() reads jaxtrees.__version__ for a run's metadata; the fix is store's own
+    # _version("jaxtrees") (importlib.metadata), which needs no import of the facade.
+    ("jaxtrees/experiments/store.py", "jaxtrees"),
+}
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of a dotted jaxtrees module name; None where it is not placed in :data:`LAYERS`."""
+    parts = module.split(".")
+    if parts[0] != "jaxtrees":
+        raise ValueError(f"not a jaxtrees module: {module}")
+    return FACADE if len(parts) == 1 else LAYERS.get(parts[1])
+
+
+def layer_name(module: str) -> str:
+    parts = module.split(".")
+    return "the facade jaxtrees" if len(parts) == 1 else parts[1]
+
+
+def _is_module(dotted: str) -> bool:
+    """Whether ``jaxtrees.x.y`` names a module or package on disk (not an attribute of one)."""
+    path = PACKAGE.joinpath(*dotted.split(".")[1:])
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def imported_modules(source: str, module: str, is_package: bool = False):
+    """``(line, imported jaxtrees module)`` for every import of jaxtrees in ``source``, the text of
+    ``module`` (dotted; ``is_package`` for an ``__init__.py``), wherever it sits in the file."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "jaxtrees":
+                    yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            if origin.split(".")[0] != "jaxtrees":
+                continue
+            for alias in node.names:
+                # ``from jaxtrees import targets`` imports the targets package; ``from jaxtrees import Tree``
+                # runs (and takes a name from) the facade.
+                child = f"{origin}.{alias.name}"
+                yield node.lineno, child if alias.name != "*" and _is_module(child) else origin
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+              and node.args[0].value.split(".")[0] == "jaxtrees"):
+            yield node.lineno, node.args[0].value
+
+
+def violations(source: str, module: str, path: str, is_package: bool = False) -> list[str]:
+    """One message per import in ``source`` of a layer above ``module``'s."""
+    own = layer_of(module)
+    found = []
+    for line, imported in imported_modules(source, module, is_package):
+        other = layer_of(imported)
+        if other is None or own is None or other > own:
+            found.append(f"{path}:{line}: {layer_name(module)} (layer {own}) imports {imported} "
+                         f"({layer_name(imported)}, layer {other}): an import up the layers")
+    return found
+
+
+def package_modules():
+    """``(path relative to the repository, dotted name, is_package)`` of every module of jaxtrees."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        yield path, ".".join(parts[:-1] if is_package else parts), is_package
+
+
+def test_every_module_has_a_layer():
+    unplaced = [name for _, name, _ in package_modules() if layer_of(name) is None]
+    assert not unplaced, f"modules in no layer (add their top-level package to LAYERS): {unplaced}"
+
+
+def test_no_import_runs_up_a_layer():
+    found = []
+    for path, name, is_package in package_modules():
+        where = str(path.relative_to(PACKAGE.parent))
+        found += [m for m in violations(path.read_text(), name, where, is_package)
+                  if (where, m.split(" imports ")[1].split()[0]) not in KNOWN]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("module, is_package, source, expected", [
+    # Lazy (in a function) and at module level, absolute and relative.
+    ("jaxtrees.learners.greedy", False, "import jax\n\ndef f():\n    from jaxtrees.experiments import runner\n",
+     "jaxtrees/learners/greedy.py:4: learners (layer 7) imports jaxtrees.experiments.runner (experiments, layer 8)"),
+    ("jaxtrees.hypotheses.tree", False, "from ..fourier import spectra\n",
+     "jaxtrees/hypotheses/tree.py:1: hypotheses (layer 2) imports jaxtrees.fourier.spectra (fourier, layer 3)"),
+    ("jaxtrees.fourier", True, "from .. import targets\n",
+     "jaxtrees/fourier/__init__.py:1: fourier (layer 3) imports jaxtrees.targets (targets, layer 4)"),
+    ("jaxtrees.core.bits", False, "import jaxtrees.problems\n",
+     "jaxtrees/core/bits.py:1: core (layer 1) imports jaxtrees.problems (problems, layer 5)"),
+    # A name from the facade runs the facade, the top layer.
+    ("jaxtrees.targets.base", False, "from jaxtrees import Tree\n",
+     "jaxtrees/targets/base.py:1: targets (layer 4) imports jaxtrees (the facade jaxtrees, layer 9)"),
+    ("jaxtrees.datasets", True, "import importlib\nimportlib.import_module('jaxtrees.learners.sgd')\n",
+     "jaxtrees/datasets/__init__.py:2: datasets (layer 6) imports jaxtrees.learners.sgd (learners, layer 7)"),
+])
+def test_checker_catches_an_upward_import(module, is_package, source, expected):
+    path = module.replace(".", "/") + ("/__init__.py" if is_package else ".py")
+    found = violations(source, module, path, is_package)
+    assert [m.split(": an import")[0] for m in found] == [expected]
+
+
+@pytest.mark.parametrize("module, source", [
+    ("jaxtrees.experiments.runner", "from jaxtrees.learners import greedy\nfrom jaxtrees import targets\n"),
+    ("jaxtrees.learners.greedy", "from jaxtrees.learners.growth import GrowthRule\nimport numpy, jax.numpy\n"),
+    ("jaxtrees.fourier.spectra", "def f():\n    from ..hypotheses.tree import Tree\n    from . import transforms\n"),
+    ("jaxtrees.sklearn", "from jaxtrees import experiments, Tree\n"),
+    ("jaxtrees", "from jaxtrees.experiments import studies\n"),
+])
+def test_checker_allows_own_and_lower_layers(module, source):
+    assert violations(source, module, "x.py", module == "jaxtrees") == []
