@@ -2,29 +2,9 @@
 study's parameters (meaning, quick and full values, static or traced) and its sizes.
 
 Exit codes: 0 success, 2 bad input (unknown study or parameter, value out of range, a results
-directory of another configuration), 1 anything unexpected.
-
-``run`` keeps JAX's persistent compilation cache in ``$JAXTREES_CACHE_DIR`` (default
-``~/.cache/jaxtrees/xla``, or under ``$XDG_CACHE_HOME``; an empty value turns it off): a rerun, a
-resumed run, or a run of the same static groups with other dynamic values (e.g. another c) loads
-its programs instead of compiling them (the rank study's quick cell: 15.3 s of compiling, then
-2.0 s), with the same results.
-
-``run`` splits the CPU into one JAX device per core (``--xla_force_host_platform_device_count``;
-``$JAXTREES_CPU_DEVICES`` sets the count, 1 turns it off, and an XLA_FLAGS that already sets it
-wins), so that the runner's shard_map keeps every core busy: XLA runs most of a trial's program
-on one thread per device. Results do not depend on it (trials are keyed). On the 2-core CPU the
-quick ``gd-smoothed`` study took 41 s instead of 75 s, byte-identical. GPU and TPU runs are
-unaffected (the split only adds CPU devices, which the runner does not use when an accelerator
-is the default backend).
-
-``run`` also asks XLA for 512-bit vectors on a CPU with AVX-512 (``--xla_cpu_prefer_vector_width=512``;
-XLA's default is 256): the tree engine's AND + popcount counting then runs on the wide registers.
-On the 2-core AVX-512 CPU (2026-11-25, scripts/bench.py reference workload) growth took 56 ms
-instead of 92 ms and end-to-end trials 226 ms instead of 397 ms; matmul-bound work (gradient
-descent, the Walsh-Hadamard transform) is unchanged, and the quick ``juntas`` and
-``gd-parity-uniform`` results are byte-identical either way. ``$JAXTREES_CPU_VECTOR_WIDTH``
-(128, 256 or 512) sets the width, and an XLA_FLAGS that already sets it wins.
+directory of another configuration), 1 anything unexpected. Before JAX starts, ``run`` sets up JAX's persistent
+compilation cache (:func:`_compilation_cache`), one CPU device per core (:func:`split_cpu`) and 512-bit vectors on a
+CPU with AVX-512 (:func:`wide_vectors`); the measured effect of each is in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -239,8 +219,14 @@ def _run(args) -> int:
 
 
 def split_cpu() -> None:
-    """Split the CPU into one JAX device per core (see the module docstring); call it before JAX
-    starts its backend (scripts/bench_gd.py does, as ``jaxtrees run`` does)."""
+    """Split the CPU into one JAX device per core; call it before JAX starts its backend
+    (scripts/bench_gd.py does, as ``jaxtrees run`` does).
+
+    ``--xla_force_host_platform_device_count``; ``$JAXTREES_CPU_DEVICES`` sets the count, 1 turns it off, and an
+    XLA_FLAGS that already sets it wins. The runner's shard_map then keeps every core busy: XLA runs most of a trial's
+    program on one thread per device. Results do not depend on it (trials are keyed). GPU and TPU runs are unaffected
+    (the split only adds CPU devices, which the runner does not use when an accelerator is the default backend).
+    """
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" in flags:
         return  # the user's own split
@@ -256,8 +242,14 @@ def split_cpu() -> None:
 
 
 def wide_vectors() -> None:
-    """Ask XLA for 512-bit vectors on a CPU with AVX-512 (see the module docstring); call it before
-    JAX starts its backend, as ``jaxtrees run`` and the benchmark scripts do."""
+    """Ask XLA for 512-bit vectors on a CPU with AVX-512; call it before JAX starts its backend, as
+    ``jaxtrees run`` and the benchmark scripts do.
+
+    ``--xla_cpu_prefer_vector_width=512`` (XLA's default is 256): the tree engine's AND + popcount counting then runs on
+    the wide registers; matmul-bound work (gradient descent, the Walsh-Hadamard transform) is unchanged, and results are
+    byte-identical either way. ``$JAXTREES_CPU_VECTOR_WIDTH`` (128, 256 or 512) sets the width, and an XLA_FLAGS that
+    already sets it wins.
+    """
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_prefer_vector_width" in flags:
         return  # the user's own width
@@ -377,7 +369,12 @@ def _write_report(study, directory, rows=None) -> str:
 
 
 def _compilation_cache() -> None:
-    """Point JAX's persistent compilation cache at ``$JAXTREES_CACHE_DIR`` (see the module docstring)."""
+    """Point JAX's persistent compilation cache at ``$JAXTREES_CACHE_DIR``.
+
+    The default is ``~/.cache/jaxtrees/xla``, or under ``$XDG_CACHE_HOME``; an empty value turns it off. A rerun, a
+    resumed run, or a run of the same static groups with other dynamic values (e.g. another c) loads its programs
+    instead of compiling them, with the same results.
+    """
     default = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "jaxtrees", "xla")
     directory = os.environ.get("JAXTREES_CACHE_DIR", default)
     if not directory:

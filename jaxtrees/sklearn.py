@@ -1,24 +1,12 @@
-"""scikit-learn estimators over jaxtrees learners (``pip install "jaxtrees[sklearn]"``).
+"""scikit-learn estimators over jaxtrees learners (``pip install "jaxtrees[sklearn]"``): :class:`DecisionTreeClassifier`
+(greedy growth), :class:`LowDegreeClassifier` (LMN), :class:`FindMinClassifier` (FINDMIN, the consistent tree of least
+rank), :class:`AdaBoostClassifier` (stumps, d-parities or CART-16) and :class:`RandomForestClassifier` (Breiman's).
 
-- :class:`DecisionTreeClassifier`: greedy growth (ID3 / C4.5 / CART), :mod:`jaxtrees.learners.greedy`;
-- :class:`LowDegreeClassifier`: the LMN low-degree algorithm, :mod:`jaxtrees.learners.fourier`;
-- :class:`FindMinClassifier`: Ehrenfeucht-Haussler's FINDMIN, the consistent tree of least rank,
-  :mod:`jaxtrees.learners.rank`;
-- :class:`AdaBoostClassifier`: AdaBoost over decision stumps, d-parities or CART-16 trees,
-  :mod:`jaxtrees.learners.boosting`;
-- :class:`RandomForestClassifier`: Breiman's random forest (bootstrap samples, features bagged per
-  node, averaged leaf probabilities), :mod:`jaxtrees.learners.bagging`.
-
-This module imports scikit-learn; ``import jaxtrees`` does not (``jaxtrees.DecisionTreeClassifier``
-and ``jaxtrees.LowDegreeClassifier`` load it on first use). The estimators pass
-``sklearn.utils.estimator_checks.check_estimator`` (tests/test_sklearn_estimator.py runs every check), the
-two ensembles all but ``check_sample_weight_equivalence_on_dense_data`` (AdaBoost's float32 rounding; the
-forest's bootstrap draws rows, so repeated rows are not one weighted row).
-
-Features are Boolean: a column enters the tree as the bit ``x > threshold`` (default 0.5, so
-{0, 1} data is used as it is; ``fit`` on other values warns once, :class:`BinarizationWarning`, a
-scikit-learn ``DataConversionWarning``); labels are any two classes. Without scikit-learn, importing
-this module raises ModuleNotFoundError naming the extra: ``pip install "jaxtrees[sklearn]"``.
+Features are Boolean: a column enters as the bit ``x > threshold`` (default 0.5; ``fit`` on other values warns once,
+:class:`BinarizationWarning`); labels are any two classes. The estimators pass scikit-learn's ``check_estimator``
+(tests/test_sklearn_estimator.py), the two ensembles all but its sample-weight equivalence check. ``import jaxtrees``
+does not import scikit-learn (``jaxtrees.DecisionTreeClassifier`` loads it on first use); without it, importing this
+module raises ModuleNotFoundError naming the extra.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -336,6 +324,8 @@ class AdaBoostClassifier(_BooleanClassifier):
     (1.0, [1.0, 0.0, 0.0])
     >>> AdaBoostClassifier(weak_learner="stumps", n_estimators=3).fit(X, y).score(X, y) < 0.7
     True
+
+    Passes ``check_estimator`` but ``check_sample_weight_equivalence_on_dense_data`` (float32 rounding).
     """
 
     def __init__(self, weak_learner="stumps", n_estimators=50, degree=2, random_state=None, threshold=0.5):
@@ -397,6 +387,9 @@ class RandomForestClassifier(_BooleanClassifier):
     >>> clf = RandomForestClassifier(n_estimators=20, max_depth=6, random_state=0).fit(X[:400], y[:400])
     >>> clf.score(X[400:], y[400:]), clf.forest_.members.feature.shape
     (1.0, (20, 127))
+
+    Passes ``check_estimator`` but ``check_sample_weight_equivalence_on_dense_data`` (the bootstrap draws rows, so
+    repeated rows are not one weighted row).
     """
 
     def __init__(self, n_estimators=100, max_depth=10, max_features="sqrt", impurity="gini", random_state=None,
