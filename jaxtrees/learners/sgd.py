@@ -148,7 +148,11 @@ def _batched_train(config, names, with_data_key, in_axes, shards: int, group: in
 
 def _balanced(members: int, group: int) -> int | None:
     """None (one vmap) if ``group`` >= members; else the largest divisor of ``members`` that is
-    <= group and >= group / 2 (no remainder to compile), or ``group`` itself."""
+    <= group and >= group / 2 (no remainder to compile), or ``group`` itself.
+
+    >>> _balanced(100, 32), _balanced(16, 32)
+    (25, None)
+    """
     if group >= members:
         return None
     return next((d for d in range(group, (group + 1) // 2 - 1, -1) if members % d == 0), group)
