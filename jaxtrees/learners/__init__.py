@@ -18,15 +18,16 @@
   :mod:`~jaxtrees.learners.rank_reference`);
 - :mod:`~jaxtrees.learners.sgd`: ``SGD`` (small networks trained by optax; loaded on first use).
 
-The registry names a small configuration of each (``learners.names()``, ``learners.get(name)``);
-the conformance suite runs every registered learner.
+The registry sizes each learner for a problem (``learners.get(name, Size(n=..., k=...))``; the
+defaults are the conformance suite's small problems, and the compare study asks for its cells');
+the conformance suite runs every registered learner (``learners.names()``).
 
 >>> names()[:3]
-['adaboost-cart', 'adaboost-parities', 'adaboost-stumps']
+['adaboost-cart', 'adaboost-parities-2', 'adaboost-stumps']
 """
 
 from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
-from jaxtrees.learners.base import ACCESS, Learner, check_data, get, names, register
+from jaxtrees.learners.base import ACCESS, Learner, Size, check_data, get, names, register
 from jaxtrees.learners.best_first import CART16, BestFirstTree
 from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.rank import FindMin, find
@@ -40,39 +41,51 @@ from jaxtrees.learners.population import Path, PopulationTree, follow_path, grow
 from jaxtrees.learners.stumps import Stump
 
 
-def _sgd():
+def _sgd(s: Size):
     import optax
 
     from jaxtrees.learners import sgd
 
-    config = sgd.TrainConfig(sgd.mlp(16), loss="hinge", optimizer=optax.sgd, steps=40, batch_size=16,
-                             eval_every=20, exact_max_n=8, test_size=256)
-    return sgd.SGD(config, (("learning_rate", 0.1),))
+    config = sgd.TrainConfig(sgd.mlp(s.width), loss="hinge", optimizer=optax.sgd, steps=s.steps, batch_size=32,
+                             eval_every=s.steps, mode="fixed", m=s.m, exact_max_n=0, test_size=32)
+    return sgd.SGD(config, (("learning_rate", s.lr),))
 
 
+def _terms(s: Size) -> int:
+    """At most 4^k coefficients (a depth-k tree has at most 4^k), and no more than there are sets."""
+    from jaxtrees.hypotheses.polynomial import n_subsets
+
+    return min(4**s.k, n_subsets(s.n, s.k))
+
+
+# Each factory sizes its learner from a Size: the degree, rank or depth from (n, k, depth), rounds and
+# members from rounds; degrees never above n (the conformance data include n = 1).
 for _name in _IMPURITIES:
-    register(f"id3-{_name}", lambda name=_name: GreedyTree(GrowthRule(max_depth=3, impurity=name)))
-register("id3-random-ties", lambda: GreedyTree(GrowthRule(max_depth=3, impurity="gini", tie_break="random")))
-register("population-entropy", lambda: PopulationTree(GrowthRule(max_depth=3, impurity="entropy")))
-register("stump-error", lambda: Stump(impurity="error"))
-register("stump-gini", lambda: Stump(impurity="gini"))
-register("adaboost-stumps", lambda: AdaBoost(Stump(impurity="error"), rounds=8))
-register("adaboost-parities", lambda: AdaBoost(Parities(degree=1), rounds=8))  # seed 004's d-parities
-register("parities-1", lambda: Parities(degree=1))  # degree 1: the conformance data include n = 1
-register("random-forest", lambda: random_forest(members=8, max_depth=3))
-register("bagging-majority", lambda: Bagging(GreedyTree(GrowthRule(max_depth=2)), members=5, vote="majority",
-                                             features_per_member=1))
-register("best-first-gini", lambda: BestFirstTree(GrowthRule(max_depth=8, impurity="gini"), max_leaves=5))
-register("adaboost-cart", lambda: AdaBoost(BestFirstTree(GrowthRule(max_depth=8, impurity="gini"), max_leaves=4), rounds=4))
+    register(f"id3-{_name}", lambda s, name=_name: GreedyTree(GrowthRule(max_depth=s.depth, impurity=name)))
+register("id3-random-ties", lambda s: GreedyTree(GrowthRule(max_depth=s.depth, impurity="gini", tie_break="random")))
+register("population-entropy", lambda s: PopulationTree(GrowthRule(max_depth=s.depth)))
+register("stump-error", lambda s: Stump(impurity="error"))
+register("stump-gini", lambda s: Stump(impurity="gini"))
+register("best-first-gini", lambda s: BestFirstTree(GrowthRule(max_depth=min(s.n, 15), impurity="gini"),
+                                                    max_leaves=2**s.depth))
+register("adaboost-stumps", lambda s: AdaBoost(Stump(impurity="error"), rounds=s.rounds))
+register("adaboost-parities-2", lambda s: AdaBoost(Parities(degree=min(2, s.n)), rounds=s.rounds))  # seed 004's
+register("adaboost-cart", lambda s: AdaBoost(CART16, rounds=max(1, s.rounds // 4)))
+register("parities-k", lambda s: Parities(degree=min(s.k, 3, s.n)))
+register("random-forest", lambda s: random_forest(members=s.rounds, max_depth=s.depth))
+register("bagging-majority", lambda s: Bagging(GreedyTree(GrowthRule(max_depth=s.depth)), members=s.rounds,
+                                               vote="majority"))
+register("lmn-k", lambda s: LowDegree(degree=min(s.k, s.n), threshold=s.theta))
+register("lmn-k-biased", lambda s: LowDegree(degree=min(s.k, s.n), threshold=s.theta, basis="biased",
+                                             max_terms=_terms(s)))
+register("sparse-k", lambda s: SparseRecovery(degree=min(s.k, s.n), l1=s.l1, basis="biased", max_terms=_terms(s)))
+register("km", lambda s: KushilevitzMansour(theta=s.theta, budget=(2 * s.n + 1) * s.m,
+                                            width=min(4**s.k, KushilevitzMansour(s.theta).frontier)))
+register("find-k", lambda s: find(s.k, max_calls=s.max_calls))
+register("findmin", lambda s: FindMin(max_rank=s.max_rank, max_calls=s.max_calls))
 register("sgd", _sgd)
-register("lmn-1", lambda: LowDegree(degree=1))  # degree 1: the conformance data include n = 1
-register("lmn-1-biased", lambda: LowDegree(degree=1, basis="biased", max_terms=2))
-register("sparse-1", lambda: SparseRecovery(degree=1))
-register("km", lambda: KushilevitzMansour(theta=0.5, budget=4096))
-register("find-2", lambda: find(2))
-register("findmin-3", lambda: FindMin(max_rank=3))
 
 __all__ = ["ACCESS", "AdaBoost", "Bagging", "BestFirstTree", "CART16", "FindMin", "GreedyTree", "GrowthRule",
            "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH", "Parities", "Path",
-           "PopulationTree", "SparseRecovery", "Stump", "check_data", "find", "follow_path", "get", "grow", "grow_exact",
+           "PopulationTree", "Size", "SparseRecovery", "Stump", "check_data", "find", "follow_path", "get", "grow", "grow_exact",
            "names", "random_forest", "register"]

@@ -16,7 +16,7 @@ A new learner is one module plus one :func:`register` line in :mod:`jaxtrees.lea
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, runtime_checkable
+from typing import Callable, NamedTuple, Protocol, runtime_checkable
 
 import jax.numpy as jnp
 import numpy as np
@@ -79,23 +79,42 @@ def check_data(data) -> None:
 
 # ------------------------------------------------------------------------------------- registry
 
-_REGISTRY: dict[str, Callable[[], Learner]] = {}
+class Size(NamedTuple):
+    """The problem a registered learner is configured for: a study's cell (``n``, ``k``, ``m`` and the
+    learner settings it varies) or, by default, the conformance suite's small problems. Each
+    factory reads the fields it needs."""
+
+    n: int = 8  # input bits
+    k: int = 1  # the target's size: the Fourier degree, FIND's rank, the parity learner's degree
+    m: int = 96  # examples per trial (a query learner: query triples per level)
+    depth: int = 3  # tree depth
+    rounds: int = 8  # boosting rounds, ensemble members
+    theta: float = 0.5  # the Fourier learners' coefficient threshold
+    l1: float = 0.05  # the Lasso's penalty
+    max_rank: int = 3  # FINDMIN's largest rank
+    max_calls: int = 2**20  # FIND's invocations per sample
+    width: int = 16  # the network's hidden width
+    lr: float = 0.1  # the network's learning rate
+    steps: int = 40  # the network's training steps
 
 
-def register(name: str, factory: Callable[[], Learner]) -> None:
-    """Register a learner under ``name``: ``factory()`` returns a small, fast configuration of it
-    (the conformance suite and ``jaxtrees learners`` use it). Factories import lazily, so a
-    registered learner costs nothing until it is asked for."""
+_REGISTRY: dict[str, Callable[[Size], Learner]] = {}
+
+
+def register(name: str, factory: Callable[[Size], Learner]) -> None:
+    """Register a learner under ``name``: ``factory(size)`` returns its configuration for a
+    :class:`Size` (studies pass their cell's; the conformance suite the defaults). Factories import
+    lazily, so a registered learner costs nothing until it is asked for."""
     if name in _REGISTRY:
         raise ValueError(f"a learner named {name!r} is already registered")
     _REGISTRY[name] = factory
 
 
-def get(name: str) -> Learner:
-    """The registered learner ``name`` (a fresh configuration from its factory)."""
+def get(name: str, size: Size = Size()) -> Learner:
+    """The registered learner ``name`` configured for ``size`` (a fresh configuration from its factory)."""
     if name not in _REGISTRY:
         raise ValueError(f"unknown learner {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]()
+    return _REGISTRY[name](size)
 
 
 def names() -> list[str]:

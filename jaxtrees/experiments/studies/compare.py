@@ -11,14 +11,10 @@ k-junta), ``tree`` (a random complete depth-k tree), ``rank`` (a random rank-k t
 k^2 addressing bits, 2^k memory bits; n >= k^2 + 2^k, later coordinates ignored).
 
 Learners (:data:`LEARNERS`): every learner of the registry (``jaxtrees.learners.names()``), each
-configured at the study's size by :func:`configured` (the registry's own configurations are tiny,
-for the conformance suite): trees grow to ``depth``, ensembles run ``rounds`` rounds or members,
-the Fourier learners use degree k (``lmn-k``, ``lmn-k-biased``, ``sparse-k``), FIND its rank bound
-k (``find-k``), FINDMIN ranks up to ``max_rank`` (``findmin``), the parity learner degree min(k, 3)
-(``parities-k``), AdaBoost 2-parities (``adaboost-parities-2``), the network trains ``sgd_steps``
-steps on the sample. A registry name that states a setting the study sets otherwise is renamed
-(:data:`RENAMED`), so a row's learner and parameters say what ran; the report prints each
-learner's settings. Scoring: exactly (Pr_{x ~ p}[h(x) != f(x)] from
+as the registry sizes it for the cell (:func:`size`): trees grow to ``depth``, ensembles run
+``rounds`` rounds or members, the Fourier learners use degree k, FIND its rank bound k, FINDMIN
+ranks up to ``max_rank``, the network trains ``sgd_steps`` steps on the sample; the report prints
+each learner's settings. Scoring: exactly (Pr_{x ~ p}[h(x) != f(x)] from
 the target's oracle) for hypotheses with an exact error (trees, stumps, node-list trees), else on
 ``test_m`` fresh examples from p (ensembles, polynomials, networks); ``exact`` says which. Success:
 exact error <= 1e-6, or no test error. Two learners use other access: ``km`` asks (2n + 1) m
@@ -75,45 +71,21 @@ def target(family: str, key, n: int, k: int):
     return targets.addressing(1, k)
 
 
-#: Registry names whose stated setting the study changes -> the study's name for its configuration.
-RENAMED = {"adaboost-parities": "adaboost-parities-2", "find-2": "find-k", "findmin-3": "findmin", "lmn-1": "lmn-k",
-           "lmn-1-biased": "lmn-k-biased", "parities-1": "parities-k", "sparse-1": "sparse-k"}
-#: The study's learners: every registered one, under its name in this study.
-LEARNERS = sorted(RENAMED.get(name, name) for name in learners.names())
+#: The study's learners: every registered one.
+LEARNERS = learners.names()
+
+
+def size(n: int, k: int, params: dict, m: int | None = None) -> learners.Size:
+    """The registry's :class:`~jaxtrees.learners.Size` of a cell (``m``: the examples, default m_max;
+    KM's grid point sets its query budget)."""
+    return learners.Size(n=n, k=k, m=params["m_max"] if m is None else m, depth=params["depth"],
+                         rounds=params["rounds"], theta=params["theta"], l1=params["l1"], max_rank=params["max_rank"],
+                         max_calls=params["max_calls"], width=params["width"], lr=params["lr"], steps=params["sgd_steps"])
 
 
 def configured(name: str, n: int, k: int, params: dict, m: int | None = None):
-    """The learner ``name`` of :data:`LEARNERS` at the study's size (``m``: KM's grid point, it sets
-    the query budget). A name without a study configuration runs as the registry makes it."""
-    depth, rounds = params["depth"], params["rounds"]
-    impurity = {"id3-entropy": "entropy", "id3-gini": "gini", "id3-kearns_mansour": "kearns_mansour",
-                "id3-error": "error"}
-    if name in impurity:
-        return learners.GreedyTree(learners.GrowthRule(max_depth=depth, impurity=impurity[name]))
-    trees = {
-        "id3-random-ties": lambda: learners.GreedyTree(learners.GrowthRule(max_depth=depth, impurity="gini",
-                                                                           tie_break="random")),
-        "population-entropy": lambda: learners.PopulationTree(learners.GrowthRule(max_depth=depth)),
-        "best-first-gini": lambda: learners.BestFirstTree(learners.GrowthRule(max_depth=min(n, 15), impurity="gini"),
-                                                          max_leaves=2**depth),
-        "stump-error": lambda: learners.Stump(impurity="error"),
-        "stump-gini": lambda: learners.Stump(impurity="gini"),
-        "adaboost-stumps": lambda: learners.AdaBoost(learners.Stump(impurity="error"), rounds=rounds),
-        "adaboost-parities-2": lambda: learners.AdaBoost(learners.Parities(degree=2), rounds=rounds),
-        "adaboost-cart": lambda: learners.AdaBoost(learners.CART16, rounds=max(1, rounds // 4)),
-        "parities-k": lambda: learners.Parities(degree=min(k, 3)),
-        "random-forest": lambda: learners.random_forest(members=rounds, max_depth=depth),
-        "bagging-majority": lambda: learners.Bagging(learners.GreedyTree(learners.GrowthRule(max_depth=depth)),
-                                                     members=rounds, vote="majority"),
-        "find-k": lambda: learners.find(k, max_calls=params["max_calls"]),
-        "findmin": lambda: learners.FindMin(max_rank=params["max_rank"], max_calls=params["max_calls"]),
-        "lmn-k": lambda: learners.LowDegree(degree=k, threshold=params["theta"]),
-        "lmn-k-biased": lambda: fourier.lmn(n, k, params["theta"]),
-        "sparse-k": lambda: fourier.sparse(n, k, params["l1"]),
-        "km": lambda: fourier.km(n, k, params["theta"], m),
-        "sgd": lambda: _sgd(params),
-    }
-    return trees[name]() if name in trees else learners.get(name)
+    """The learner ``name`` as the registry sizes it for a cell of size (n, k) (``m``: KM's grid point)."""
+    return learners.get(name, size(n, k, params, m))
 
 
 def settings(name: str, n: int, k: int, params: dict) -> str:
@@ -134,28 +106,11 @@ def _settings_table(rows) -> str:
     combos = sorted({tuple(r[name] for name in names) for r in rows}, key=lambda c: tuple(map(summary.natural_key, c)))
     table = {}
     for combo in combos:
-        params = {name: _typed(name, value) for name, value in zip(names, combo)}
+        params = dict(zip(names, combo))
         key = (params["learner"], settings(params["learner"], params["n"], params["k"], params))
         table.setdefault(key, []).append(f"k = {params['k']}, n = {params['n']}")
     return summary.markdown_table(["learner", "cells", "settings"],
                                   [[name, "; ".join(cells), f"`{text}`"] for (name, text), cells in table.items()])
-
-
-def _typed(name: str, value: str):
-    """A parameter read from a row, as the type of the study's full grid."""
-    example = COMPARE.full[name]
-    return type(example[0] if isinstance(example, list) else example)(value)
-
-
-def _sgd(params):
-    import optax
-
-    from jaxtrees.learners import sgd
-
-    config = sgd.TrainConfig(sgd.mlp(params["width"]), loss="hinge", optimizer=optax.sgd, steps=params["sgd_steps"],
-                             batch_size=32, eval_every=params["sgd_steps"], mode="fixed", m=params["m_max"],
-                             exact_max_n=0, test_size=32)
-    return sgd.SGD(config, (("learning_rate", params["lr"]),))
 
 
 def _trial(key, params):
@@ -251,14 +206,14 @@ def _overview_plot(rows, stem):
     panels = summary.split(rows, ["family", "k", "n"])
     names = sorted({r["learner"] for r in rows})
     fig, axes = summary.figure(len(panels), width=5.0, height=1.2 + 0.3 * len(names))
-    cs = sorted({float(r["c"]) for r in rows})
+    cs = sorted({r["c"] for r in rows})
     height = 0.8 / len(cs)
     counts = []
     for ax, ((family, k, n), sel) in zip(axes, panels.items()):
-        m_top = max(int(r["m"]) for r in sel)
-        top = [r for r in sel if int(r["m"]) == m_top]
+        m_top = max(r["m"] for r in sel)
+        top = [r for r in sel if r["m"] == m_top]
         for j, c in enumerate(cs):
-            groups = {g["learner"]: g for g in summary.rates([r for r in top if float(r["c"]) == c], ["learner"],
+            groups = {g["learner"]: g for g in summary.rates([r for r in top if r["c"] == c], ["learner"],
                                                              "success")}
             counts += [g["trials"] for g in groups.values()]
             ys = [i + (j - (len(cs) - 1) / 2) * height for i in range(len(names))]
@@ -292,16 +247,11 @@ def _family_plot(rows, family, stem):
             groups = summary.rates(part, ["m"], "success")
             counts += [g["trials"] for g in groups]
             summary.rate_curve(ax, groups, "m", _label(name), band_alpha=0.08, ms=4, ls=("-", "--", ":")[min(i // 10, 2)])
-        ax.set_xscale("log", base=2)
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("training examples m (km: (2n + 1) m queries)")
-        ax.set_title(f"random {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("P[success]\n(95% Wilson band)")
-    summary.legend(fig, axes)
-    summary.suptitle(fig, f"Every learner on the same samples of {PLURALS[family].format(k='k')}: success = exact "
-                          f"error 0, or no error on a fresh test sample ({summary.trials_text(counts)})")
-    return summary.save(fig, stem)
+        summary.panel(ax, f"random {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}",
+                      "training examples m (km: (2n + 1) m queries)", ylim=summary.RATE_LIMITS)
+    return summary.finish(fig, axes, stem, "P[success]\n(95% Wilson band)",
+                          f"Every learner on the same samples of {PLURALS[family].format(k='k')}: success = exact "
+                          "error 0, or no error on a fresh test sample", counts)
 
 
 REFERENCE = "id3-entropy"
@@ -313,10 +263,10 @@ def _report(rows):
     m90, top = {}, {}
     for (family, k, n, c, name), sel in summary.split(rows, [*by, "learner"]).items():
         groups = summary.rates(sel, ["m"], "success")
-        reach = summary.threshold([(int(g["m"]), g["rate"]) for g in groups])
+        reach = summary.threshold([(g["m"], g["rate"]) for g in groups])
         if name == "km" and reach is not None:
             reach = f"{(2 * int(n) + 1) * reach} queries"
-        best = max(groups, key=lambda g: int(g["m"]))
+        best = max(groups, key=lambda g: g["m"])
         m90[(family, k, n, c, name)] = "-" if reach is None else reach
         top[(family, k, n, c, name)] = best
     cells = summary.cells(rows, by)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxtrees import targets
+from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
@@ -62,21 +62,21 @@ NAMES = {"id3": "ID3", "lmn": "LMN", "sparse": "Lasso", "km": "KM"}
 
 
 def lmn(n: int, k: int, theta: float) -> LowDegree:
-    """The study's LMN: degree k, p-biased basis of the sample's marginals, the estimates with
-    |f~(S)| >= theta, at most the 4^k largest (a depth-k tree has at most 4^k coefficients)."""
-    return LowDegree(degree=k, threshold=theta, basis="biased", max_terms=min(4**k, polynomial.n_subsets(n, k)))
+    """The study's LMN (the registry's ``lmn-k-biased``): degree k, p-biased basis of the sample's
+    marginals, the estimates with |f~(S)| >= theta, at most the 4^k largest (a depth-k tree has at most 4^k)."""
+    return learners.get("lmn-k-biased", learners.Size(n=n, k=k, theta=theta))
 
 
 def sparse(n: int, k: int, l1: float) -> SparseRecovery:
-    """The study's sparse recovery: the Lasso with penalty l1 over the degree-k characters of the
-    sample's p-biased basis, at most the 4^k largest coefficients kept."""
-    return SparseRecovery(degree=k, l1=l1, basis="biased", max_terms=min(4**k, polynomial.n_subsets(n, k)))
+    """The study's sparse recovery (``sparse-k``): the Lasso with penalty l1 over the degree-k
+    characters of the sample's p-biased basis, at most the 4^k largest coefficients kept."""
+    return learners.get("sparse-k", learners.Size(n=n, k=k, l1=l1))
 
 
 def km(n: int, k: int, theta: float, m: int) -> KushilevitzMansour:
-    """The study's KM at grid point m: m query triples per level ((2n + 1) m queries), heavy
+    """The study's KM at grid point m (``km``): m query triples per level ((2n + 1) m queries), heavy
     threshold theta, a frontier of min(4^k, floor(4 / theta^2)) prefixes."""
-    return KushilevitzMansour(theta=theta, budget=(2 * n + 1) * m, width=min(4**k, KushilevitzMansour(theta).frontier))
+    return learners.get("km", learners.Size(n=n, k=k, theta=theta, m=m))
 
 
 def _trial(key, params):
@@ -143,29 +143,24 @@ def _plot(rows, stem):
                 groups = summary.rates(part, ["m"], f"{learner}_success")
                 counts += [g["trials"] for g in groups]
                 summary.rate_curve(ax, groups, "m", f"{NAMES[learner]}, {_c_label(c)}")
-        ax.set_xscale("log", base=2)
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("training examples m (KM: (2n + 1) m queries)")
-        ax.set_title(f"random {PLURALS[kind].format(k=k)}, n = {n}\n(theta = {float(theta):g}, l1 = {float(l1):g})")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("P[success]\n(95% Wilson band)")
-    summary.legend(fig, axes)
-    summary.suptitle(fig, "ID3 (depth k) vs LMN and Lasso (degree k) on the same samples, KM from membership queries; "
-                          "ID3: exact error 0, the others: no error on a fresh test sample "
-                          f"({summary.trials_text(counts)})")
-    return summary.save(fig, stem) + _spectra_plot(rows, f"{stem}_spectra")
+        summary.panel(ax, f"random {PLURALS[kind].format(k=k)}, n = {n}\n(theta = {theta:g}, l1 = {l1:g})",
+                      "training examples m (KM: (2n + 1) m queries)", ylim=summary.RATE_LIMITS)
+    return summary.finish(fig, axes, stem, "P[success]\n(95% Wilson band)",
+                          "ID3 (depth k) vs LMN and Lasso (degree k) on the same samples, KM from membership queries; "
+                          "ID3: exact error 0, the others: no error on a fresh test sample", counts) + _spectra_plot(
+        rows, f"{stem}_spectra")
 
 
 def _spectra_plot(rows, stem):
     """Learned trees at m_max: L1 vs leaves and degree vs depth, with the bounds L1 <= s, degree <= depth."""
-    top = [r for r in rows if int(r["m"]) == int(r["m_max"])]
+    top = [r for r in rows if r["m"] == r["m_max"]]
     fig, axes = summary.figure(2)
     kinds = summary.split(top, ["target"])
     for i, ((kind,), sel) in enumerate(kinds.items()):
         shift = 0.12 * (i - (len(kinds) - 1) / 2)  # side by side, not on top of each other
         style = summary.series_style(axes[0])
         for ax, (x, y) in zip(axes, (("tree_leaves", "tree_l1"), ("tree_depth", "tree_degree"))):
-            ax.plot([float(r[x]) + shift for r in sel], [float(r[y]) for r in sel], ls="none", alpha=0.35,
+            ax.plot([r[x] + shift for r in sel], [r[y] for r in sel], ls="none", alpha=0.35,
                     label=f"trees learned on {PLURALS[kind].format(k='k')}", **style)
     for ax, (label_x, label_y) in zip(axes, (("leaves s", "L1 norm of the tree's spectrum"),
                                              ("depth", "Fourier degree"))):
@@ -192,24 +187,24 @@ def _report(rows):
         line = [*cell]
         for name in LEARNERS:
             groups = summary.rates(sel, ["m"], f"{name}_success")
-            top = max(groups, key=lambda g: int(g["m"]))
+            top = max(groups, key=lambda g: g["m"])
             if len(line) == len(by):
                 line.append(top["trials"])
-            m90 = summary.threshold([(int(g["m"]), g["rate"]) for g in groups])
+            m90 = summary.threshold([(g["m"], g["rate"]) for g in groups])
             line += [f"{top['rate']:.2f} [{top['low']:.2f}, {top['high']:.2f}]", "not reached" if m90 is None else m90]
         table.append(line)
     spectra_header = ["target", "n", "k", "trees", "target L1 (mean)", "target degree (max)",
                       "trees with L1 <= leaves", "trees with degree <= depth", "tree L1 (mean)", "tree leaves (mean)"]
     spectra_table = []
-    top = [r for r in rows if int(r["m"]) == int(r["m_max"])]
+    top = [r for r in rows if r["m"] == r["m_max"]]
     for cell, sel in summary.split(top, ["target", "n", "k"]).items():
-        within_l1 = sum(float(r["tree_l1"]) <= float(r["tree_leaves"]) + 1e-4 for r in sel)
-        within_degree = sum(int(float(r["tree_degree"])) <= int(float(r["tree_depth"])) for r in sel)
+        within_l1 = sum(r["tree_l1"] <= r["tree_leaves"] + 1e-4 for r in sel)
+        within_degree = sum(r["tree_degree"] <= r["tree_depth"] for r in sel)
         spectra_table.append([*cell, len(sel), f"{_mean(sel, 'target_l1'):.3f}",
-                              max(int(float(r["target_degree"])) for r in sel), f"{within_l1} of {len(sel)}",
+                              max(r["target_degree"] for r in sel), f"{within_l1} of {len(sel)}",
                               f"{within_degree} of {len(sel)}", f"{_mean(sel, 'tree_l1'):.3f}",
                               f"{_mean(sel, 'tree_leaves'):.2f}"])
-    m_grid = f"{min(int(r['m']) for r in rows)}..{max(int(r['m']) for r in rows)}"
+    m_grid = f"{min(r['m'] for r in rows)}..{max(r['m'] for r in rows)}"
     return ("## Fourier learners vs ID3 (001)\n\n"
             f"m grid {m_grid} (powers of two; nested prefixes of one sample per trial, the same examples for "
             "every learner). ID3: depth k, success = exact error 0. LMN: degree k, p-biased basis of "
