@@ -23,6 +23,7 @@ This module also re-exports what a caller of :func:`run` needs: ``Study``, ``Con
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -98,94 +99,154 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     """
     chunk = None if chunk is None else checks.integer("chunk", chunk, low=1)
     group = None if group is None else checks.integer("group", group, low=1, high=2**16)
-    devices = jax.local_devices()
     store = Store(out, study.name)
     metadata = store.open(config.as_json())
     try:
-        _run_locked(study, config, store, metadata, devices, chunk, group, progress, max_trials)
+        job = _Job(study, config, store, metadata, jax.local_devices(), chunk, group, progress)
+        todo = job.plan(max_trials)
+        work = job.pending(todo)
+        bar = Progress(job.label, len(todo), enabled=progress, programs=len(work))
+        for members, pending in work:
+            program = job.size(members, pending)
+            compiled = job.compile(program, bar)
+            job.run(program, compiled, bar)
+            del compiled  # this group's program, unmapped before the next group compiles
+            programs.release_if_crowded()  # a notebook's own jit caches past a quarter of vm.max_map_count
+        bar.close()
+        job.finish(len(todo), bar.elapsed)
     finally:
         store.close()
     return store.results_path
 
 
-def _run_locked(study, config, store, metadata, devices, chunk, group, progress, max_trials):
-    this_run = {"started": now(), "environment": environment(), "chunk": {}, "group": {}, "compile_seconds": {},
-                "run_seconds": {}, "trials_run": {}, "compiler_options": compiler_options(study, devices[0])}
-    metadata["runs"].append(this_run)
-    metadata["columns"] = column_descriptions(study, config)
-    store.write_metadata(metadata)
+@dataclasses.dataclass
+class _Program:
+    """One static group's program as this run sizes it: its static values (``name``: as JSON, the
+    key of its entries in metadata.json), trials vmapped per device, trials per call, and the
+    slots of its pending trials (:func:`_pack`)."""
 
-    done = {(int(r["cell"]), int(r["replicate"])) for r in store.read_parts()}
-    cells = config.cells()
-    groups = study.static_groups(cells)
-    process, processes = jax.process_index(), jax.process_count()  # trial t of the grid runs on process t mod P
-    todo = [(i, r) for i in range(len(cells)) for r in range(config.replicates)
-            if (i * config.replicates + r) % processes == process and (i, r) not in done]
-    if max_trials is not None:
-        todo = todo[:max_trials]
-    label = study.name if processes == 1 else f"{study.name} [process {process} of {processes}]"
-    member_sets = [set(members) for members in groups]
-    bar = Progress(label, len(todo), enabled=progress,
-                   programs=sum(any(t[0] in m for t in todo) for m in member_sets))
-    for members, member_set in zip(groups, member_sets):
-        pending = [t for t in todo if t[0] in member_set]
-        if not pending:
-            continue
-        static = study.program([cells[i] for i in members])
-        need = None if study.bytes_per_trial is None else max(study.bytes_per_trial(cells[i]) for i in members)
-        working = (None if study.working_set_per_trial is None
-                   else max(study.working_set_per_trial(cells[i]) for i in members))
+    static: dict
+    name: str
+    group: int
+    size: int
+    slots: list
+    trials: int
+
+
+@dataclasses.dataclass
+class _Job:
+    """One call of :func:`run`, in steps: :meth:`plan` the trials, then per static group :meth:`size`,
+    :meth:`compile` and :meth:`run` its program, and :meth:`finish`; each step records its part of
+    this run's entry in metadata.json (``record``)."""
+
+    study: Study
+    config: Config
+    store: Store
+    metadata: dict
+    devices: list
+    chunk: int | None
+    group: int | None
+    progress: bool
+
+    def __post_init__(self):
+        self.record = {"started": now(), "environment": environment(), "chunk": {}, "group": {},
+                       "compile_seconds": {}, "run_seconds": {}, "trials_run": {},
+                       "compiler_options": compiler_options(self.study, self.devices[0])}
+        self.metadata["runs"].append(self.record)
+        self.metadata["columns"] = column_descriptions(self.study, self.config)
+        self.store.write_metadata(self.metadata)
+        self.cells = self.config.cells()
+        self.process, self.processes = jax.process_index(), jax.process_count()
+        self.label = (self.study.name if self.processes == 1
+                      else f"{self.study.name} [process {self.process} of {self.processes}]")
+
+    def plan(self, max_trials: int | None) -> list[tuple[int, int]]:
+        """This process's trials still to run, (cell, replicate) in grid order: trial t of the grid
+        runs on process t mod P; those in the store's parts are done."""
+        done = {(int(r["cell"]), int(r["replicate"])) for r in self.store.read_parts()}
+        replicates = self.config.replicates
+        todo = [(i, r) for i in range(len(self.cells)) for r in range(replicates)
+                if (i * replicates + r) % self.processes == self.process and (i, r) not in done]
+        return todo if max_trials is None else todo[:max_trials]
+
+    def pending(self, todo) -> list[tuple[list[int], list]]:
+        """(cells of a static group, its trials in ``todo``) for each group with trials to run."""
+        out = []
+        for members in self.study.static_groups(self.cells):
+            member_set = set(members)
+            pending = [t for t in todo if t[0] in member_set]
+            if pending:
+                out.append((members, pending))
+        return out
+
+    def size(self, members: list[int], pending: list) -> _Program:
+        """The group's program sized for the devices: trials vmapped per device (a resumed run keeps
+        the group it started with: the group is part of the arithmetic, a different one may change a
+        float in its last ulp, so the rows stay those of one run) and trials per call."""
+        study, cells = self.study, [self.cells[i] for i in members]
+        static = study.program(cells)
+        need = None if study.bytes_per_trial is None else max(map(study.bytes_per_trial, cells))
+        working = None if study.working_set_per_trial is None else max(map(study.working_set_per_trial, cells))
         name = json.dumps(static, sort_keys=True)
-        earlier = [r["group"][name] for r in metadata["runs"][:-1] if name in r.get("group", {})]
-        # A resumed run keeps the group it started with: the group is part of the arithmetic (a
-        # different one may change a float in its last ulp), so the rows stay those of one run.
-        vmapped = group_size(devices[0], need, group if group is not None or not earlier else earlier[-1], working)
-        unit = vmapped * len(devices)
-        per_call = -(-(chunk or 8 * unit) // unit) * unit
-        if chunk is not None and per_call != chunk and progress and not this_run["chunk"]:
-            print(f"{study.name}: chunk {chunk} rounded up to {per_call} (a multiple of {vmapped} trials x "
-                  f"{len(devices)} device(s))", file=sys.stderr)
-        slots = _pack(study, cells, pending, vmapped)
+        earlier = [r["group"][name] for r in self.metadata["runs"][:-1] if name in r.get("group", {})]
+        group = self.group if self.group is not None or not earlier else earlier[-1]
+        vmapped = group_size(self.devices[0], need, group, working)
+        unit = vmapped * len(self.devices)
+        per_call = -(-(self.chunk or 8 * unit) // unit) * unit
+        if self.chunk is not None and per_call != self.chunk and self.progress and not self.record["chunk"]:
+            print(f"{study.name}: chunk {self.chunk} rounded up to {per_call} (a multiple of {vmapped} trials x "
+                  f"{len(self.devices)} device(s))", file=sys.stderr)
+        slots = _pack(study, self.cells, pending, vmapped)
         size = min(per_call, -(-len(slots) // unit) * unit)  # a small set pads to one group per device only
-        if chunk is None and need is not None:
-            size = min(size, max(1, memory_budget(devices[0]) // (need * vmapped)) * unit)
-        this_run["chunk"][name] = size
-        this_run["group"][name] = vmapped
+        if self.chunk is None and need is not None:
+            size = min(size, max(1, memory_budget(self.devices[0]) // (need * vmapped)) * unit)
+        self.record["chunk"][name] = size
+        self.record["group"][name] = vmapped
+        return _Program(static, name, vmapped, size, slots, len(pending))
+
+    def compile(self, program: _Program, bar: Progress):
+        """The program, compiled ahead of its first call, its compile seconds recorded."""
         bar.phase("compiling " + ", ".join(f"{k}={'/'.join(map(str, v)) if isinstance(v, tuple) else v}"
-                                           for k, v in static.items()))
+                                           for k, v in program.static.items()))
         started = time.perf_counter()
-        batched = _compile(study, static, config.seed, devices, vmapped).lower(
-            *_inputs(study, static, cells, slots[:size], size, vmapped)).compile(this_run["compiler_options"])
-        this_run["compile_seconds"][name] = round(time.perf_counter() - started, 3)
-        bar.compiled(this_run["compile_seconds"][name])
+        inputs = _inputs(self.study, program.static, self.cells, program.slots[:program.size], program.size,
+                         program.group)
+        compiled = _compile(self.study, program.static, self.config.seed, self.devices, program.group).lower(
+            *inputs).compile(self.record["compiler_options"])
+        self.record["compile_seconds"][program.name] = round(time.perf_counter() - started, 3)
+        bar.compiled(self.record["compile_seconds"][program.name])
+        return compiled
+
+    def run(self, program: _Program, compiled, bar: Progress):
+        """Every slot of the program, call by call, each call's rows written as one part."""
         started = time.perf_counter()
-        for start in range(0, len(slots), size):
-            part = slots[start:start + size]
-            outputs = batched(*_inputs(study, static, cells, part, size, vmapped))
+        for start in range(0, len(program.slots), program.size):
+            part = program.slots[start:start + program.size]
+            outputs = compiled(*_inputs(self.study, program.static, self.cells, part, program.size, program.group))
             real = [t for t, (_, padding) in enumerate(part) if not padding]
             outputs = {key: np.asarray(value)[real] for key, value in outputs.items()}
             trials = [part[t][0] for t in real]
-            store.write_part(_rows(study, config, cells, trials, outputs))
+            self.store.write_part(_rows(self.study, self.config, self.cells, trials, outputs))
             bar.update(len(trials))
-        this_run["run_seconds"][name] = round(time.perf_counter() - started, 3)
-        this_run["trials_run"][name] = len(pending)
-        this_run["seconds"] = bar.elapsed
-        store.write_metadata(metadata)  # a run killed later keeps this program's timings
-        del batched  # this group's program, unmapped before the next group compiles
-        programs.release_if_crowded()  # a notebook's own jit caches past a quarter of vm.max_map_count
-    bar.close()
-    this_run["finished"] = now()
-    this_run["peak_host_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    this_run["trials"] = len(todo)
-    this_run["seconds"] = bar.elapsed
-    store.write_metadata(metadata)
-    if processes > 1:  # every process's parts are on disk before process 0 reads them
-        from jax.experimental import multihost_utils
+        self.record["run_seconds"][program.name] = round(time.perf_counter() - started, 3)
+        self.record["trials_run"][program.name] = program.trials
+        self.record["seconds"] = bar.elapsed
+        self.store.write_metadata(self.metadata)  # a run killed later keeps this program's timings
 
-        multihost_utils.sync_global_devices(f"jaxtrees run {study.name}")
-    rows = store.read_parts()
-    if process == 0 and len({(r["cell"], r["replicate"]) for r in rows}) == config.trials:
-        store.write_results(rows)
+    def finish(self, trials: int, seconds: float):
+        """Record the run's end; after every process is done, process 0 writes ``results.csv``."""
+        self.record["finished"] = now()
+        self.record["peak_host_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        self.record["trials"] = trials
+        self.record["seconds"] = seconds
+        self.store.write_metadata(self.metadata)
+        if self.processes > 1:  # every process's parts are on disk before process 0 reads them
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices(f"jaxtrees run {self.study.name}")
+        rows = self.store.read_parts()
+        if self.process == 0 and len({(r["cell"], r["replicate"]) for r in rows}) == self.config.trials:
+            self.store.write_results(rows)
 
 
 def compiler_options(study: Study, device) -> dict | None:
@@ -208,8 +269,7 @@ def _compile(study: Study, static: dict, seed: int, devices, group: int):
     of devices."""
 
     def one(cell_hash_, replicate, dynamic, shared):
-        key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), cell_hash_), replicate)  # trial_key
-        out = study.trial(key, {**static, **dynamic, **shared})
+        out = study.trial(study.trial_key(seed, cell_hash_, replicate), {**static, **dynamic, **shared})
         return {name: jnp.asarray(value) for name, value in out.items()}
 
     def local(hashes, replicates, dynamic, shared):
@@ -271,23 +331,17 @@ def _inputs(study: Study, static: dict, cells, slots, per_call, group: int):
 
 def _rows(study: Study, config: Config, cells, trials, outputs) -> list[dict]:
     rows = []
-    axis_name = _axis_name(study)
     for t, (i, r) in enumerate(trials):
         base = {"study": study.name, "seed": config.seed, "cell": i, "replicate": r, **cells[i]}
-        if axis_name is None:
+        if study.axis is None:
             rows.append({**base, **{name: _scalar(value[t]) for name, value in outputs.items()}})
             continue
-        values = study.axis[1](cells[i])
-        for a, axis_value in enumerate(values):
-            row = {**base, axis_name: axis_value}
+        for a, axis_value in enumerate(study.axis.values(cells[i])):
+            row = {**base, study.axis.name: axis_value}
             for name, value in outputs.items():
                 row[name] = _scalar(value[t][a] if value.ndim > 1 else value[t])
             rows.append(row)
     return rows
-
-
-def _axis_name(study: Study):
-    return None if study.axis is None else study.axis[0]
 
 
 def _scalar(v):

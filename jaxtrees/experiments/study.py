@@ -18,7 +18,7 @@ import functools
 import itertools
 import json
 import zlib
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 
@@ -40,6 +40,13 @@ PARAMETER_MEANINGS = {
 }
 
 
+class Axis(NamedTuple):
+    """What a trial's outputs run along: one row per value of ``values(cell)`` in column ``name``."""
+
+    name: str
+    values: Callable
+
+
 @dataclasses.dataclass(frozen=True)
 class Study:
     """A Monte Carlo study: parameters, their quick and full grids, and the trial.
@@ -53,8 +60,8 @@ class Study:
         reach ``trial`` as Python values, the others as traced float32 / int32 scalars.
       trial: ``trial(key, params) -> dict`` of float / int / bool arrays, each a scalar or of
         shape ``[len(axis values)]``.
-      axis: optional ``(name, values(params) -> list)``: the trial's outputs run along it (one
-        row per value).
+      axis: optional :class:`Axis` ``(name, values(params) -> list)``: the trial's outputs run along
+        it (one row per value).
       replicates: trials per cell, ``(quick, full)``.
       check: ``check(params)`` raises ValueError for a bad cell, before any heavy work.
       plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``; both
@@ -101,7 +108,7 @@ class Study:
     check: Callable
     plot: Callable
     report: Callable
-    axis: tuple | None = None
+    axis: Axis | None = None
     bytes_per_trial: Callable | None = None
     working_set_per_trial: Callable | None = None
     columns: dict = dataclasses.field(default_factory=dict)
@@ -114,6 +121,8 @@ class Study:
     parameters: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
+        if self.axis is not None:
+            object.__setattr__(self, "axis", Axis(*self.axis))
         for name in ("plot", "report"):  # both see typed rows (summary.typed), however they are called
             object.__setattr__(self, name, _typed_rows(getattr(self, name)))
         overlap = set(self.static) & (set(self.uniform) | set(self.bounds))
@@ -161,6 +170,11 @@ class Study:
     def key_hash(self, cell: dict) -> int:
         """The cell's part of its trials' keys: :func:`cell_hash` of its parameters but ``shared``."""
         return cell_hash({name: value for name, value in cell.items() if name not in self.shared})
+
+    def trial_key(self, seed: int, cell, replicate):
+        """The key of trial ``replicate`` of ``cell``: fold_in(fold_in(key(seed), h), replicate), h the
+        cell's :meth:`key_hash` (``cell`` a dict) or ``cell`` itself (a hash, traced inside a program)."""
+        return _fold(seed, self.key_hash(cell) if isinstance(cell, dict) else cell, replicate)
 
 
 def _typed_rows(function: Callable) -> Callable:
@@ -276,9 +290,12 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
 
 
 def trial_key(seed: int, cell: dict, replicate, study: Study | None = None):
-    """The key of one trial: fold_in(fold_in(key(seed), h), replicate), h = cell_hash(cell) (without
-    the study's ``shared`` parameters when ``study`` is given)."""
+    """The key of one trial (:meth:`Study.trial_key`; h = cell_hash(cell) when no ``study`` is given)."""
     h = cell_hash(cell) if study is None else study.key_hash(cell)
+    return _fold(seed, h, replicate)
+
+
+def _fold(seed: int, h, replicate):
     return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), h), replicate)
 
 

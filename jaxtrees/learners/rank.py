@@ -54,8 +54,7 @@ from jaxtrees.learners.base import check_data
 #: FIND's invocations allowed per sample (all ranks of a FINDMIN together) before it gives up.
 MAX_CALLS = 2**20
 
-# Frame columns and phases of the stack machine.
-_RANK, _VAR, _PHASE, _SLOT, _Q0, _Q1 = range(6)
+# A frame's phases: entered, waiting for its call on S_0^v (then S_1^v), re-executing one side at rank r.
 _ENTER, _WAIT0, _WAIT1, _REDO0, _REDO1 = range(5)
 # Node columns.
 _FEATURE, _LEFT, _RIGHT, _LABEL = range(4)
@@ -77,6 +76,49 @@ class Search(NamedTuple):
     found: jax.Array
     exhausted: jax.Array
     calls: jax.Array
+
+
+class _Frame(NamedTuple):
+    """One call FIND(S', r) on the machine's stack (int32 scalars; the stack holds [depth] arrays)."""
+
+    rank: jax.Array  # r, its rank bound
+    var: jax.Array  # the variable v it tries (-1: none yet)
+    phase: jax.Array  # _ENTER, _WAIT0, _WAIT1, _REDO0 or _REDO1
+    slot: jax.Array  # its node's slot in the tree
+    q0: jax.Array  # the slot of the tree its call on S'_0^v returned (-1: none, or not yet)
+    q1: jax.Array  # ... on S'_1^v
+
+
+def _frame(rank) -> _Frame:
+    """A frame about to be entered with rank bound ``rank``."""
+    return _Frame(*(jnp.asarray(v, jnp.int32) for v in (rank, -1, _ENTER, -1, -1, -1)))
+
+
+def _at(frames: _Frame, i) -> _Frame:
+    return jax.tree.map(lambda a: a[i], frames)
+
+
+def _set(frames: _Frame, i, frame: _Frame) -> _Frame:
+    return jax.tree.map(lambda a, v: a.at[i].set(v), frames, frame)
+
+
+def _select(flag, a, b):
+    return jax.tree.map(lambda x, y: jnp.where(flag, x, y), a, b)
+
+
+class _Machine(NamedTuple):
+    """The stack machine's state for one sample."""
+
+    frames: _Frame  # the call stack, each field [depth]
+    masks: jax.Array  # uint32[depth, W]: each frame's sample as a bitset
+    top: jax.Array  # the top frame's index (-1: the root returned)
+    ret: jax.Array  # the slot the last returning call found (-1: it failed)
+    nodes: jax.Array  # int32[C, 4]: the tree's nodes (feature, left, right, label)
+    stats: jax.Array  # float32[C, 2]: each node's weight and mean label
+    ptr: jax.Array  # the next free slot
+    calls: jax.Array  # FIND's invocations so far
+    bound: jax.Array  # the rank bound of the root's current FIND
+    status: jax.Array  # _RUNNING, _FOUND, _NONE or _BUDGET
 
 
 def capacity(n: int, m: int, max_rank: int) -> int:
@@ -141,18 +183,15 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
         """The lowest index where ``flags`` holds, or -1."""
         return jnp.where(jnp.any(flags), jnp.argmax(flags), -1).astype(jnp.int32)
 
-    def frame(rank):
-        return jnp.array([0, -1, _ENTER, -1, -1, -1], jnp.int32).at[_RANK].set(rank)
-
     def leaf_row(positives, total):
         return jnp.stack([jnp.int32(-1), -1, -1, (2 * positives > total).astype(jnp.int32)])
 
-    def step(s, X, y):
-        active = s["status"] == _RUNNING
-        top, ptr = s["top"], s["ptr"]
-        f = s["frames"][top]
-        mask = s["masks"][top]
-        rank, var, phase, slot, q0, q1 = (f[c] for c in range(6))
+    def step(s: _Machine, X, y) -> _Machine:
+        active = s.status == _RUNNING
+        top, ptr = s.top, s.ptr
+        f = _at(s.frames, top)
+        mask = s.masks[top]
+        rank, var, phase = f.rank, f.var, f.phase
 
         # The top frame's sample, split on every variable: S_1^v has ones[v] examples, ones_y[v] positive.
         m = bits.count(mask)
@@ -176,9 +215,8 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
         bulk_one = bulk & (v1 >= 0) & (leaf0 != leaf1)
 
         # Returns from calls: WAIT0 / REDO0 receive Q0, WAIT1 / REDO1 receive Q1.
-        ret = s["ret"]
-        q0 = jnp.where((phase == _WAIT0) | (phase == _REDO0), ret, q0)
-        q1 = jnp.where((phase == _WAIT1) | (phase == _REDO1), ret, q1)
+        q0 = jnp.where((phase == _WAIT0) | (phase == _REDO0), s.ret, f.q0)
+        q1 = jnp.where((phase == _WAIT1) | (phase == _REDO1), s.ret, f.q1)
         q0 = jnp.where(bulk_one, jnp.where(leaf0, ptr + 1, -1), jnp.where(bulk_both, ptr + 1, q0))
         q1 = jnp.where(bulk_one, jnp.where(leaf1, ptr + 1, -1), jnp.where(bulk_both, ptr + 2, q1))
         both = (q0 >= 0) & (q1 >= 0)
@@ -195,7 +233,7 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
         redo = (after_pair & ((q0 >= 0) != (q1 >= 0))) | bulk_one
         push = push_next | push_one | redo
         fail = active & ~succeed & ~push
-        own = jnp.where(entering, ptr, slot)
+        own = jnp.where(entering, ptr, f.slot)
 
         # The call pushed: its side of the split and its rank bound.
         v = jnp.maximum(new_var, 0)
@@ -203,14 +241,14 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
         child_mask = mask & jnp.where(right, X[v], ~X[v])
         child_rank = jnp.where(redo, rank, rank - 1)
         next_phase = jnp.where(push_next, _WAIT0, jnp.where(push_one, _WAIT1, jnp.where(q0 < 0, _REDO0, _REDO1)))
-        updated = jnp.stack([rank, new_var, next_phase, own, jnp.where(push_next, -1, q0), jnp.where(push_next, -1, q1)])
-        frames = s["frames"].at[top].set(jnp.where(push, updated, f))
-        masks = s["masks"].at[top + 1].set(jnp.where(push, child_mask, s["masks"][top + 1]))
-        frames = frames.at[top + 1].set(jnp.where(push, frame(child_rank), frames[top + 1]))
+        updated = _Frame(rank, new_var, next_phase, own, jnp.where(push_next, -1, q0), jnp.where(push_next, -1, q1))
+        frames = _set(s.frames, top, _select(push, updated, f))
+        masks = s.masks.at[top + 1].set(jnp.where(push, child_mask, s.masks[top + 1]))
+        frames = _set(frames, top + 1, _select(push, _frame(child_rank), _at(frames, top + 1)))
 
         # Node writes, one scatter: this frame's node (its statistics on entering; its test and
         # children on success) and the pure leaves of a rank-1 step.
-        label = jnp.where(entering, (2 * pos > m).astype(jnp.int32), s["nodes"][own, _LABEL])
+        label = jnp.where(entering, (2 * pos > m).astype(jnp.int32), s.nodes[own, _LABEL])
         test = jnp.where(succeed & ~(entering & pure), jnp.stack([new_var, q0, q1]), -1)
         rows = jnp.stack([jnp.concatenate([test, label[None]]), leaf_row(zeros_y[v], zeros[v]),
                           leaf_row(ones_y[v], ones[v])])
@@ -221,46 +259,45 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
         targets = jnp.stack([jnp.where(entering | succeed, own, C), jnp.where(bulk_one | bulk_both, q0, C),
                              jnp.where(bulk_one | bulk_both, q1, C)])
         targets = jnp.where(targets >= 0, targets, C)
-        nodes = s["nodes"].at[targets].set(rows, mode="drop")
+        nodes = s.nodes.at[targets].set(rows, mode="drop")
         stat_targets = targets.at[0].set(jnp.where(entering, own, C))
-        stats = s["stats"].at[stat_targets].set(stat_rows, mode="drop")
+        stats = s.stats.at[stat_targets].set(stat_rows, mode="drop")
         ptr = jnp.where(fail, own, jnp.where(entering, ptr + 1 + bulk_one + 2 * bulk_both, ptr))
 
         # Pop on return; at the root, FINDMIN moves on to the next rank or stops.
         new_top = jnp.where(push, top + 1, top - 1)
         result = jnp.where(succeed, own, -1)
-        calls = s["calls"] + entering.astype(jnp.int32) + jnp.where(bulk, 2 * tried, 0)
+        calls = s.calls + entering.astype(jnp.int32) + jnp.where(bulk, 2 * tried, 0)
         root_done = active & (new_top < 0)
-        retry = root_done & (result < 0) & (s["bound"] < max_rank)
-        bound = s["bound"] + retry.astype(jnp.int32)
-        frames = frames.at[0].set(jnp.where(retry, frame(bound), frames[0]))
+        retry = root_done & (result < 0) & (s.bound < max_rank)
+        bound = s.bound + retry.astype(jnp.int32)
+        frames = _set(frames, 0, _select(retry, _frame(bound), _at(frames, 0)))
         status = jnp.where(root_done & (result >= 0), _FOUND, jnp.where(root_done & ~retry, _NONE, _RUNNING))
         status = jnp.where((status == _RUNNING) & (calls >= max_calls) & ~retry, _BUDGET, status)
-        scalars = dict(top=jnp.where(retry, 0, new_top), ret=result, ptr=jnp.where(retry, 0, ptr), calls=calls,
-                       bound=bound, status=status)
-        scalars = {k: jnp.where(active, v, s[k]) for k, v in scalars.items()}
-        return dict(frames=frames, masks=masks, nodes=nodes, stats=stats, **scalars)
+        kept = lambda new, old: jnp.where(active, new, old)  # noqa: E731  (a finished lane writes nothing)
+        return _Machine(frames, masks, kept(jnp.where(retry, 0, new_top), s.top), kept(result, s.ret), nodes, stats,
+                        kept(jnp.where(retry, 0, ptr), s.ptr), kept(calls, s.calls), kept(bound, s.bound),
+                        kept(status, s.status))
 
-    def start(valid, weight):
+    def start(valid, weight) -> _Machine:
         sample = valid if weight is None else valid & bits.pack(weight > 0)
-        return dict(frames=jnp.zeros((D, 6), jnp.int32).at[0].set(frame(min_rank)),
-                    masks=jnp.zeros((D, W), jnp.uint32).at[0].set(sample), top=jnp.int32(0), ret=jnp.int32(-1),
-                    nodes=jnp.full((C, 4), -1, jnp.int32), stats=jnp.zeros((C, 2), jnp.float32), ptr=jnp.int32(0),
-                    calls=jnp.int32(0), bound=jnp.int32(min_rank), status=jnp.int32(_RUNNING))
+        frames = _set(jax.tree.map(lambda v: jnp.zeros((D,), jnp.int32), _frame(0)), 0, _frame(min_rank))
+        return _Machine(frames, jnp.zeros((D, W), jnp.uint32).at[0].set(sample), top=jnp.int32(0), ret=jnp.int32(-1),
+                        nodes=jnp.full((C, 4), -1, jnp.int32), stats=jnp.zeros((C, 2), jnp.float32),
+                        ptr=jnp.int32(0), calls=jnp.int32(0), bound=jnp.int32(min_rank), status=jnp.int32(_RUNNING))
 
     state = jax.vmap(start)(data.valid, data.weight)
-    s = jax.lax.while_loop(lambda s: jnp.any(s["status"] == _RUNNING),
-                           lambda s: jax.vmap(step)(s, data.X, data.y), state)
+    s = jax.lax.while_loop(lambda s: jnp.any(s.status == _RUNNING), lambda s: jax.vmap(step)(s, data.X, data.y), state)
     return jax.vmap(_finish)(s)
 
 
-def _finish(s) -> Search:
+def _finish(s: _Machine) -> Search:
     """The search's result from the machine's final state (one sample)."""
-    C = s["nodes"].shape[0]
-    found = s["status"] == _FOUND
-    size = jnp.where(found, s["ptr"], 1)
+    C = s.nodes.shape[0]
+    found = s.status == _FOUND
+    size = jnp.where(found, s.ptr, 1)
     used = jnp.arange(C) < size
-    nodes = jnp.where(used[:, None], s["nodes"], jnp.array([-1, -1, -1, 0], jnp.int32))
+    nodes = jnp.where(used[:, None], s.nodes, jnp.array([-1, -1, -1, 0], jnp.int32))
     # Without a tree, slot 0 is a leaf labelled by the sample's majority (set on entering the root).
     nodes = nodes.at[0, :_LABEL].set(jnp.where(found, nodes[0, :_LABEL], -1))
     feature, left, right, label = (nodes[:, c] for c in range(4))
@@ -268,9 +305,9 @@ def _finish(s) -> Search:
     parent = jnp.full((C,), -1, jnp.int32)
     for child in (left, right):  # each node's parent: one scatter of the children's slots
         parent = parent.at[jnp.where(internal, child, C)].set(jnp.arange(C, dtype=jnp.int32), mode="drop")
-    stats = jnp.where(used[:, None], s["stats"], 0.0)
+    stats = jnp.where(used[:, None], s.stats, 0.0)
     tree = NodeTree(feature, left, right, parent, jnp.where(used, label, 0), stats[:, 0], stats[:, 1], size)
-    return Search(tree, jnp.where(found, s["bound"], -1), found, s["status"] == _BUDGET, s["calls"])
+    return Search(tree, jnp.where(found, s.bound, -1), found, s.status == _BUDGET, s.calls)
 
 
 @jax.tree_util.register_static
