@@ -328,3 +328,27 @@ def section(title: str, text: str, header, table, after: str = "") -> str:
     <BLANKLINE>
     """
     return f"## {title}\n\n{text}\n\n{markdown_table(header, table)}{after}\n"
+
+
+def panel(ax, title: str, xlabel: str, *, xbase: int | None = 2, ylim=None):
+    """Label one panel: its title, its x label, a log x axis (``xbase``; None: linear), ``ylim``, a light grid."""
+    if xbase is not None:
+        ax.set_xscale("log", base=xbase)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+
+
+#: The y range of a panel of success rates (0 and 1 kept clear of the frame).
+RATE_LIMITS = (-0.03, 1.03)
+
+
+def finish(fig, axes, stem: str, ylabel: str, title: str, counts) -> list[str]:
+    """Finish a study figure: ``ylabel`` on the first panel, one legend, ``title`` with the trials per
+    point (``counts``: the trials behind each point), saved as ``stem``.png / .svg; returns the paths."""
+    axes[0].set_ylabel(ylabel)
+    legend(fig, axes)
+    suptitle(fig, f"{title} ({trials_text(counts)})")
+    return save(fig, stem)

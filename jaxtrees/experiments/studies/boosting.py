@@ -109,12 +109,12 @@ def _plot(rows, stem):
     counts = []
     for ax, ((name,), sel) in zip(axes, panels.items()):
         for weak, label in LEARNERS.items():
-            groups = sorted(summary.means(sel, ["round"], f"{weak}_test_error"), key=lambda g: int(g["round"]))
+            groups = sorted(summary.means(sel, ["round"], f"{weak}_test_error"), key=lambda g: g["round"])
             groups = [g for g in groups if g["mean"] == g["mean"]]  # 3-parities: empty unless max_degree = 3
             if not groups:
                 continue
             counts += [g["trials"] for g in groups]
-            x = [int(g["round"]) for g in groups]
+            x = [g["round"] for g in groups]
             mean = [100 * g["mean"] for g in groups]
             line, = ax.plot(x, mean, "-", label=label, **summary.series_style(ax), markevery=max(1, len(x) // 8))
             sem = [100 * (g["sem"] if g["sem"] == g["sem"] else 0.0) for g in groups]
@@ -122,15 +122,11 @@ def _plot(rows, stem):
                             color=line.get_color(), alpha=0.2)
             if weak in PAPER.get(name, {}):
                 ax.axhline(PAPER[name][weak], color=line.get_color(), ls=":", lw=1)
-        ax.set_xscale("log")
-        ax.set_xlabel("boosting round t (forest: trees)")
-        ax.set_title(f"{name} ({len(_data(name).features)} features)")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("test error (%)\n(mean +- s.e. over splits)")
-    summary.legend(fig, axes)
-    summary.suptitle(fig, "AdaBoost and a random forest on the seed's data sets; dotted: the paper's error after "
-                          f"250 rounds (Tables 2, 3) ({summary.trials_text(counts)})")
-    return summary.save(fig, stem)
+        summary.panel(ax, f"{name} ({len(_data(name).features)} features)", "boosting round t (forest: trees)",
+                      xbase=10)
+    return summary.finish(fig, axes, stem, "test error (%)\n(mean +- s.e. over splits)",
+                          "AdaBoost and a random forest on the seed's data sets; dotted: the paper's error after "
+                          "250 rounds (Tables 2, 3)", counts)
 
 
 #: A cell further than this from the paper (percentage points) is listed in the report.
@@ -141,10 +137,10 @@ def _report(rows):
     header = ["data", "learner", "splits", "rounds", "test error % (sd)", "paper %", "difference"]
     table, far = [], []
     for (name,), sel in summary.split(rows, ["data"]).items():
-        last = max(int(r["round"]) for r in sel)
-        final = [r for r in sel if int(r["round"]) == last]
+        last = max(r["round"] for r in sel)
+        final = [r for r in sel if r["round"] == last]
         for weak, label in LEARNERS.items():
-            errors = [100 * float(r[f"{weak}_test_error"]) for r in final]
+            errors = [100 * r[f"{weak}_test_error"] for r in final]
             if any(e != e for e in errors):
                 continue
             mean = sum(errors) / len(errors)
@@ -154,8 +150,8 @@ def _report(rows):
                           "" if paper is None else f"{paper:.2f}", "" if paper is None else f"{mean - paper:+.2f}"])
             if paper is not None and abs(mean - paper) > TOLERANCE:
                 far.append(f"{name} / {label}: {mean:.2f} vs {paper:.2f}")
-    bound_ok = all(float(r[f"{w}_train_error"]) <= float(r[f"{w}_bound"]) + 1e-6
-                   for r in rows for w in WEAK if float(r[f"{w}_bound"]) == float(r[f"{w}_bound"]))
+    bound_ok = all(r[f"{w}_train_error"] <= r[f"{w}_bound"] + 1e-6
+                   for r in rows for w in WEAK if r[f"{w}_bound"] == r[f"{w}_bound"])
     within = sum(1 for line in table if line[6] and abs(float(line[6])) <= TOLERANCE)
     compared = sum(1 for line in table if line[6])
     return ("## AdaBoost and a random forest on the seed's data sets (004, Tables 2 and 3)\n\n"

@@ -149,23 +149,18 @@ def _error_plot(rows, stem, by, horizon_name, title, label):
     counts = []
     for ax, ((impurity,), sel) in zip(axes, panels.items()):
         for cell, part in summary.split(sel, by).items():
-            groups = sorted(summary.means(part, ["depth"], "error"), key=lambda g: int(g["depth"]))
+            groups = sorted(summary.means(part, ["depth"], "error"), key=lambda g: g["depth"])
             counts += [g["trials"] for g in groups]
-            xs = [int(g["depth"]) for g in groups]
+            xs = [g["depth"] for g in groups]
             ys = [g["mean"] for g in groups]
             err = [1.96 * (g["sem"] if g["sem"] == g["sem"] else 0.0) for g in groups]
             line, = ax.plot(xs, ys, "-", ms=4, label=label(dict(zip(by, cell))), **summary.series_style(ax))
             ax.fill_between(xs, [y - e for y, e in zip(ys, err)], [y + e for y, e in zip(ys, err)],
                             color=line.get_color(), alpha=0.2)
         ax.set_xscale("symlog", base=2, linthresh=1)
-        ax.set_ylim(0, 0.52)
-        ax.set_xlabel(f"tree depth d (up to {horizon_name})")
-        ax.set_title(f"{title}, {impurity}")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("error of the tree truncated at depth d\n(mean, 95% CI)")
-    summary.legend(fig, axes)
-    summary.suptitle(fig, f"Greedy growth, exact gains ({summary.trials_text(counts)})")
-    return summary.save(fig, stem)
+        summary.panel(ax, f"{title}, {impurity}", f"tree depth d (up to {horizon_name})", xbase=None, ylim=(0, 0.52))
+    return summary.finish(fig, axes, stem, "error of the tree truncated at depth d\n(mean, 95% CI)",
+                          "Greedy growth, exact gains", counts)
 
 
 #: Output columns of the exact path-mode studies.
@@ -180,8 +175,8 @@ PATH_COLUMNS = {
 def _at_horizon(sel, metric):
     """The rows of a cell at its deepest recorded depth (one per path), the rate of the 0/1
     ``metric`` there and the mean error there."""
-    last = max(int(r["depth"]) for r in sel)
-    per_path = [r for r in sel if int(r["depth"]) == last]
+    last = max(r["depth"] for r in sel)
+    per_path = [r for r in sel if r["depth"] == last]
     return per_path, summary.rates(per_path, ["depth"], metric)[0], summary.means(per_path, ["depth"], "error")[0]
 
 
@@ -204,7 +199,7 @@ def _addressing_report(rows):
         params = dict(zip(by, cell))
         params = {**params, "k": int(params["k"]), "c": int(params["c"]), "s": float(params["s"])}
         per_path, rate, err = _at_horizon(sel, "memory_first")
-        first = sorted(int(r["first_address_depth"]) for r in per_path)
+        first = sorted(r["first_address_depth"] for r in per_path)
         median = first[len(first) // 2]
         lemma = lemma14(params)
         hyp = ("n/a (not (alpha, L))" if lemma["k0"] is None else

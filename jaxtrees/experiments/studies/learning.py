@@ -230,15 +230,8 @@ def _success_plot(rows, stem, panel_by, curve_by, label, title, suptitle):
             groups = summary.rates(part, ["m"], "success")
             counts += [g["trials"] for g in groups]
             summary.rate_curve(ax, groups, "m", label(*curve))
-        ax.set_xscale("log", base=2)
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("training examples m")
-        ax.set_title(title(*panel))
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("P[exact error = 0]\n(95% Wilson band)")
-    summary.legend(fig, axes)
-    summary.suptitle(fig, f"{suptitle} ({summary.trials_text(counts)})")
-    return summary.save(fig, stem)
+        summary.panel(ax, title(*panel), "training examples m", ylim=summary.RATE_LIMITS)
+    return summary.finish(fig, axes, stem, "P[exact error = 0]\n(95% Wilson band)", suptitle, counts)
 
 
 def _threshold_report(rows, by, title, extra=None):
@@ -249,15 +242,15 @@ def _threshold_report(rows, by, title, extra=None):
     table = []
     for cell, sel in summary.split(rows, by).items():
         groups = summary.rates(sel, ["m"], "success")
-        top = max(groups, key=lambda g: int(g["m"]))
-        m90 = summary.threshold([(int(g["m"]), g["rate"]) for g in groups])
-        at_top = [r for r in sel if int(r["m"]) == int(top["m"])]
+        top = max(groups, key=lambda g: g["m"])
+        m90 = summary.threshold([(g["m"], g["rate"]) for g in groups])
+        at_top = [r for r in sel if r["m"] == top["m"]]
         err = summary.means(at_top, ["m"], "exact_error")[0]
         line = [*cell, top["trials"], f"{top['rate']:.2f} [{top['low']:.2f}, {top['high']:.2f}]",
                 "not reached" if m90 is None else m90, f"{err['mean']:.4f}"]
         if extra:
             line.append(f"{summary.rates(at_top, ['m'], extra)[0]['rate']:.2f}")
         table.append(line)
-    return f"## {title}\n\nm grid {min(int(r['m']) for r in rows)}..{max(int(r['m']) for r in rows)} " \
+    return f"## {title}\n\nm grid {min(r['m'] for r in rows)}..{max(r['m'] for r in rows)} " \
            f"(powers of two; nested prefixes of one sample per trial). 90%: smallest m from which the " \
            f"success rate stays >= 0.9.\n\n" + summary.markdown_table(header, table) + "\n"

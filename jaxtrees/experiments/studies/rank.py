@@ -122,8 +122,8 @@ def _c_label(c) -> str:
 
 
 def _mean_curve(ax, rows, metric, label, **style):
-    groups = sorted(summary.means(rows, ["m"], metric), key=lambda g: float(g["m"]))
-    xs = [float(g["m"]) for g in groups]
+    groups = sorted(summary.means(rows, ["m"], metric), key=lambda g: g["m"])
+    xs = [g["m"] for g in groups]
     mean = [g["mean"] for g in groups]
     half = [1.96 * (g["sem"] if g["sem"] == g["sem"] else 0.0) for g in groups]
     line, = ax.plot(xs, mean, label=label, ms=5, **{**summary.series_style(ax), **style})
@@ -145,7 +145,7 @@ def _plot(rows, stem):
             counts += [g["trials"] for g in summary.means(part, ["m"], "findmin_error")]
             _mean_curve(ax, part, "findmin_error", f"FINDMIN, {_c_label(c)}", ls="-")
             _mean_curve(ax, part, "id3_error", f"ID3, {_c_label(c)}", ls="--")
-        m_max = max(float(r["m"]) for r in sel)
+        m_max = max(r["m"] for r in sel)
         bound = _bound(cell)
         ax.axhline(float(cell["eps"]), color="k", lw=0.8, ls=":", label="eps")
         where = f"Thm 2: m = {bound:,.0f}"
@@ -153,17 +153,12 @@ def _plot(rows, stem):
             ax.axvline(bound, color="k", lw=1, ls="-.", label="Theorem 2's m(eps, delta) for r = k")
         else:
             where += " (beyond the grid)"
-        ax.set_xscale("log", base=2)
         ax.set_yscale("symlog", linthresh=1e-3)
-        ax.set_ylim(0, 0.6)
-        ax.set_xlabel("training examples m")
-        ax.set_title(f"random {PLURALS[cell['target']].format(k=cell['k'])}, n = {cell['n']}\n{where}")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("mean exact error\n(95% band)")
-    summary.legend(fig, axes)
-    summary.suptitle(fig, "FINDMIN (least-rank consistent tree, 003) vs ID3 on the same samples: exact error "
-                          f"({summary.trials_text(counts)})")
-    return summary.save(fig, stem) + _ranks_plot(rows, f"{stem}_ranks") + _calls_plot(rows, f"{stem}_calls")
+        summary.panel(ax, f"random {PLURALS[cell['target']].format(k=cell['k'])}, n = {cell['n']}\n{where}",
+                      "training examples m", ylim=(0, 0.6))
+    return (summary.finish(fig, axes, stem, "mean exact error\n(95% band)", "FINDMIN (least-rank consistent tree, "
+                           "003) vs ID3 on the same samples: exact error", counts)
+            + _ranks_plot(rows, f"{stem}_ranks") + _calls_plot(rows, f"{stem}_calls"))
 
 
 @summary.styled
@@ -173,12 +168,9 @@ def _ranks_plot(rows, stem):
     fig, axes = summary.figure(len(panels))
     for ax, ((kind, k, n), sel) in zip(axes, panels.items()):
         _mean_curve(ax, sel, "target_rank", "target", ls=":")
-        _mean_curve(ax, [r for r in sel if int(float(r["findmin_found"]))], "findmin_rank", "FINDMIN: r(S)", ls="-")
+        _mean_curve(ax, [r for r in sel if r["findmin_found"]], "findmin_rank", "FINDMIN: r(S)", ls="-")
         _mean_curve(ax, sel, "id3_rank", "ID3's tree", ls="--")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("training examples m")
-        ax.set_title(f"random {PLURALS[kind].format(k=k)}, n = {n}")
-        ax.grid(alpha=0.3)
+        summary.panel(ax, f"random {PLURALS[kind].format(k=k)}, n = {n}", "training examples m")
     axes[0].set_ylabel("mean rank (95% band)")
     summary.legend(fig, axes)
     summary.suptitle(fig, "Ranks of the target, of the sample (FINDMIN) and of ID3's tree, all c pooled")
@@ -191,9 +183,9 @@ def _calls_plot(rows, stem):
     fig, axes = summary.figure(1)
     ax = axes[0]
     hi = 1.0
-    for (kind,), sel in summary.split([r for r in rows if int(float(r["findmin_found"]))], ["target"]).items():
-        xs = [lemma3_bound(int(r["n"]), int(float(r["findmin_rank"]))) for r in sel]
-        ys = [float(r["findmin_calls"]) for r in sel]
+    for (kind,), sel in summary.split([r for r in rows if r["findmin_found"]], ["target"]).items():
+        xs = [lemma3_bound(r["n"], r["findmin_rank"]) for r in sel]
+        ys = [r["findmin_calls"] for r in sel]
         hi = max(hi, *xs, *ys)
         ax.plot(xs, ys, ls="none", alpha=0.3, label=f"{PLURALS[kind].format(k='k')}", **summary.series_style(ax))
     ax.plot([1, hi], [1, hi], "k--", lw=1, label="Lemma 3: sum_{j<=r} (n + 1)^(2j)")
@@ -218,17 +210,17 @@ def _report(rows):
     for cell, sel in summary.split(rows, by).items():
         info = dict(zip(by, cell))
         bound = _bound(info)
-        level = 1.0 - float(info["delta"])
+        level = 1.0 - info["delta"]
         for r in sel:
-            r["findmin_ok"] = float(float(r["findmin_error"]) <= float(info["eps"]))
-            r["id3_ok"] = float(float(r["id3_error"]) <= float(info["eps"]))
-        fm = {int(g["m"]): g for g in summary.rates(sel, ["m"], "findmin_ok")}
-        ok = {int(g["m"]): g for g in summary.rates(sel, ["m"], "id3_ok")}
+            r["findmin_ok"] = float(r["findmin_error"] <= info["eps"])
+            r["id3_ok"] = float(r["id3_error"] <= info["eps"])
+        fm = {g["m"]: g for g in summary.rates(sel, ["m"], "findmin_ok")}
+        ok = {g["m"]: g for g in summary.rates(sel, ["m"], "id3_ok")}
         at = min((m for m in fm if m >= bound), default=None)
         there = "beyond the grid" if at is None else (f"{fm[at]['rate']:.3f} [{fm[at]['low']:.3f}, "
                                                       f"{fm[at]['high']:.3f}]")
         m_top = max(fm)
-        top = [r for r in sel if int(r["m"]) == m_top]
+        top = [r for r in sel if r["m"] == m_top]
 
         def mean(metric, rows_=top):
             return sum(float(r[metric]) for r in rows_) / max(len(rows_), 1)
@@ -239,17 +231,17 @@ def _report(rows):
 
         table.append([*cell, fm[m_top]["trials"], f"{bound:,.0f}", "-" if at is None else at, there, f"{level:g}",
                       reach(fm), reach(ok), f"{mean('findmin_error'):.4f}", f"{mean('id3_error'):.4f}"])
-        found = [r for r in top if int(float(r["findmin_found"]))]
-        above = sum(int(float(r["id3_rank"])) > int(float(r["findmin_rank"])) for r in found)
+        found = [r for r in top if r["findmin_found"]]
+        above = sum(r["id3_rank"] > r["findmin_rank"] for r in found)
         ranks_table.append([*cell, f"{mean('target_rank'):.2f}", f"{mean('findmin_rank', found):.2f}",
                             f"{mean('findmin_tree_rank', found):.2f}", f"{mean('id3_rank'):.2f}",
                             f"{above} of {len(found)}", f"{mean('findmin_size', found):.1f}",
                             f"{mean('id3_size'):.1f}", f"{len(top) - len(found)} of {len(top)}"])
-        ratios = [float(r["findmin_calls"]) / lemma3_bound(int(info["n"]), int(float(r["findmin_rank"])))
-                  for r in sel if int(float(r["findmin_found"]))]
-        calls_table.append([*cell, f"{mean('findmin_calls', sel):.0f}", max(int(float(r["findmin_calls"])) for r in sel),
+        ratios = [r["findmin_calls"] / lemma3_bound(info["n"], r["findmin_rank"])
+                  for r in sel if r["findmin_found"]]
+        calls_table.append([*cell, f"{mean('findmin_calls', sel):.0f}", max(r["findmin_calls"] for r in sel),
                             f"{max(ratios, default=float('nan')):.2e}",
-                            f"{sum(int(float(r['findmin_exhausted'])) for r in sel)} of {len(sel)}"])
+                            f"{sum(r['findmin_exhausted'] for r in sel)} of {len(sel)}"])
     return ("## FINDMIN (least-rank consistent trees, 003) vs ID3\n\n"
             "Theorem 2: from m >= (1/eps) ((e n / r)^r ln(8n) + ln(1/delta)) examples of a target of rank <= r, "
             "every consistent tree of rank <= r (FINDMIN's) has error <= eps with probability >= 1 - delta; here "
