@@ -15,12 +15,10 @@ tree level-wise, score it. Batch trials with ``jax.vmap`` and compile with ``jax
 >>> errors.shape
 (64,)
 
-The package face re-exports core (bits, prng, sampling, distributions, impurity), targets,
-hypotheses, problems, learners and fourier (transforms and exact spectra). The gradient-descent
-learner (``sgd``: optax), the experiments (``runner``, ``studies``, ``summary``: matplotlib) and
-the scikit-learn estimators (``DecisionTreeClassifier``, ``LowDegreeClassifier``, ``FindMinClassifier``,
-``AdaBoostClassifier``, ``RandomForestClassifier``:
-scikit-learn) load on first use.
+The facade re-exports core, hypotheses, fourier, targets, problems and learners; the
+gradient-descent learner (``sgd``: optax), the data sets, the experiments (matplotlib) and the
+scikit-learn estimators (``DecisionTreeClassifier`` and the others of :mod:`jaxtrees.sklearn`) load
+on first use.
 """
 
 import importlib

@@ -1,16 +1,11 @@
 """Problems: where a learner's examples come from, and how its hypothesis is scored.
 
-- :class:`Synthetic` (p, f): a product distribution ``p: float32[n]`` and a target f
-  (:mod:`jaxtrees.targets`), optionally with label noise. It samples (``train``, ``test``),
-  answers membership queries (``queries``) and offers the exact oracle (``population``), so
-  hypotheses with an exact error (trees, stumps) are scored with no test sample.
-- :class:`DataSet` (X, y): a fixed binary data set and its split protocol: ``train(key, m)`` is
-  m examples of a random permutation drawn from the split key, ``test(key, m)`` the rest.
-
-Every problem is a pytree (vmap over a batch of them) and offers the access a learner asks for
-(:func:`data_for`); :func:`fit_and_evaluate` is the one path from a key, a learner and a
-problem to a score, and :func:`evaluate` scores any hypothesis: exactly where both the
-hypothesis and the problem allow it, else on the test data, and the :class:`Score` says which.
+:class:`Synthetic` (p, f) is a product distribution and a target, optionally with label noise:
+it samples, answers membership queries and offers the exact oracle. :class:`DataSet` (X, y) is a
+fixed binary data set with its split protocol. Every problem is a pytree (vmap over a batch)
+offering the access a learner asks for (:func:`data_for`); :func:`fit_and_evaluate` is the one
+path from a key, a learner and a problem to a score, and :func:`evaluate` scores a hypothesis
+exactly where both it and the problem allow, else on test data (the :class:`Score` says which).
 
 >>> import jax
 >>> from jaxtrees import learners, targets

@@ -1,19 +1,9 @@
 """Product distributions over {0,1}^n, given by their marginals ``p: float32[n]``, p_i = Pr[x_i = 1].
 
-A distribution family is a small pytree whose hyperparameters are fixed when it is built (and
-checked then); ``family.marginals(key, n)`` draws one distribution. Batch with :func:`marginals`
-(``batch=B``) or with ``jax.vmap`` over keys.
-
-Families (references are to ``000``: Brutzkus-Daniely-Malach 2020 and ``002``: Blanc-Lange-Qiao-Tan
-2021):
-
-- :func:`uniform`: p_i = 1/2.
-- :func:`product`: fixed marginals p.
-- :func:`alpha_c`: an (alpha, c)-distribution of 000 Sec. 1.2, |p_i - 1/2| > c and p_i in
-  (alpha, 1 - alpha); drawn with p_i - 1/2 uniform on the allowed set.
-- :func:`smoothed`: a c-smoothened delta-balanced distribution (002 Def. 9; 000's "smoothened
-  (alpha, c)-distribution" with alpha = delta): p_i = p_hat_i + Delta_i, Delta_i ~ U[-c, c] i.i.d.,
-  for fixed p_hat_i in (delta + c, 1 - delta - c).
+A family (:func:`uniform`, :func:`product`, :func:`alpha_c`, :func:`smoothed`) is a small pytree
+whose hyperparameters are checked when it is built; ``family.marginals(key, n)`` draws one
+distribution, :func:`marginals` (``batch=B``) or ``jax.vmap`` over keys a batch. References are
+to 000 (Brutzkus-Daniely-Malach 2020) and 002 (Blanc-Lange-Qiao-Tan 2021).
 
 >>> import jax
 >>> fam = smoothed(c=0.1)                       # p_i ~ U[0.4, 0.6]
@@ -93,7 +83,8 @@ def product(p) -> Product:
 
 
 def alpha_c(alpha: float, c: float) -> AlphaC:
-    """Random (alpha, c)-distributions: |p_i - 1/2| > c, p_i in (alpha, 1 - alpha).
+    """Random (alpha, c)-distributions (000 Sec. 1.2): |p_i - 1/2| > c, p_i in (alpha, 1 - alpha),
+    drawn with p_i - 1/2 uniform on that set.
 
     Requires ``c`` in [0, 1/2) and ``alpha`` in [0, 1/2 - c).
     """
@@ -103,7 +94,8 @@ def alpha_c(alpha: float, c: float) -> AlphaC:
 
 
 def smoothed(c: float, p_hat=0.5, delta: float = 0.0) -> Smoothed:
-    """Random c-smoothened delta-balanced distributions: p_i = p_hat_i + U[-c, c].
+    """Random c-smoothened delta-balanced distributions (002 Def. 9; 000's "smoothened
+    (alpha, c)-distribution" with alpha = delta): p_i = p_hat_i + Delta_i, Delta_i ~ U[-c, c] i.i.d.
 
     ``p_hat`` (a scalar or a vector of length n) must lie in (delta + c, 1 - delta - c), so every
     p_i lies in [delta, 1 - delta]. ``c`` = 0 gives the fixed product distribution p_hat.

@@ -1,23 +1,11 @@
 """Impurity functions G: [0, 1] -> [0, 1] and the purity gain they induce.
 
-G is concave, symmetric about 1/2, with G(0) = G(1) = 0. The built-ins are normalized so that
-G(1/2) = 1, as in 002 Sec. 2:
-
-- ``entropy`` (ID3, C4.5): G(q) = -q log2 q - (1-q) log2(1-q); equals scikit-learn's "entropy".
-- ``gini`` (CART): G(q) = 4 q (1-q); scikit-learn's "gini" is 2 q (1-q), half of it, and 000 and
-  the lecture notes write 1 - q^2 - (1-q)^2, also half. The argmax is the same; reported gains
-  are ours.
-- ``kearns_mansour``: G(q) = 2 sqrt(q (1-q)); its gain is evaluated in a closed form free of
-  cancellation (:func:`gain`), so devices whose square roots round differently rank splits alike.
-- ``error``: G(q) = 2 min(q, 1-q), the misclassification rate; its gain is the drop in training
-  error, what AdaBoost's stumps minimize (concave but not strictly: many gains are exactly 0).
-
-The purity gain of splitting a node on feature i (000 Alg. 1, 002 Def. 6) is
-
-    gain = G(mu) - Pr[x_i = 1] G(mu_1) - Pr[x_i = 0] G(mu_0),
-
-with mu, mu_b the mean label in the node and in its children (a child of probability 0
-contributes 0). It is the per-node gain, not weighted by the node's share of the data.
+G is concave, symmetric about 1/2, with G(0) = G(1) = 0; the built-ins ``entropy`` (ID3, C4.5),
+``gini`` (CART), ``kearns_mansour`` and ``error`` are normalized to G(1/2) = 1 (002 Sec. 2). The
+purity gain of splitting a node on feature i (000 Alg. 1, 002 Def. 6) is
+G(mu) - Pr[x_i = 1] G(mu_1) - Pr[x_i = 0] G(mu_0), with mu, mu_b the mean label in the node and
+in its children (a child of probability 0 contributes 0): the per-node gain, not weighted by the
+node's share of the data (:func:`gain`).
 
 >>> import jax.numpy as jnp
 >>> G = get("gini")
@@ -61,14 +49,20 @@ def _xlogx(q):
     return jnp.where(positive, q * jnp.log(jnp.where(positive, q, 1.0)), 0.0)
 
 
+# The built-ins, each normalized to G(1/2) = 1.
+# entropy (ID3, C4.5): G(q) = -q log2 q - (1-q) log2(1-q); equals scikit-learn's "entropy".
 def _entropy(q):
     return -(_xlogx(q) + _xlogx(1.0 - q)) / np.log(2.0)
 
 
+# gini (CART): G(q) = 4 q (1-q); scikit-learn's "gini" is 2 q (1-q), half of it, and 000 and the
+# lecture notes write 1 - q^2 - (1-q)^2, also half. The argmax is the same; reported gains are ours.
 def _gini(q):
     return 4.0 * q * (1.0 - q)
 
 
+# kearns_mansour: G(q) = 2 sqrt(q (1-q)); its gain is evaluated in a closed form free of
+# cancellation (_kearns_mansour_gain), so devices whose square roots round differently rank splits alike.
 def _kearns_mansour(q):
     return 2.0 * jnp.sqrt(jnp.maximum(q * (1.0 - q), 0.0))
 
@@ -89,6 +83,8 @@ def _kearns_mansour_gain(mu, p1, mu1, mu0, p0):
     return jnp.where(denominator > 0, 2.0 * p1 * p0 * (mu1 - mu0) ** 2 / jnp.maximum(denominator, 1e-30), 0.0)
 
 
+# error: G(q) = 2 min(q, 1-q), the misclassification rate; its gain is the drop in training error,
+# what AdaBoost's stumps minimize (concave but not strictly: many gains are exactly 0).
 def _error(q):
     return 2.0 * jnp.minimum(q, 1.0 - q)
 

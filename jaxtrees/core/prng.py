@@ -1,18 +1,11 @@
 """Random words from ``jax.random`` keys, bit for bit as ``jax.random`` draws them, made fusible.
 
-``bits(key, shape)`` equals ``jax.random.bits(key, shape, jnp.uint32)``, ``uniform`` equals
-``jax.random.uniform(key, shape, jnp.float32)`` and ``bernoulli`` equals ``jax.random.bernoulli``
-with float32 p (as it is with x64 disabled), for a single threefry key (JAX's default) under
-``jax_threefry_partitionable=True`` (the default since JAX 0.5). For any other key type or
-setting they call ``jax.random`` itself, so results never depend on which path ran.
-
-Why: in that setting word i of a draw is ``x0 ^ x1`` for ``(x0, x1) = Threefry-2x32_20(key,
-(hi(i), lo(i)))``, i the row-major flat index, a pure function of the index. On CPU, JAX lowers
-Threefry to a rolled loop over its five round groups, which XLA cannot fuse with anything: about
-0.1 G words/s on a 2-core CPU. Written here with the 20 rounds unrolled as plain array
-arithmetic, XLA fuses the whole hash into the code that consumes the words (a comparison, a
-bit-serial adder), so the words are never stored: about 6x faster there
-(``scripts/bench_sampling.py`` measures it). On GPU both forms are fused elementwise kernels.
+``bits``, ``uniform`` and ``bernoulli`` equal ``jax.random.bits`` (uint32), ``jax.random.uniform``
+(float32) and ``jax.random.bernoulli`` (float32 p) for a single threefry key (JAX's default) under
+``jax_threefry_partitionable=True`` (the default since JAX 0.5); for any other key type or
+setting they call ``jax.random`` itself, so results never depend on which path ran. The hash is
+written as plain array arithmetic, which XLA fuses into the code that consumes the words (on a
+2-core CPU about 6x faster than JAX's rolled Threefry loop; ``scripts/bench_sampling.py``).
 
 >>> key = jax.random.key(0)
 >>> bool((bits(key, (3, 5)) == jax.random.bits(key, (3, 5), jnp.uint32)).all())
@@ -30,6 +23,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+# Why this module: under partitionable threefry, word i of a draw is x0 ^ x1 for
+# (x0, x1) = Threefry-2x32_20(key, (hi(i), lo(i))), i the row-major flat index, a pure function of
+# the index. On CPU, JAX lowers Threefry to a rolled loop over its five round groups, which XLA
+# cannot fuse with anything: about 0.1 G words/s on a 2-core CPU. Written here with the 20 rounds
+# unrolled as plain array arithmetic, XLA fuses the whole hash into the code that consumes the
+# words (a comparison, a bit-serial adder), so the words are never stored: about 6x faster there.
+# On GPU both forms are fused elementwise kernels.
+#
 # Threefry-2x32 (Salmon et al., SC 2011) as jax._src.random.threefry2x32 defines it: 20 rounds in
 # five groups of four, rotation constants alternating between the two rows, a key injection
 # after each group.

@@ -1,20 +1,11 @@
 """Compiled programs held by the process: count what they cost, release them.
 
-Every program XLA:CPU compiles is mapped into the process, three memory maps per kernel (code,
-constants, data): a depth-3 :func:`jaxtrees.grow` (~52 kernels) costs ~156 maps and ~8 MB of
-resident memory. JAX keeps an executable as long as its jit cache entry lives, and for a function
-that lives as long as the process (``jaxtrees.grow``, a module-level ``jax.jit(f)`` in a script or
-a test) that is the life of the process: one entry per shape and static argument. A process that
-compiles a few hundred distinct programs reaches the kernel's limit on maps (``vm.max_map_count``,
-65,530 by default), the next mmap in XLA's compiler fails and the process dies with a
-segmentation fault (the test suite in one process did at 64,788 maps and 6.1 GB).
-
-:func:`release` drops every cached executable (``jax.clear_caches()``, the jaxtrees caches of
-jitted functions, then a garbage collection and glibc's ``malloc_trim``): the maps go back at
-once, and the heap the programs used is reused by later compiles. Programs still referenced
-(a ``jax.stages.Compiled`` you hold) stay. :func:`release_if_crowded` does so only past a share of
-the limit, so that a long process (a notebook running studies, a sweep over shapes, the test
-suite in one process) keeps a bounded number of programs and recompiles only after a release.
+Every program XLA:CPU compiles stays mapped while a jit cache holds it (about three memory maps
+per kernel), and a module-level ``jax.jit`` holds its programs for the life of the process, so a
+process compiling a few hundred programs reaches the kernel's limit on maps and XLA's compiler
+segfaults. :func:`release` drops every cached program; :func:`release_if_crowded` does so only
+past a share of the limit, so that a long process (a notebook, a sweep over shapes, the test
+suite in one process) keeps a bounded number of programs.
 
 >>> from jaxtrees.core import programs
 >>> programs.release_if_crowded(max_maps=10**9)  # far from the limit: nothing released
@@ -26,6 +17,16 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
+
+# What a program costs: three memory maps per kernel (code, constants, data); a depth-3
+# jaxtrees.grow (~52 kernels) costs ~156 maps and ~8 MB of resident memory. JAX keeps an
+# executable as long as its jit cache entry lives, one entry per shape and static argument, and for
+# a function that lives as long as the process (jaxtrees.grow, a module-level jax.jit(f) in a script
+# or a test) that is the life of the process. Past vm.max_map_count (65,530 by default) the next
+# mmap in XLA's compiler fails and the process dies with a segmentation fault (the test suite in
+# one process did at 64,788 maps and 6.1 GB). release() gives the maps back at once and the heap
+# the programs used is reused by later compiles; programs still referenced (a jax.stages.Compiled
+# you hold) stay.
 
 #: Caches (``functools.lru_cache``) in jaxtrees whose values are jitted functions; cleared by :func:`release`.
 _CACHES: list = []

@@ -1,25 +1,11 @@
 """The real data sets of the boosting seed (004, Table 1), binarized: census, splice, ocr17, ocr49,
 cancer, ecoli and heart.
 
-Binarization (the rule of the course files the seed's data came from, which gives Table 1's
-feature counts): a discrete attribute with k values seen in the rows becomes k one-hot features
-``attr=value``; a numeric attribute becomes one feature ``attr>=v`` for every distinct value v
-except the smallest. Values are collected over every row of the files, labeled or not (census,
-splice and the OCR sets come with an unlabeled ``.test`` file, used only for this); the
-features that only the unlabeled rows make non-constant change no learner's result. Counts:
-ocr17 403, ocr49 403, splice 240, census 131, ecoli 356, heart 371, cancer 80 (the seed's 82 came
-from the 699-row file with "?" as a value).
-
-Labels: y = 1 for census ">50K", splice "S" (a splice junction, EI and IE merged), ocr17 "7",
-ocr49 "9", cancer malignant, heart presence, ecoli the classes in ``ecoli_positive`` (the seed
-merges three classes without naming them; the default, cp, im and imU, the three largest, is
-the merge whose AdaBoost errors come nearest the seed's Table 2: over 20 splits, 250 rounds,
-stumps 7.52 / 2-parities 6.65 / CART-16 10.61 % against the paper's 7.06 / 6.84 / 8.98, where
-the inner-membrane merge im, imU, imL gave 5.19 / 5.64 / 6.17 and the 56 three-class merges
-gave stumps errors from 2.8 to 20.9 %).
-
-The UCI-derived files ship with the package (CC BY 4.0, ``uci/ATTRIBUTION.md``); the OCR sets
-have no known licence and load only from a ``path`` you give.
+:func:`load` reads one and binarizes it by the rule of the course files the seed's data came from,
+which gives Table 1's feature counts (:func:`binarize`: one-hot features ``attr=value`` for a
+discrete attribute, thresholds ``attr>=v`` for a numeric one); :meth:`Binarized.problem` makes it
+a :class:`jaxtrees.DataSet`. The UCI-derived files ship with the package (CC BY 4.0,
+``uci/ATTRIBUTION.md``); the OCR sets have no known licence and load only from a ``path`` you give.
 
 >>> d = load("heart")
 >>> d.X.shape, d.train_size, d.features[:2]
@@ -44,8 +30,11 @@ SHIPPED = ("census", "splice", "cancer", "ecoli", "heart")
 #: Training examples per split, the seed's protocol on the labeled rows (the rest is the test set):
 #: 1000 (cancer 500, ecoli and heart 100); splice has 1000 labeled rows, so it trains on 500.
 TRAIN_SIZE = {"census": 1000, "splice": 500, "ocr17": 1000, "ocr49": 1000, "cancer": 500, "ecoli": 100, "heart": 100}
-#: The ecoli classes labeled 1 by default (the seed's merge of three classes is not stated; this
-#: one comes nearest its Table 2, see the module docstring).
+#: The ecoli classes labeled 1 by default. The seed merges three classes without naming them; this
+#: one, the three largest, is the merge whose AdaBoost errors come nearest the seed's Table 2: over
+#: 20 splits, 250 rounds, stumps 7.52 / 2-parities 6.65 / CART-16 10.61 % against the paper's
+#: 7.06 / 6.84 / 8.98, where the inner-membrane merge im, imU, imL gave 5.19 / 5.64 / 6.17 and the
+#: 56 three-class merges gave stumps errors from 2.8 to 20.9 %.
 ECOLI_POSITIVE = ("cp", "im", "imU")
 ECOLI_CLASSES = ("cp", "im", "pp", "imU", "om", "omL", "imL", "imS")
 
@@ -79,7 +68,20 @@ class Binarized(NamedTuple):
 def load(name: str, path: str | None = None, *, ecoli_positive=ECOLI_POSITIVE) -> Binarized:
     """Read and binarize data set ``name`` (one of :data:`NAMES`) from ``path`` (a directory of the
     raw files, plain or gzipped; default: the copies shipped with the package, except for the
-    OCR sets, which need a path)."""
+    OCR sets, which need a path).
+
+    Binarization: a discrete attribute with k values seen in the rows becomes k one-hot features
+    ``attr=value``; a numeric attribute becomes one feature ``attr>=v`` for every distinct value v
+    except the smallest. Values are collected over every row of the files, labeled or not (census,
+    splice and the OCR sets come with an unlabeled ``.test`` file, used only for this); the
+    features that only the unlabeled rows make non-constant change no learner's result. Counts:
+    ocr17 403, ocr49 403, splice 240, census 131, ecoli 356, heart 371, cancer 80 (the seed's 82
+    came from the 699-row file with "?" as a value).
+
+    Labels: y = 1 for census ">50K", splice "S" (a splice junction, EI and IE merged), ocr17 "7",
+    ocr49 "9", cancer malignant, heart presence, ecoli the classes in ``ecoli_positive``
+    (:data:`ECOLI_POSITIVE`).
+    """
     if name not in NAMES:
         raise ValueError(f"name must be one of {list(NAMES)}, got {name!r}")
     if path is None and name not in SHIPPED:

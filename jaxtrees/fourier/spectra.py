@@ -1,25 +1,11 @@
 """Exact Fourier spectra as fixed-shape sparse pytrees, without enumerating {0,1}^n.
 
-A :class:`Spectrum` is K entries (S, f^(S)) with S packed as a bitset over the n coordinates
-(``masks: uint32[K, W]``, bit i of word i // 32, W = ceil(n / 32)) and ``values: float32[K]``;
-every nonzero value has its own mask, zero entries are padding. Its shape depends only on the
-function's kind and size, so a batch of spectra is one Spectrum with a leading axis (vmap).
-Coefficients are of F = 1 - 2f in the uniform basis chi_S or, given marginals p, the p-biased
-basis phi_S (:mod:`jaxtrees.fourier.transforms` states both).
-
-Where the coefficients come from:
-
-- trees (learned :class:`~jaxtrees.hypotheses.tree.Tree` or target): every root-to-leaf path is
-  prod over its tests of 1[x_i = b] = (1 + (-1)^b chi_i) / 2 (uniform) or p_i^b (1 - p_i)^(1-b)
-  +- sigma_i phi_i (p-biased); expanding the products gives <= 4^D (mask, value) pairs for depth
-  D, merged by sorting (:func:`merge`);
-- targets on a support J (juntas, parities): the transform of f on the 2^|J| assignments of J;
-- anything else: the transform of its full truth table (n <= MAX_TABLE_N).
-
-Summaries: :func:`l1`, :func:`sparsity` (L0), :func:`degree`, :func:`weight_by_degree`,
-:func:`influences` (Inf_i = sum_{S contains i} f^(S)^2), :func:`total_influence`,
-:func:`noise_stability`. :func:`approximate` is the seed's theorem (001): a tree with s leaves is
-2 eps-approximated by a function of degree ceil(log2(s / eps)) with at most s^2 / eps terms.
+A :class:`Spectrum` is K entries (S, f^(S)): packed sets ``masks: uint32[K, W]`` and
+``values: float32[K]``, zero entries being padding; its shape depends only on the function's kind
+and size, so a batch of spectra is one Spectrum with a leading axis. Coefficients are of F = 1 - 2f,
+uniform or p-biased (:mod:`~jaxtrees.fourier.transforms`). :func:`spectrum` builds one exactly for
+trees (path by path), targets on a small support and small truth tables; the summaries read it,
+and :func:`approximate` is the seed's (001) low-degree, sparse approximation of a tree.
 
 >>> import jax.numpy as jnp
 >>> from jaxtrees import targets
@@ -91,6 +77,9 @@ def from_table(values, p=None) -> Spectrum:
     return Spectrum(_local_masks(everything, n), _transform(values, p, everything))
 
 
+# Trees: every root-to-leaf path is prod over its tests of 1[x_i = b] = (1 + (-1)^b chi_i) / 2
+# (uniform) or p_i^b (1 - p_i)^(1-b) +- sigma_i phi_i (p-biased); expanding the products gives
+# <= 4^D (mask, value) pairs for depth D, merged by sorting (merge).
 @functools.partial(jax.jit, static_argnames="n")
 def of_tree(tree: Tree, n: int, p=None, leaf_values=None) -> Spectrum:
     """The spectrum of a heap-layout tree: F(x) = ``leaf_values`` at x's leaf (default

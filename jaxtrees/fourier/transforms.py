@@ -1,20 +1,11 @@
 """Fast Walsh-Hadamard transforms of truth tables: uniform and p-biased, and their inverses.
 
 Conventions (../DESIGN.md, "Fourier conventions"): a table over {0,1}^n is indexed by
-x = sum_i x_i 2^i (x_0 least significant); a set S is the mask sum_{i in S} 2^i, so a table of
-coefficients is indexed the same way. A 0/1 label y is the real value F = 1 - 2y in {+1, -1}
-(:func:`signs`).
-
-- Uniform: chi_S(x) = (-1)^(sum_{i in S} x_i), f^(S) = E_x[F(x) chi_S(x)] = 2^-n sum_x F(x) chi_S(x).
-- p-biased (product measure, p_i = Pr[x_i = 1], sigma_i = sqrt(p_i (1 - p_i))):
-  phi_S(x) = prod_{i in S} (x_i - p_i) / sigma_i, orthonormal under the measure, and
-  f^(S) = E_p[F(x) phi_S(x)]. At p = 1/2, phi_i = -chi_i: odd-|S| coefficients change sign.
-
-Both are the same n 2^n butterfly: coordinate i maps the pair (F at x_i = 0, F at x_i = 1) by a
-2 x 2 matrix, [[1/2, 1/2], [1/2, -1/2]] (uniform) or [[1 - p_i, p_i], [-sigma_i, sigma_i]]
-(p-biased); the inverses map coefficients back to values. Leading axes are a batch. The uniform
-transform takes ``RADIX_BITS`` coordinates per pass (one product with the +-1 matrix H_32), so a
-table makes n / 5 passes through memory instead of n (on a CPU, over cache-sized groups of tables).
+x = sum_i x_i 2^i and a set S by the mask sum_{i in S} 2^i; a 0/1 label y is F = 1 - 2y
+(:func:`signs`). Uniform: f^(S) = E_x[F(x) chi_S(x)], chi_S(x) = (-1)^(sum_{i in S} x_i).
+p-biased: f^(S) = E_p[F(x) phi_S(x)], phi_S(x) = prod_{i in S} (x_i - p_i) / sigma_i,
+sigma_i = sqrt(p_i (1 - p_i)); at p = 1/2, phi_i = -chi_i. Both are the same n 2^n butterfly,
+one 2 x 2 map per coordinate (:func:`biased_matrices`); leading axes are a batch.
 
 >>> import jax.numpy as jnp
 >>> table = signs(jnp.array([0, 1, 1, 0]))          # x_0 XOR x_1 as +-1
@@ -96,6 +87,12 @@ def biased_matrices(p, *, inverse: bool = False):
         rows = (jnp.stack([1.0 - p, p], -1), jnp.stack([-sigma, sigma], -1))
     return jnp.stack(rows, -2)
 
+
+# The butterfly: coordinate i maps the pair (F at x_i = 0, F at x_i = 1) by a 2 x 2 matrix,
+# [[1/2, 1/2], [1/2, -1/2]] (uniform) or [[1 - p_i, p_i], [-sigma_i, sigma_i]] (p-biased); the
+# inverses map coefficients back to values. The uniform transform takes RADIX_BITS coordinates per
+# pass (one product with the +-1 matrix H_32), so a table makes n / 5 passes through memory
+# instead of n (on a CPU, over cache-sized groups of tables).
 
 #: Coordinates the uniform transform handles per pass (n = 20: 4 passes of a 32 x 32 product
 #: instead of 20 butterflies).

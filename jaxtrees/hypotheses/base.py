@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from jaxtrees.core import bits
+import jax.numpy as jnp
+
+from jaxtrees.core import bits, checks
 
 
 @runtime_checkable
@@ -47,3 +49,38 @@ def sample_error(hypothesis: Hypothesis, data):
         return bits.count(wrong) / bits.count(data.valid)
     w = data.weight
     return (bits.unpack(wrong, w.shape[-1]) * w).sum() / (bits.unpack(data.valid, w.shape[-1]) * w).sum()
+
+
+class TreeMethods:
+    """The hypothesis methods of both tree layouts, written once (heap
+    :class:`~jaxtrees.hypotheses.tree.Tree`, node-list :class:`~jaxtrees.hypotheses.node_tree.NodeTree`).
+
+    Mixed into a NamedTuple of the layout's arrays (``class Tree(TreeMethods, _Arrays)``); each
+    method checks the inputs' n against the features the tree tests, then calls the function of
+    the same name in the layout's module, the class attribute ``_layout`` (its jitted ``leaf``,
+    ``predict``, ``predict_bits`` and its ``exact_error``).
+    """
+
+    __slots__ = ()
+
+    #: The error under a product distribution and a target is computed exactly (``exact_error``).
+    exact = True
+
+    def predict(self, x):
+        """Labels ``int32[...]`` for plain inputs ``x: {0,1}[..., n]``."""
+        checks.same_n("x", jnp.shape(x)[-1], self, "the tree")
+        return self._layout.predict(self, x)
+
+    def predict_bits(self, X):
+        """Packed labels ``uint32[W]`` for packed inputs ``X: uint32[n, W]``."""
+        checks.same_n("X", jnp.shape(X)[-2], self, "the tree")
+        return self._layout.predict_bits(self, X)
+
+    def probability(self, x):
+        """``float32[...]``: the mean training label of the leaf each plain input reaches (an
+        estimate of Pr[y = 1 | x]; what random forests average)."""
+        return self.mean[self._layout.leaf(self, x)]
+
+    def exact_error(self, p, target):
+        """Pr_{x ~ p}[h(x) != f(x)] under the product distribution ``p`` and the target, exactly."""
+        return self._layout.exact_error(self, p, target)

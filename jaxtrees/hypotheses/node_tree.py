@@ -1,24 +1,11 @@
 """Decision trees as node lists: deep, sparse trees in C slots instead of a 2^(D+1) - 1 heap.
 
-The heap layout (:mod:`~jaxtrees.hypotheses.tree`) stores every slot of a complete tree, which is
-right for level-wise growth and impossible for a tree of 16 leaves grown best-first (depth up to
-15) or a decision list (depth up to n). A :class:`NodeTree` of capacity C keeps its nodes in
-creation order: slot 0 is the root, every node's children come after it, ``size`` slots are used.
-
-Fields (unused slots: ``feature = left = right = -1``, zeros elsewhere):
-
-- ``feature: int32[C]``: the feature tested at the node, -1 at leaves;
-- ``left, right: int32[C]``: the slots of the children x_f = 0 and x_f = 1 (-1 at leaves);
-- ``parent: int32[C]``: the slot of the parent (-1 at the root), so that every per-node quantity
-  is a gather from the parent, never a scatter;
-- ``label: int32[C]``: the majority label of the training data at the node (1 iff strictly more
-  than half the weight is labelled 1), defined at internal nodes too;
-- ``weight, mean: float32[C]``: the training weight reaching the node and its mean label;
-- ``size: int32``: the slots in use.
-
-Quantities that depend on the path to a node (its bitset of examples, its restriction) are
-computed for all nodes at once by D rounds of "take the parent's value and refine it", D the
-capacity bound on the depth; no Python recursion, and a batch of trees is ``jax.vmap``.
+The heap layout (:mod:`~jaxtrees.hypotheses.tree`) stores every slot of a complete tree, right for
+level-wise growth and impossible for a tree of 16 leaves grown best-first (depth up to 15) or a
+decision list (depth up to n). A :class:`NodeTree` of capacity C keeps its nodes in creation
+order: slot 0 is the root, every node's children come after it, ``size`` slots are used (fields:
+:class:`NodeTree`). Per-node quantities that depend on the path (a node's examples, its
+restriction) are D rounds of "take the parent's value and refine it" (:func:`top_down`).
 
 >>> import jax.numpy as jnp
 >>> from jaxtrees.hypotheses import tree
@@ -32,6 +19,7 @@ capacity bound on the depth; no Python recursion, and a batch of trees is ``jax.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import NamedTuple
 
 import jax
@@ -40,11 +28,10 @@ import numpy as np
 
 from jaxtrees.core import bits
 from jaxtrees.hypotheses import tree as heap
+from jaxtrees.hypotheses.base import TreeMethods
 
 
-class NodeTree(NamedTuple):
-    """A node-list tree; a :class:`~jaxtrees.hypotheses.base.Hypothesis` with an exact error."""
-
+class _Arrays(NamedTuple):
     feature: jax.Array
     left: jax.Array
     right: jax.Array
@@ -54,27 +41,30 @@ class NodeTree(NamedTuple):
     mean: jax.Array
     size: jax.Array
 
-    #: The error under a product distribution and a target is computed exactly (:func:`exact_error`).
-    exact = True
+
+class NodeTree(TreeMethods, _Arrays):
+    """A node-list tree; a :class:`~jaxtrees.hypotheses.base.Hypothesis` with an exact error
+    (its methods, shared with heap trees, call this module's functions).
+
+    Fields (unused slots: ``feature = left = right = -1``, zeros elsewhere):
+
+    - ``feature: int32[C]``: the feature tested at the node, -1 at leaves;
+    - ``left, right: int32[C]``: the slots of the children x_f = 0 and x_f = 1 (-1 at leaves);
+    - ``parent: int32[C]``: the slot of the parent (-1 at the root), so that every per-node quantity
+      is a gather from the parent, never a scatter;
+    - ``label: int32[C]``: the majority label of the training data at the node (1 iff strictly more
+      than half the weight is labelled 1), defined at internal nodes too;
+    - ``weight, mean: float32[C]``: the training weight reaching the node and its mean label;
+    - ``size: int32``: the slots in use.
+    """
+
+    __slots__ = ()
+    _layout = sys.modules[__name__]
 
     @property
     def capacity(self) -> int:
         """C, the number of slots (static)."""
         return self.feature.shape[-1]
-
-    def predict(self, x):
-        return predict(self, x)
-
-    def predict_bits(self, X):
-        return predict_bits(self, X)
-
-    def probability(self, x):
-        """``float32[...]``: the mean training label of the leaf each plain input reaches (an
-        estimate of Pr[y = 1 | x]; what random forests average)."""
-        return self.mean[leaf(self, x)]
-
-    def exact_error(self, p, target):
-        return exact_error(self, p, target)
 
 
 def empty(capacity: int) -> NodeTree:
@@ -105,7 +95,8 @@ def _max_depth(capacity: int) -> int:
 def top_down(t: NodeTree, root, step):
     """Per-node values by top-down propagation: ``value[0] = root``, ``value[c] = step(value[parent
     c], parent c, c)`` for every node c (pytrees). Rounds of gathers until nothing changes: depth + 1
-    rounds (the capacity's (C - 1) / 2 bounds them)."""
+    rounds (the capacity's (C - 1) / 2 bounds them); no Python recursion, so a batch of trees is
+    ``jax.vmap``."""
     parent = jnp.maximum(t.parent, 0)
     node = jnp.arange(t.capacity)
     at_root = lambda new, r: jnp.where((node == 0).reshape((-1,) + (1,) * jnp.ndim(r)), r, new)  # noqa: E731

@@ -1,16 +1,11 @@
-"""Sign-of-polynomial hypotheses: h(x) = 1 iff P(x) = sum_S c_S phi_S(x) < 0.
+"""Sign-of-polynomial hypotheses h(x) = 1[P(x) < 0], and the sparse spectra they share a form with.
 
-What the Fourier learners (LMN, sparse recovery, Kushilevitz-Mansour) return. P is a real
-polynomial over K sets S of at most d coordinates, stored as index lists ``sets: int32[K, d]``
-padded with the index n (a coordinate that contributes the factor 1), with coefficients
-``values: float32[K]``. The basis is the uniform chi_S(x) = prod_{i in S} (1 - 2 x_i) when
-``p`` is None, else the p-biased phi_S(x) = prod_{i in S} (x_i - p_i) / sigma_i for marginals
-``p: float32[n]`` (conventions of :mod:`jaxtrees.fourier.transforms`). With F = 1 - 2f, a
-coefficient is E[F phi_S], so h = 1[P < 0] labels x by the sign of the estimated F.
-
-:meth:`Polynomial.spectrum` gives P as a :class:`~jaxtrees.fourier.spectra.Spectrum`, so the
-spectral summaries apply to learned polynomials and ``squared_distance(spectrum(f), h.spectrum())``
-is E[(F - P)^2] exactly (an upper bound on Pr[h(x) != f(x)]).
+What the Fourier learners (LMN, sparse recovery, Kushilevitz-Mansour) return: P = sum_S c_S phi_S
+over K sets S of at most d coordinates (``sets: int32[K, d]``, padded with the index n),
+``values: float32[K]``, in the uniform basis chi_S or the p-biased phi_S
+(:mod:`jaxtrees.fourier.transforms`). With F = 1 - 2f a coefficient is E[F phi_S], so h labels
+x by the sign of the estimated F. :class:`Spectrum` holds the same sum with its sets packed as
+bitsets; :meth:`Polynomial.spectrum` converts, so the summaries of :mod:`jaxtrees.fourier` apply.
 
 >>> import jax.numpy as jnp
 >>> sets = subsets(3, 2)                            # all S with |S| <= 2 of 3 coordinates
@@ -95,7 +90,12 @@ class Spectrum(NamedTuple):
 
 
 class Polynomial(NamedTuple):
-    """h(x) = 1[sum_k values[k] phi_{sets[k]}(x) < 0]; a hypothesis scored on test data."""
+    """h(x) = 1[sum_k values[k] phi_{sets[k]}(x) < 0]; a hypothesis scored on test data.
+
+    A padding index n contributes the factor 1; the basis is the uniform
+    chi_S(x) = prod_{i in S} (1 - 2 x_i) when ``p`` is None, else the p-biased
+    phi_S(x) = prod_{i in S} (x_i - p_i) / sigma_i for marginals ``p: float32[n]``.
+    """
 
     sets: jax.Array  # int32[K, d], padded with n
     values: jax.Array  # float32[K]
@@ -115,7 +115,9 @@ class Polynomial(NamedTuple):
         return predict_bits(self, X)
 
     def spectrum(self, n: int) -> Spectrum:
-        """P as a :class:`Spectrum` over n coordinates (one packed mask per row of ``sets``)."""
+        """P as a :class:`Spectrum` over n coordinates (one packed mask per row of ``sets``), so
+        ``fourier.spectra.squared_distance(spectrum(f), h.spectrum(n))`` is E[(F - P)^2] exactly
+        (an upper bound on Pr[h(x) != f(x)])."""
         onehot = jnp.arange(n + 1) == self.sets[..., None]  # [..., K, d, n + 1]; index n is padding
         return Spectrum(bits.pack(jnp.any(onehot, axis=-2)[..., :n]), self.values)
 

@@ -1,19 +1,9 @@
 """Decision trees as arrays in complete-heap layout, and what one can ask of them.
 
 A tree of maximum depth D has N = 2^(D+1) - 1 slots: the root is 0, the children of node i are
-2i+1 (the branch x_f = 0) and 2i+2 (x_f = 1), level l holds nodes 2^l - 1 .. 2^(l+1) - 2. A
-batch of trees is the same arrays with a leading axis; every function here acts on one tree and
-is batched with ``jax.vmap``.
-
-Fields (a node exists iff ``weight > 0``; absent nodes are all zeros with ``feature = -1``):
-
-- ``feature: int32[N]``: the feature tested at the node, -1 at leaves and absent nodes;
-- ``label: int32[N]``: the majority label of the training data at the node, 1 iff strictly more
-  than half are 1 (a tie at exactly 1/2 gives 0, as scikit-learn's argmax does); defined at
-  internal nodes too, so any truncation of the tree is a tree;
-- ``weight: float32[N]``: examples reaching the node (or, for exact trees, its probability);
-- ``mean: float32[N]``: the mean label there;
-- ``gain: float32[N]``: the purity gain of the node's split, 0 where it does not split.
+2i+1 (the branch x_f = 0) and 2i+2 (x_f = 1), level l holds nodes 2^l - 1 .. 2^(l+1) - 2; a node
+exists iff its ``weight > 0`` (fields: :class:`Tree`). A batch of trees is the same arrays with
+a leading axis; every function here acts on one tree and is batched with ``jax.vmap``.
 
 >>> import jax.numpy as jnp
 >>> t = stump(feature=2, labels=(0, 1), max_depth=1)
@@ -25,6 +15,7 @@ Fields (a node exists iff ``weight > 0``; absent nodes are all zeros with ``feat
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 import jax
@@ -32,40 +23,39 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxtrees.core import bits, checks
+from jaxtrees.hypotheses.base import TreeMethods
 
 
-class Tree(NamedTuple):
-    """A heap-layout tree; a :class:`~jaxtrees.hypotheses.base.Hypothesis` with an exact error."""
-
+class _Arrays(NamedTuple):
     feature: jax.Array
     label: jax.Array
     weight: jax.Array
     mean: jax.Array
     gain: jax.Array
 
-    #: The error under a product distribution and a target is computed exactly (:func:`exact_error`).
-    exact = True
+
+class Tree(TreeMethods, _Arrays):
+    """A heap-layout tree; a :class:`~jaxtrees.hypotheses.base.Hypothesis` with an exact error
+    (its methods, shared with node-list trees, call this module's functions).
+
+    Fields (a node exists iff ``weight > 0``; absent nodes are all zeros with ``feature = -1``):
+
+    - ``feature: int32[N]``: the feature tested at the node, -1 at leaves and absent nodes;
+    - ``label: int32[N]``: the majority label of the training data at the node, 1 iff strictly more
+      than half are 1 (a tie at exactly 1/2 gives 0, as scikit-learn's argmax does); defined at
+      internal nodes too, so any truncation of the tree is a tree;
+    - ``weight: float32[N]``: examples reaching the node (or, for exact trees, its probability);
+    - ``mean: float32[N]``: the mean label there;
+    - ``gain: float32[N]``: the purity gain of the node's split, 0 where it does not split.
+    """
+
+    __slots__ = ()
+    _layout = sys.modules[__name__]
 
     @property
     def max_depth(self) -> int:
         """D, fixed by the array shapes (the tree may stop earlier: see :func:`depth`)."""
         return heap_depth(self.feature.shape[-1])
-
-    def predict(self, x):
-        checks.same_n("x", jnp.shape(x)[-1], self, "the tree")
-        return predict(self, x)
-
-    def predict_bits(self, X):
-        checks.same_n("X", jnp.shape(X)[-2], self, "the tree")
-        return predict_bits(self, X)
-
-    def probability(self, x):
-        """``float32[...]``: the mean training label of the leaf each plain input reaches (an
-        estimate of Pr[y = 1 | x]; what random forests average)."""
-        return self.mean[leaf(self, x)]
-
-    def exact_error(self, p, target):
-        return exact_error(self, p, target)
 
 
 def heap_size(max_depth: int) -> int:

@@ -2,15 +2,9 @@
 
 A :class:`NodeTreeTarget` is any node-list tree (:class:`~jaxtrees.hypotheses.node_tree.NodeTree`)
 used as a target: deep and sparse trees whose complete heap would not fit.
-
-The generator of :func:`random_rank_tree` (r, L = ``length``): T(0) is a leaf with a uniform
-random label; T(r) is a *spine* of L tests x_{v_1}, ..., x_{v_L}; at spine test j < L one side
-(uniformly at random) is a fresh T(r - 1) and the other continues the spine; the last test has
-a fresh T(r - 1) on both sides. Every test's variable is uniform among those not tested above it
-(the tree is reduced; its depth is r L <= n). The two leaves under the last test of every T(1)
-get different labels, so every T(1) has rank 1 and T(r) has rank exactly r (a spine test joins
-ranks r - 1 and r; the last joins r - 1 and r - 1). The function may still have a smaller tree of
-lower rank. T(r) has (L + 1)^r leaves. A decision list of L tests is T(1) (:func:`random_decision_list`).
+:func:`random_rank_tree` draws a reduced tree of rank exactly r made of spines of L tests (its
+generator is described there); a decision list of L tests is the case r = 1
+(:func:`random_decision_list`).
 
 >>> import jax
 >>> from jaxtrees.hypotheses import node_tree
@@ -99,8 +93,17 @@ def _template(r: int, length: int) -> _Template:
 
 
 def random_rank_tree(key, n: int, r: int, length: int = 2) -> NodeTreeTarget:
-    """A random tree of rank exactly r from the generator above: spines of ``length`` = L tests,
-    depth r L <= n, (L + 1)^r leaves. Jit- and vmap-able over ``key`` (n, r, length static)."""
+    """A random tree of rank exactly r: spines of ``length`` = L tests, depth r L <= n,
+    (L + 1)^r leaves. Jit- and vmap-able over ``key`` (n, r, length static).
+
+    The generator: T(0) is a leaf with a uniform random label; T(r) is a *spine* of L tests
+    x_{v_1}, ..., x_{v_L}; at spine test j < L one side (uniformly at random) is a fresh T(r - 1)
+    and the other continues the spine; the last test has a fresh T(r - 1) on both sides. Every
+    test's variable is uniform among those not tested above it (the tree is reduced). The two
+    leaves under the last test of every T(1) get different labels, so every T(1) has rank 1 and
+    T(r) has rank exactly r (a spine test joins ranks r - 1 and r; the last joins r - 1 and r - 1).
+    The function may still have a smaller tree of lower rank.
+    """
     n = checks.integer("n", n, low=1)
     r = checks.integer("r", r, low=0, high=n)
     length = checks.integer("length", length, low=1, high=max(n // max(r, 1), 1))
