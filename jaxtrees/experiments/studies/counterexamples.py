@@ -187,55 +187,64 @@ def _rate_text(rate):
 @summary.styled
 def _addressing_plot(rows, stem):
     return _error_plot(rows, stem, ["code", "k", "c", "s"], "2^k", "f_{c,k}: exact path mode",
-                       lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {float(c['s']):g}")
+                       lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g}")
+
+
+def _path_report(rows, by, metric, columns, cell_columns, heading) -> str:
+    """Per cell of ``by`` (and the impurity): the cell, ``cell_columns(params, per_path, rate, err)``
+    (the paths at the horizon, the rate of ``metric`` there and the error there), as a markdown table
+    under ``heading``."""
+    by = [*by, "impurity"]
+    table = []
+    for cell, sel in summary.split(rows, by).items():
+        per_path, rate, err = _at_horizon(sel, metric)
+        table.append([*cell, *cell_columns(dict(zip(by, cell)), per_path, rate, err)])
+    return heading + "\n\n" + summary.markdown_table([*by, *columns], table) + "\n"
+
+
+def _error_text(err) -> str:
+    return f"{err['mean']:.3f} +- {1.96 * err['sem']:.3f}"
 
 
 def _addressing_report(rows):
-    by = ["code", "k", "c", "s", "impurity"]
-    header = [*by, "Lemma 14 hypotheses", "paths", "P[all memory bits first]", "median first addressing depth",
-              "error at depth 2^k", "target depth"]
-    table = []
-    for cell, sel in summary.split(rows, by).items():
-        params = dict(zip(by, cell))
-        params = {**params, "k": int(params["k"]), "c": int(params["c"]), "s": float(params["s"])}
-        per_path, rate, err = _at_horizon(sel, "memory_first")
+    def columns(params, per_path, rate, err):
         first = sorted(r["first_address_depth"] for r in per_path)
         median = first[len(first) // 2]
         lemma = lemma14(params)
         hyp = ("n/a (not (alpha, L))" if lemma["k0"] is None else
                f"{'yes' if lemma['applies'] else 'no'} (c0 = {lemma['c0']:.2f}, k0 = {lemma['k0']:.2f})")
         A = params["c"] * params["k"] ** (2 if params["code"] == "block" else 1)
-        table.append([*cell, hyp, rate["trials"], _rate_text(rate), "none (> 2^k)" if median < 0 else median,
-                      f"{err['mean']:.3f} +- {1.96 * err['sem']:.3f}", A + 1])
-    return ("## Addressing counterexample f_{c,k} (002 Thm 3, Lemma 14), exact path mode\n\n"
-            "Each path: a c-smoothed distribution (p_i in [1/2 - s, 1/2 + s], delta = 1/2 - s), x ~ p, "
-            "exact gains, ties within 0. 'All memory bits first': every one of the 2^k memory bits is "
-            "queried before the first addressing bit. Lemma 14 hypotheses (Gini only): c >= ln 5 / delta and "
-            "k >= k0.\n\n" + summary.markdown_table(header, table) + "\n")
+        return [hyp, rate["trials"], _rate_text(rate), "none (> 2^k)" if median < 0 else median, _error_text(err), A + 1]
+
+    return _path_report(rows, ["code", "k", "c", "s"], "memory_first",
+                        ["Lemma 14 hypotheses", "paths", "P[all memory bits first]", "median first addressing depth",
+                         "error at depth 2^k", "target depth"], columns,
+                        "## Addressing counterexample f_{c,k} (002 Thm 3, Lemma 14), exact path mode\n\n"
+                        "Each path: a c-smoothed distribution (p_i in [1/2 - s, 1/2 + s], delta = 1/2 - s), x ~ p, "
+                        "exact gains, ties within 0. 'All memory bits first': every one of the 2^k memory bits is "
+                        "queried before the first addressing bit. Lemma 14 hypotheses (Gini only): c >= ln 5 / delta "
+                        "and k >= k0.")
 
 
 @summary.styled
 def _agnostic_plot(rows, stem):
     return _error_plot(rows, stem, ["k", "c", "eps", "s"], "|A^free|", "f_pi: exact path mode",
-                       lambda c: f"k = {c['k']}, c = {c['c']}, eps = {float(c['eps']):g}")
+                       lambda c: f"k = {c['k']}, c = {c['c']}, eps = {c['eps']:g}")
 
 
 def _agnostic_report(rows):
-    by = ["k", "c", "eps", "s", "impurity"]
-    header = [*by, "|A^free|", "paths", "P[free memory bits first]", "error at depth |A^free|",
-              "Pr[f_pi != g] (mean)", "junta depth c k^2"]
-    table = []
-    for cell, sel in summary.split(rows, by).items():
-        params = {"k": int(cell[0]), "eps": float(cell[2])}
-        per_path, rate, err = _at_horizon(sel, "free_first")
+    def columns(params, per_path, rate, err):
         dist = summary.means(per_path, ["depth"], "distance_to_junta")[0]
-        table.append([*cell, _n_free(params), rate["trials"], _rate_text(rate),
-                      f"{err['mean']:.3f} +- {1.96 * err['sem']:.3f}", f"{dist['mean']:.4f}", int(cell[1]) * int(cell[0]) ** 2])
-    return ("## Agnostic counterexample f_pi (002 Thm 4, Sec. 6), exact path mode\n\n"
-            "f_pi pins the memory bits outside A^free; it is eps-close to the junta g(x) = 1[z(x) in A^1], "
-            "which a depth c k^2 tree computes. The greedy tree queries every free memory bit before any "
-            "addressing bit, so at depth |A^free| it still errs with constant probability.\n\n"
-            + summary.markdown_table(header, table) + "\n")
+        return [_n_free(params), rate["trials"], _rate_text(rate), _error_text(err), f"{dist['mean']:.4f}",
+                params["c"] * params["k"] ** 2]
+
+    return _path_report(rows, ["k", "c", "eps", "s"], "free_first",
+                        ["|A^free|", "paths", "P[free memory bits first]", "error at depth |A^free|",
+                         "Pr[f_pi != g] (mean)", "junta depth c k^2"], columns,
+                        "## Agnostic counterexample f_pi (002 Thm 4, Sec. 6), exact path mode\n\n"
+                        "f_pi pins the memory bits outside A^free; it is eps-close to the junta g(x) = 1[z(x) in A^1], "
+                        "which a depth c k^2 tree computes. The greedy tree queries every free memory bit before any "
+                        "addressing bit, so at depth |A^free| it still errs with constant probability.")
 
 
 ADDRESSING = Study(
