@@ -1,26 +1,8 @@
 """Learners: one protocol (:mod:`~jaxtrees.learners.base`), one module per family, one registry.
 
-- :mod:`~jaxtrees.learners.growth`: :class:`GrowthRule` and the level-wise loop every tree learner shares;
-- :mod:`~jaxtrees.learners.greedy`: :class:`GreedyTree` (ID3 / C4.5 / CART from a sample, weighted or not);
-- :mod:`~jaxtrees.learners.population`: :class:`PopulationTree` (exact growth), path mode;
-- :mod:`~jaxtrees.learners.best_first`: :class:`BestFirstTree` (grown leaf by leaf to ``max_leaves``;
-  ``CART16``, seed 004's CART-16);
-- :mod:`~jaxtrees.learners.stumps`: :class:`Stump` (weighted single splits);
-- :mod:`~jaxtrees.learners.boosting`: :class:`AdaBoost` (Algorithm 1 over any weighted weak learner);
-- :mod:`~jaxtrees.learners.parities`: :class:`Parities` (seed 004's d-parities by exact search);
-- :mod:`~jaxtrees.learners.bagging`: :class:`Bagging`, :func:`random_forest` (bootstrap, feature bagging);
-- :mod:`~jaxtrees.learners.fourier`: :class:`LowDegree` (LMN: low-degree Fourier coefficients),
-  :class:`SparseRecovery` (the Lasso over low-degree characters);
-- :mod:`~jaxtrees.learners.kushilevitz_mansour`: :class:`KushilevitzMansour` (heavy coefficients
-  from membership queries);
-- :mod:`~jaxtrees.learners.rank`: :class:`FindMin` and :func:`find` (Ehrenfeucht-Haussler's FINDMIN and
-  FIND(S, r): consistent trees of least / bounded rank; a numpy reference in
-  :mod:`~jaxtrees.learners.rank_reference`);
-- :mod:`~jaxtrees.learners.sgd`: ``SGD`` (small networks trained by optax; loaded on first use).
-
-The registry sizes each learner for a problem (``learners.get(name, Size(n=..., k=...))``; the
-defaults are the conformance suite's small problems, and the compare study asks for its cells');
-the conformance suite runs every registered learner (``learners.names()``).
+The README's learner table lists each registered name and its class (docs/api.md, each module).
+The registry sizes a learner for a problem (``learners.get(name, Size(n=..., k=...))``; defaults: the
+conformance suite's small problems; the compare study asks for its cells'); that suite runs them all:
 
 >>> names()[:3]
 ['adaboost-cart', 'adaboost-parities-2', 'adaboost-stumps']

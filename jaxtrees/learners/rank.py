@@ -1,39 +1,9 @@
 """Ehrenfeucht-Haussler's FIND(S, r) and FINDMIN(S) (seed 003) as a batched array program.
 
-FIND(S, r) returns a decision tree of rank <= r consistent with the sample S if one exists
-(Lemma 1's rank: 0 at a leaf; max(r0, r1) if r0 != r1, else r0 + 1), trying the informative
-variables in index order, with step 3's re-execution at rank r when exactly one of the two calls
-at rank r - 1 fails (the paper's procedure, stated in full in
-:mod:`~jaxtrees.learners.rank_reference`). FINDMIN(S) runs FIND(S, r) for r = 0, 1, ... until it
-succeeds, so its tree has the sample's rank r(S) (Theorem 1); by Theorem 2, m >=
-(1/eps) ((e n / r)^r ln(8n) + ln(1/delta)) examples of a rank-r target make its error <= eps with
-probability >= 1 - delta (:func:`sample_bound`).
-
-The recursion runs as an explicit-stack machine inside one ``lax.while_loop``: a frame holds its
-sample as a bitset (``uint32[W]``: AND with a feature row or its complement restricts it), its
-rank bound, the variable it is trying, its phase and the results of its calls; each step
-advances the top frame by one event (enter, a call returned, a re-execution returned). Under
-``jax.vmap`` every lane steps until the last one is done. The tree is a
-:class:`~jaxtrees.hypotheses.node_tree.NodeTree`: a frame takes the next free slot when it is
-entered and a failing frame frees its slot and everything allocated after it, so slot 0 is the
-root and the nodes in use are exactly the returned tree. Capacity: the partial tree on the stack
-is a reduced tree of rank <= r whose leaves hold disjoint nonempty samples, so
-min(2 sum_{i<=r} C(n, i) - 1, 2 m - 1) slots suffice (Lemma 1). The result equals the reference
-node for node, and :attr:`Search.calls` counts FIND's invocations as the reference does (Lemma 3
-bounds them by O((n + 1)^{2r})).
-
-Examples with weight 0 are not in S; other weights are ignored (consistency does not weigh).
-A sample with one x labelled both ways has no consistent tree: then :attr:`Search.found` is False
-and the tree is a single leaf with the majority label.
-
->>> import jax, jax.numpy as jnp
->>> from jaxtrees.core import sampling
->>> data = sampling.from_arrays([[0, 0], [0, 1], [1, 0], [1, 1]], [0, 1, 1, 0])   # XOR: rank 2
->>> s = search(data, max_rank=2)
->>> int(s.rank), bool(s.found), int(s.calls), s.tree.feature[: int(s.tree.size)].tolist()
-(2, True, 13, [0, 1, -1, -1, 1, -1, -1])
->>> bool(search(data, min_rank=1, max_rank=1).found)                               # FIND(S, 1)
-False
+FIND(S, r) returns a decision tree of rank <= r consistent with the sample S if one exists;
+FINDMIN(S) runs it for r = 0, 1, ... until it succeeds (:func:`search`, :class:`FindMin`, :func:`find`).
+The recursion runs as an explicit-stack machine inside one ``lax.while_loop`` (:func:`_run`), and its
+trees equal those of the numpy reference (:mod:`~jaxtrees.learners.rank_reference`) node for node.
 """
 
 from __future__ import annotations
@@ -68,7 +38,9 @@ class Search(NamedTuple):
     ``tree``: the consistent tree found (a majority leaf when none is); ``rank``: the rank bound r
     of the successful FIND(S, r) (for FINDMIN the sample's rank r(S)), -1 if none succeeded;
     ``found``: whether a consistent tree of rank <= max_rank was found; ``exhausted``: the call
-    budget ran out first; ``calls``: FIND's invocations, over all ranks tried.
+    budget ran out first; ``calls``: FIND's invocations, over all ranks tried, counted as the
+    reference (:mod:`~jaxtrees.learners.rank_reference`) counts them (Lemma 3 bounds them by
+    O((n + 1)^{2r})). The tree equals the reference's node for node.
     """
 
     tree: NodeTree
@@ -107,7 +79,7 @@ def _select(flag, a, b):
 
 
 class _Machine(NamedTuple):
-    """The stack machine's state for one sample."""
+    """The stack machine's state for one sample (see :func:`_run`)."""
 
     frames: _Frame  # the call stack, each field [depth]
     masks: jax.Array  # uint32[depth, W]: each frame's sample as a bitset
@@ -123,7 +95,10 @@ class _Machine(NamedTuple):
 
 def capacity(n: int, m: int, max_rank: int) -> int:
     """Slots that any partial tree of FIND(S, r <= max_rank) fits in: min(2 L(n, r) - 1, 2 m - 1)
-    with L(n, r) = sum_{i <= r} C(n, i) (Lemma 1's bound on the leaves of a reduced rank-r tree)."""
+    with L(n, r) = sum_{i <= r} C(n, i) (Lemma 1's bound on the leaves of a reduced rank-r tree).
+
+    The partial tree on the machine's stack (:func:`_run`) is a reduced tree of rank <= r whose
+    leaves hold disjoint nonempty samples, so min(2 L(n, r) - 1, 2 m - 1) slots suffice (Lemma 1)."""
     leaves = sum(math.comb(n, i) for i in range(min(max_rank, n) + 1))
     return max(1, min(2 * leaves - 1, 2 * m - 1))
 
@@ -142,10 +117,32 @@ def search(data: Data, max_rank: int, *, min_rank: int = 0, max_calls: int = MAX
     """FIND(S, r) for r = ``min_rank``, ..., ``max_rank`` until one succeeds: FINDMIN(S) with
     ``min_rank=0``, FIND(S, r) with ``min_rank = max_rank = r``. One packed sample; vmap for a batch.
 
+    FIND(S, r) returns a decision tree of rank <= r consistent with the sample S if one exists
+    (Lemma 1's rank: 0 at a leaf; max(r0, r1) if r0 != r1, else r0 + 1), trying the informative
+    variables in index order, with step 3's re-execution at rank r when exactly one of the two calls
+    at rank r - 1 fails (the paper's procedure, stated in full in
+    :func:`jaxtrees.learners.rank_reference.find`). FINDMIN(S) runs FIND(S, r) for r = 0, 1, ... until
+    it succeeds, so its tree has the sample's rank r(S) (Theorem 1); by Theorem 2, m >=
+    (1/eps) ((e n / r)^r ln(8n) + ln(1/delta)) examples of a rank-r target make its error <= eps with
+    probability >= 1 - delta (:func:`sample_bound`).
+
+    Examples with weight 0 are not in S; other weights are ignored (consistency does not weigh).
+    A sample with one x labelled both ways has no consistent tree: then :attr:`Search.found` is False
+    and the tree is a single leaf with the majority label.
+
     ``max_calls`` bounds FIND's invocations (Lemma 3 allows O(m (n + 1)^{2r}) time): the search
     stops at the first step that brings them to ``max_calls`` or more (a rank-1 step counts up to
     2n calls at once), with ``found = False, exhausted = True``. Ranks above n count as n: a sample with
     a consistent tree has one of rank <= n, and FIND(S, r) returns the same tree for every r >= n.
+
+    >>> import jax, jax.numpy as jnp
+    >>> from jaxtrees.core import sampling
+    >>> data = sampling.from_arrays([[0, 0], [0, 1], [1, 0], [1, 1]], [0, 1, 1, 0])   # XOR: rank 2
+    >>> s = search(data, max_rank=2)
+    >>> int(s.rank), bool(s.found), int(s.calls), s.tree.feature[: int(s.tree.size)].tolist()
+    (2, True, 13, [0, 1, -1, -1, 1, -1, -1])
+    >>> bool(search(data, min_rank=1, max_rank=1).found)                               # FIND(S, 1)
+    False
     """
     return FindMin(max_rank, min_rank, max_calls).search(data)
 
@@ -173,7 +170,17 @@ def _searcher(min_rank: int, max_rank: int, max_calls: int):
 
 
 def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
-    """FINDMIN on a batch of samples (leading axis): one ``while_loop`` over the batch."""
+    """FINDMIN on a batch of samples (leading axis): one ``while_loop`` over the batch.
+
+    The recursion runs as an explicit-stack machine (:class:`_Machine`): a frame (:class:`_Frame`)
+    holds its sample as a bitset (``uint32[W]``: AND with a feature row or its complement restricts
+    it), its rank bound, the variable it is trying, its phase and the results of its calls; each step
+    advances the top frame by one event (enter, a call returned, a re-execution returned). Under
+    ``jax.vmap`` every lane steps until the last one is done (:func:`_searcher`). The tree is a
+    :class:`~jaxtrees.hypotheses.node_tree.NodeTree`: a frame takes the next free slot when it is
+    entered and a failing frame frees its slot and everything allocated after it, so slot 0 is the
+    root and the nodes in use are exactly the returned tree; :func:`capacity` slots suffice.
+    """
     n, W = data.X.shape[-2:]
     C = capacity(n, bits.WORD_BITS * W, max_rank)
     D = n + 2  # every nested call fixes one more variable (frames 0..n), and one spare slot

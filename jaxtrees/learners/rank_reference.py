@@ -2,29 +2,7 @@
 
 One sample at a time, written for clarity, not speed: the reference that the batched learner
 (:mod:`~jaxtrees.learners.rank`) must equal node for node, and the baseline its benchmark runs.
-
-FIND(S, r), S a nonempty sample:
-
-1. all examples positive: return the leaf 1; all negative: the leaf 0;
-2. r = 0: return none;
-3. for each informative variable v (both values occur in S), in index order:
-   Q0 = FIND(S_0^v, r - 1), Q1 = FIND(S_1^v, r - 1) (both calls are made);
-   both succeed: return the node v(Q0, Q1); exactly one fails: re-execute it with rank bound r
-   and return v(Q0, Q1) if it now succeeds, else none;
-4. return none.
-
-FINDMIN(S) calls FIND(S, r) for r = 0, 1, 2, ... until it returns a tree.
-
 Trees are nested tuples: a leaf is ``0`` or ``1``, a node ``(v, Q0, Q1)``.
-
->>> import numpy as np
->>> X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
->>> find(X, np.array([0, 1, 1, 1]), 1)          # x_0 OR x_1 has rank 1
-(0, (1, 0, 1), 1)
->>> find(X, np.array([0, 1, 1, 0]), 1) is None  # XOR needs rank 2
-True
->>> findmin(X, np.array([0, 1, 1, 0]))
-((0, (1, 0, 1), (1, 1, 0)), 2)
 """
 
 from __future__ import annotations
@@ -40,7 +18,25 @@ class Counter:
 
 
 def find(X, y, r: int, counter: Counter | None = None):
-    """A tree of rank <= r consistent with the rows ``X: {0,1}[m, n]``, labels ``y: {0,1}[m]``, or None."""
+    """A tree of rank <= r consistent with the rows ``X: {0,1}[m, n]``, labels ``y: {0,1}[m]``, or None.
+
+    FIND(S, r), S a nonempty sample (:func:`_find`):
+
+    1. all examples positive: return the leaf 1; all negative: the leaf 0;
+    2. r = 0: return none;
+    3. for each informative variable v (both values occur in S), in index order:
+       Q0 = FIND(S_0^v, r - 1), Q1 = FIND(S_1^v, r - 1) (both calls are made);
+       both succeed: return the node v(Q0, Q1); exactly one fails: re-execute it with rank bound r
+       and return v(Q0, Q1) if it now succeeds, else none;
+    4. return none.
+
+    >>> import numpy as np
+    >>> X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+    >>> find(X, np.array([0, 1, 1, 1]), 1)          # x_0 OR x_1 has rank 1
+    (0, (1, 0, 1), 1)
+    >>> find(X, np.array([0, 1, 1, 0]), 1) is None  # XOR needs rank 2
+    True
+    """
     X, y = np.asarray(X, bool), np.asarray(y, bool)
     if X.ndim != 2 or y.shape != (X.shape[0],) or X.shape[0] < 1:
         raise ValueError(f"X must be {{0,1}}[m, n] with m >= 1 and y {{0,1}}[m], got {X.shape} and {y.shape}")
@@ -50,6 +46,7 @@ def find(X, y, r: int, counter: Counter | None = None):
 
 
 def _find(X, y, r, counter):
+    """FIND(S, r) as :func:`find` states it, on a checked sample; counts its invocations."""
     counter.calls += 1
     if y.all():
         return 1
@@ -72,7 +69,15 @@ def _find(X, y, r, counter):
 
 def findmin(X, y, max_rank: int | None = None, counter: Counter | None = None):
     """``(tree, r)``: FIND(S, r) for r = 0, 1, ... up to ``max_rank`` (default n); ``(None, None)``
-    if none succeeds (only a sample with one x labelled both ways has no consistent tree)."""
+    if none succeeds (only a sample with one x labelled both ways has no consistent tree).
+
+    FINDMIN(S) calls FIND(S, r) for r = 0, 1, 2, ... until it returns a tree.
+
+    >>> import numpy as np
+    >>> X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+    >>> findmin(X, np.array([0, 1, 1, 0]))
+    ((0, (1, 0, 1), (1, 1, 0)), 2)
+    """
     X = np.asarray(X, bool)
     counter = counter if counter is not None else Counter()
     for r in range(X.shape[1] + 1 if max_rank is None else max_rank + 1):
