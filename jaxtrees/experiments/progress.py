@@ -1,15 +1,7 @@
 """A progress line on stderr, as tqdm draws one: trials done, rate, elapsed, ETA and the phase.
 
-Time spent in "compiling ..." phases is counted apart: the rate is that of running trials, the
-ETA adds the programs still to compile at the mean compile time so far ("?" before the first one
-has compiled), and the line shows the compile seconds and the programs compiled.
-
-On a terminal one line is redrawn in place; elsewhere (a log file, CI, a notebook's stderr) a
-line is printed per phase change and per tenth of the trials.
-
->>> bar = Progress("demo", total=64, enabled=False)
->>> bar.update(32); bar.done
-32
+:class:`Progress` counts compile time apart from the trials' and redraws one line on a terminal,
+printing a line per phase change and per tenth of the trials elsewhere.
 """
 
 from __future__ import annotations
@@ -20,7 +12,19 @@ import time
 
 
 class Progress:
-    """Trials done of ``total``; :meth:`phase` names what runs now (e.g. "compiling n=16")."""
+    """Trials done of ``total``; :meth:`phase` names what runs now (e.g. "compiling n=16").
+
+    Time spent in "compiling ..." phases is counted apart: the rate is that of running trials, the
+    ETA adds the programs still to compile at the mean compile time so far ("?" before the first one
+    has compiled), and the line shows the compile seconds and the programs compiled.
+
+    On a terminal one line is redrawn in place; elsewhere (a log file, CI, a notebook's stderr) a
+    line is printed per phase change and per tenth of the trials.
+
+    >>> bar = Progress("demo", total=64, enabled=False)
+    >>> bar.update(32); bar.done
+    32
+    """
 
     def __init__(self, name: str, total: int, enabled: bool = True, programs: int = 0):
         self.name, self.total, self.enabled, self.programs = name, total, enabled, programs

@@ -1,24 +1,10 @@
 """Running a study: its trials, in compiled chunks, on every local device, into a :class:`Store`.
 
-:func:`run` takes a :class:`~jaxtrees.experiments.study.Study` and a resolved
-:class:`~jaxtrees.experiments.study.Config` (:func:`configure`) and writes one row per trial (and
-per entry of the study's ``axis``, e.g. per sample size on a common-random-numbers m-grid) into
-``OUT/STUDY/`` (:mod:`jaxtrees.experiments.store`: parts written atomically, resumable, locked
-against a second writer), showing :mod:`~jaxtrees.experiments.progress` on stderr.
-
-Execution: the trials of a static group are cut into chunks of ``chunk`` trials (padded to a
-fixed size, so one compilation serves every chunk), the chunk axis is sharded over all local
-devices (``shard_map`` over ``Mesh(devices, ("batch",))``), each device runs its rows in groups of
-vmapped trials (:func:`group_size`: 32 on a CPU, fewer if the study's working set would overflow
-the caches, 1024 on a GPU or TPU, fewer if the study's memory estimate asks; the same compiled
-arithmetic for any chunk size or device count, so rows are bitwise reproducible; a resumed run
-keeps its group). Under ``jax.distributed`` (several processes, e.g. one per host)
-trial t of the grid runs on process t mod P, whatever was done before, so processes that start
-at different times never take the same trial; each writes its own parts, and after a barrier
-process 0 writes ``results.csv``.
-
-This module also re-exports what a caller of :func:`run` needs: ``Study``, ``Config``,
-``configure``, ``cell_hash``, ``trial_key``, ``read_results``, ``read_parts``.
+:func:`run` writes one row per trial (and per entry of the study's ``axis``) into ``OUT/STUDY/``
+(:mod:`~jaxtrees.experiments.store`), one compiled program per static group (:class:`_Job`),
+showing :mod:`~jaxtrees.experiments.progress` on stderr. It also re-exports what a caller of
+:func:`run` needs: ``Study``, ``Config``, ``configure``, ``cell_hash``, ``trial_key``, ``read_results``,
+``read_parts``.
 """
 
 from __future__ import annotations
@@ -96,6 +82,22 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     ``group``: trials vmapped together per device (default :func:`group_size`: by platform).
     ``max_trials`` stops after that many new trials (for tests of resumption).
     A second run into the same directory while this one writes raises ValueError.
+
+    ``config`` is a resolved :class:`~jaxtrees.experiments.study.Config` (:func:`configure`); one row
+    per trial (and per entry of the study's ``axis``, e.g. per sample size on a common-random-numbers
+    m-grid) goes into ``OUT/STUDY/`` (:mod:`jaxtrees.experiments.store`: parts written atomically,
+    resumable, locked against a second writer).
+
+    Execution: the trials of a static group are cut into chunks of ``chunk`` trials (padded to a
+    fixed size, so one compilation serves every chunk), the chunk axis is sharded over all local
+    devices (``shard_map`` over ``Mesh(devices, ("batch",))``), each device runs its rows in groups of
+    vmapped trials (:func:`group_size`: 32 on a CPU, fewer if the study's working set would overflow
+    the caches, 1024 on a GPU or TPU, fewer if the study's memory estimate asks; the same compiled
+    arithmetic for any chunk size or device count, so rows are bitwise reproducible; a resumed run
+    keeps its group). Under ``jax.distributed`` (several processes, e.g. one per host)
+    trial t of the grid runs on process t mod P, whatever was done before, so processes that start
+    at different times never take the same trial; each writes its own parts, and after a barrier
+    process 0 writes ``results.csv``.
     """
     chunk = None if chunk is None else checks.integer("chunk", chunk, low=1)
     group = None if group is None else checks.integer("group", group, low=1, high=2**16)

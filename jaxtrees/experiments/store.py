@@ -1,32 +1,8 @@
 """Where a run's rows live: ``OUT/STUDY/``, written so that nothing is lost or doubled.
 
-- ``metadata.json``: the configuration, when it was created, and one entry per run (start, end,
-  environment: versions, git commit, host, devices, command line).
-- ``parts/*.csv``: one file per finished chunk, written to a temporary name and renamed, so a
-  killed run leaves only whole chunks; a rerun skips the trials found there (resumption).
-- ``parts/config.json``: the configuration the parts belong to, so the parts describe themselves:
-  a directory whose ``metadata.json`` was lost gets it rebuilt from this file, and parts without
-  either are refused, never relabelled as another run's.
-- ``results.csv``: every row, sorted, one header, once every trial is done.
-- ``.lock-P``: held (``fcntl.flock``) by the run of process index P while it writes, naming its
-  host and pid; a second run into the same directory is refused, and the lock dies with its
-  process (kill -9 included), so a stale lock file never blocks.
-
-Every row read back is checked against the configuration (:func:`read_parts`): its ids and
-parameters those of its cell, every other field a number. A part whose last line is unfinished
-(a copy or a disk cut short) is an unfinished chunk: a run moves it aside to
-``parts/NAME.csv.unfinished`` with a warning and runs its trials again. Any other damage is an
-error naming the file and line; the way out is to move that file out of ``parts/`` (its trials
-then run again) or to delete the directory and start over.
-
-Several processes (``jax.distributed``, one per host): each writes its own parts and temporaries
-(``*.pP-PID.tmp``, removed only by process P), and process 0 alone writes ``metadata.json`` and
-``results.csv``.
-
->>> import tempfile
->>> store = Store(tempfile.mkdtemp(), "demo")
->>> store.read_parts()
-[]
+:class:`Store` holds the directory (``metadata.json``, one atomically written ``parts/*.csv`` per
+chunk, ``parts/config.json``, ``results.csv`` and the writer's lock ``.lock-P``); :func:`read_parts`
+and :func:`read_results` read its rows back, each checked against the configuration.
 """
 
 from __future__ import annotations
@@ -54,7 +30,29 @@ WAY_OUT = ("move the file out of the directory (a part's trials then run again; 
 
 
 class Store:
-    """The results directory ``out/name``: metadata, parts, results and the writer's lock."""
+    """The results directory ``out/name``: metadata, parts, results and the writer's lock.
+
+    - ``metadata.json``: the configuration, when it was created, and one entry per run (start, end,
+      environment: versions, git commit, host, devices, command line).
+    - ``parts/*.csv``: one file per finished chunk, written to a temporary name and renamed, so a
+      killed run leaves only whole chunks; a rerun skips the trials found there (resumption).
+    - ``parts/config.json``: the configuration the parts belong to, so the parts describe themselves:
+      a directory whose ``metadata.json`` was lost gets it rebuilt from this file, and parts without
+      either are refused, never relabelled as another run's.
+    - ``results.csv``: every row, sorted, one header, once every trial is done.
+    - ``.lock-P``: held (``fcntl.flock``) by the run of process index P while it writes, naming its
+      host and pid; a second run into the same directory is refused, and the lock dies with its
+      process (kill -9 included), so a stale lock file never blocks.
+
+    Several processes (``jax.distributed``, one per host): each writes its own parts and temporaries
+    (``*.pP-PID.tmp``, removed only by process P), and process 0 alone writes ``metadata.json`` and
+    ``results.csv``.
+
+    >>> import tempfile
+    >>> store = Store(tempfile.mkdtemp(), "demo")
+    >>> store.read_parts()
+    []
+    """
 
     def __init__(self, out: str, name: str):
         self.directory = os.path.join(out, name)
@@ -162,7 +160,15 @@ class Store:
 def read_parts(directory: str, config: dict | None = None) -> list[dict]:
     """Every row written into ``directory/parts`` so far, unsorted, checked (:func:`read_checked`;
     against ``config``, default the one in ``parts/config.json``). A part whose last line is
-    unfinished is left out with a warning; a trial found in two parts is an error."""
+    unfinished is left out with a warning; a trial found in two parts is an error.
+
+    Every row read back is checked against the configuration: its ids and
+    parameters those of its cell, every other field a number. A part whose last line is unfinished
+    (a copy or a disk cut short) is an unfinished chunk: a run (:meth:`Store.open`) moves it aside to
+    ``parts/NAME.csv.unfinished`` with a warning and runs its trials again. Any other damage is an
+    error naming the file and line; the way out is to move that file out of ``parts/`` (its trials
+    then run again) or to delete the directory and start over.
+    """
     parts = os.path.join(directory, "parts")
     if config is None:
         config = (_read_json(os.path.join(parts, "config.json")) or {}).get("config")

@@ -4,11 +4,8 @@ A :class:`Study` names its parameters (with the defaults of a ``quick`` and a ``
 says which of them are *static* (they change shapes or the compiled program: one compilation per
 distinct combination) and gives a pure ``trial(key, params) -> {metric: array}``.
 :func:`configure` resolves the grid (defaults, then overrides) into a :class:`Config` and checks
-every cell before any heavy work.
-
-Randomness: trial (cell, r) uses ``fold_in(fold_in(key(seed), h), r)`` where h is a 31-bit hash
-of the cell's parameter values (not its position in the grid), so a row depends only on the seed
-and its parameters, never on chunk size, device count, host count or which other cells run.
+every cell before any heavy work. A trial's key depends only on the seed and its cell's
+parameters (:meth:`Study.trial_key`).
 """
 
 from __future__ import annotations
@@ -173,7 +170,11 @@ class Study:
 
     def trial_key(self, seed: int, cell, replicate):
         """The key of trial ``replicate`` of ``cell``: fold_in(fold_in(key(seed), h), replicate), h the
-        cell's :meth:`key_hash` (``cell`` a dict) or ``cell`` itself (a hash, traced inside a program)."""
+        cell's :meth:`key_hash` (``cell`` a dict) or ``cell`` itself (a hash, traced inside a program).
+
+        Randomness: trial (cell, r) uses ``fold_in(fold_in(key(seed), h), r)`` where h is a 31-bit hash
+        of the cell's parameter values (not its position in the grid), so a row depends only on the seed
+        and its parameters, never on chunk size, device count, host count or which other cells run."""
         return _fold(seed, self.key_hash(cell) if isinstance(cell, dict) else cell, replicate)
 
 
