@@ -2,26 +2,8 @@
 3-parities and CART-16 trees on the seed's real data sets, every round's test error, beside the
 paper's values) and a random forest on the same splits.
 
-A trial is one random split of one data set (:mod:`jaxtrees.datasets`: the seed's training size,
-the rest for test; the split key is the trial key, so every learner sees the same split) on which
-each learner runs for ``rounds`` rounds:
-
-- ``stumps``: :class:`~jaxtrees.learners.stumps.Stump` of least weighted error (Algorithm 1's);
-- ``parity2`` / ``parity3``: the character chi_S, |S| <= d, or its negation of largest weighted
-  correlation, by exact exhaustive search (:class:`~jaxtrees.learners.parities.Parities`); 3-parities
-  only when ``max_degree`` is 3 (their columns are empty otherwise);
-- ``cart16``: Gini trees grown best-first to 16 leaves (:data:`~jaxtrees.learners.best_first.CART16`,
-  our reading of "CART trees pruned to 16 nodes");
-- ``forest``: not boosted: a random forest (:func:`~jaxtrees.learners.bagging.random_forest`, Gini
-  trees of depth <= ``forest_depth`` (10, scikit-learn's depth in the seed's comparisons), sqrt(n)
-  features per node, averaged votes) of ``rounds`` trees, whose row t is the forest of its first t trees.
-
-Rows run along ``round`` (1 .. rounds): test error, and for the boosted learners training error,
-edge gamma_t and the bound prod 2 sqrt(eps (1 - eps)). Replicates are splits (the seed: 20 splits,
-250 rounds). The data here are the labeled rows only, so splice trains on 500 examples (the seed
-had 1000), and the test sets are the labeled rows left over (see :mod:`jaxtrees.datasets`). The OCR
-sets are not shipped (licence unknown): they join the ``data`` grid when the environment variable
-``JAXTREES_OCR_PATH`` names a directory holding their raw files.
+A trial is one random split of one data set on which each learner runs ``rounds`` rounds; the
+learners, the rows and the data (the OCR sets join via ``JAXTREES_OCR_PATH``): docs/studies.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,9 @@
 """The ``compare`` study: every registered learner on the same trials (the comparison atlas).
 
 A cell is (learner, family, k, n, c); the learner is *shared* (:attr:`Study.shared`), so trial r of
-every learner in a cell has the same key: the same c-smoothed marginals p (c = 0: uniform; rounded
-to multiples of 2^-16 and sampled exactly), the same target f and the same sample of m_max
-examples, of which every learner sees the first m for each m of the grid (common random numbers).
-
-Targets (``family``, ``k``): ``parity`` (a random k-parity), ``junta`` (a random non-degenerate
-k-junta), ``tree`` (a random complete depth-k tree), ``rank`` (a random rank-k tree,
-:func:`~jaxtrees.targets.random_rank_tree`, spines of 2 tests), ``addressing`` (f_{1,k} of 002:
-k^2 addressing bits, 2^k memory bits; n >= k^2 + 2^k, later coordinates ignored).
-
-Learners (:data:`LEARNERS`): every learner of the registry (``jaxtrees.learners.names()``), each
-as the registry sizes it for the cell (:func:`size`): trees grow to ``depth``, ensembles run
-``rounds`` rounds or members, the Fourier learners use degree k, FIND its rank bound k, FINDMIN
-ranks up to ``max_rank``, the network trains ``sgd_steps`` steps on the sample; the report prints
-each learner's settings. Scoring: exactly (Pr_{x ~ p}[h(x) != f(x)] from
-the target's oracle) for hypotheses with an exact error (trees, stumps, node-list trees), else on
-``test_m`` fresh examples from p (ensembles, polynomials, networks); ``exact`` says which. Success:
-exact error <= 1e-6, or no test error. Two learners use other access: ``km`` asks (2n + 1) m
-membership queries at grid point m (``examples`` counts them), ``population-entropy`` grows from
-the distribution itself (infinite samples: the same result at every m, ``examples`` = -1).
-
-Outputs: an overview figure (each learner's success at the largest m, per family and c), per
-family a figure of P[success] against m, one line per learner with its 95% band;
-a learnability map (per family, k, n, c: the smallest m from which each learner succeeds in >= 90%
-of trials); a summary of what the atlas says about the seeds' claims; per-learner cost from the
-report's table of compiled programs (trials per second).
+every learner in a cell sees the same distribution, target and sample (common random numbers), each
+learner as the registry sizes it for the cell (:func:`size`). Targets, scoring and outputs:
+docs/studies.md.
 """
 
 from __future__ import annotations

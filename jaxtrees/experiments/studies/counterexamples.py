@@ -1,18 +1,8 @@
 """The addressing counterexamples of 002, in path mode (exact gains, no samples).
 
-Each trial draws a c-smoothed distribution around 1/2 (p_i in [1/2 - s, 1/2 + s], so it is
-delta-balanced with delta = 1/2 - s) and an input x ~ p, and follows x's path in the
-infinite-sample tree (:func:`jaxtrees.learners.population.follow_path`) with exact gains and
-``tie_tol=0``. Averages over trials are unbiased for the tree's quantities.
-
-- ``addressing`` (002 Thm 3, Lemma 14): f_{c,k} (``code="block"``: k groups of ck bits) or f_{c,k,S}
-  (``code="coded"``: a random code of length ck, the best distance of many draws). Per path: the
-  depth of the first addressing query, whether all 2^k memory bits come before it, and the
-  truncated error min(mu_d, 1 - mu_d) at depths d up to 2^k. The target itself has depth
-  ck^2 + 1 (block) or ck + 1 (coded).
-- ``agnostic`` (002 Thm 4, Sec. 6): f_pi, most memory bits of f_{c,k} pinned (|A^free| ~ eps 2^(k-1));
-  f_pi is eps-close to the address junta g. Per path: whether the free memory bits all come
-  first, the error at depths up to |A^free|, and the exact distance Pr[f_pi != g].
+Each trial follows one input's path in the infinite-sample tree under a c-smoothed distribution
+(:func:`jaxtrees.learners.population.follow_path`): ``addressing`` (002 Thm 3, Lemma 14: f_{c,k} and
+f_{c,k,S}) and ``agnostic`` (002 Thm 4: f_pi). What each measures per path: docs/studies.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
 """The ``fourier`` study: Fourier learners against ID3 on the same trials, and the spectra of the
 trees ID3 learns against the seed's bounds (001).
 
-Each trial draws c-smoothed marginals around 1/2 (c = 0: uniform; rounded to multiples of 2^-16
-and sampled exactly), a target (a random k-parity, a random non-degenerate k-junta or a random
-complete depth-k tree) and one sample of m_max examples, and on every prefix m = m_min .. m_max
-fits, on the same examples:
-
-- ``id3``: greedy growth to depth k (entropy by default: ``impurity``), scored exactly (success: exact error 0);
-- ``lmn``: the low-degree algorithm with d = k in the p-biased basis of the sample's marginals,
-  keeping the estimates with |f~(S)| >= ``theta`` (at most the 4^k largest). Without the
-  threshold the sign of all K = sum_{j <= k} C(n, j) estimates errs until m >> K: each adds
-  noise of order m^-1/2 (:class:`~jaxtrees.learners.fourier.LowDegree`); scored on
-  ``test_m`` fresh examples (success: no test error, so an error rate above 3 / test_m would
-  show with probability >= 95%);
-- ``sparse``: sparse recovery, the Lasso over the same degree-k characters in the same basis
-  (penalty ``l1``; :class:`~jaxtrees.learners.fourier.SparseRecovery`), fitted on the same first m
-  examples, at most the 4^k largest coefficients kept; scored like LMN;
-- ``km``: Kushilevitz-Mansour with membership queries instead of the sample
-  (:class:`~jaxtrees.learners.kushilevitz_mansour.KushilevitzMansour`): heavy threshold
-  ``theta``, m query triples per level, so (2n + 1) m queries at grid point m (``km_queries``),
-  a frontier of min(4^k, 4 / theta^2) prefixes (a depth-k tree has at most 4^k nonzero
-  coefficients, so at most 4^k nonzero buckets per level); queries at uniform points (KM
-  learns the uniform spectrum), scored like LMN on the same test examples from p. The fit at m
-  uses the first m triples of the fit at m_max (one compiled KM for the grid).
-
-Spectra (uniform basis, exact, :mod:`jaxtrees.fourier.spectra`): of the target, and of each
-learned tree, whose L1 norm is at most its number of leaves and whose degree is at most its depth
-(001); the second figure draws those bounds.
+Each trial fits ID3, LMN, the Lasso and Kushilevitz-Mansour (from membership queries) on every
+prefix of one sample of a k-parity, k-junta or depth-k tree, and takes the exact spectra of the
+target and of the learned trees; the learners' settings and scoring: docs/studies.md.
 """
 
 from __future__ import annotations

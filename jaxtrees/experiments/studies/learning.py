@@ -1,17 +1,9 @@
 """Sample-complexity studies: how many examples does a greedy tree learner need?
 
-Each trial draws a product distribution p (its marginals rounded to multiples of 2^-16 and
-sampled exactly, :func:`jaxtrees.core.sampling.quantize`) and a target f on n bits, one sample of m_max
-examples, and grows a tree on each prefix of m = m_min, 2 m_min, ..., m_max examples (common
-random numbers: the trees for different m share examples, and one program serves the grid). Trees
-are scored exactly against f under p (:func:`jaxtrees.hypotheses.tree.exact_error`): a trial succeeds
-at m when that error is 0 (below ``SUCCESS_TOL``, float32 rounding of exact sums).
-
-- ``parity``: 000 Thm 1: log2(n)-parities under (alpha, c)-distributions (c = 0: the uniform
-  distribution, where every gain is 0 and ID3 fails).
-- ``juntas``: 000 Thm 2: random non-degenerate k-juntas under c-smoothed distributions around
-  1/2 (c = 0: uniform); also whether the tree's features are exactly the support.
-- ``trees``: 000 Conjecture 3: random complete depth-log2(n) trees under c-smoothed distributions.
+``parity`` (000 Thm 1), ``juntas`` (000 Thm 2) and ``trees`` (000 Conjecture 3) share one trial: a
+product distribution p and a target f on n bits, a tree grown on each prefix of one sample (common
+random numbers), scored exactly against f under p (success at m: exact error 0). Each study's
+design is in docs/studies.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """The ``rank`` study: Ehrenfeucht-Haussler's FINDMIN (003) against ID3 on the same samples.
 
-Each trial draws c-smoothed marginals around 1/2 (c = 0: uniform; rounded to multiples of 2^-16
-and sampled exactly), a target and one sample of m_max examples; on every prefix m = m_min ..
-m_max it runs, on the same examples,
-
-- FINDMIN (:class:`~jaxtrees.learners.rank.FindMin`, ranks 0 .. ``max_rank``, at most
-  ``max_calls`` invocations of FIND): exact error, the rank r(S) it finds, its tree's size and
-  FIND's invocations;
-- ID3 (greedy growth to depth ``id3_depth``, impurity ``impurity``): exact error, rank and size.
-
-Targets (``target``, ``k``): ``"rank"``: a random rank-k tree (:func:`~jaxtrees.targets.random_rank_tree`,
-spines of ``length`` tests; k = 1: decision lists); ``"junta"``: a random non-degenerate k-junta;
-``"parity"``: a random k-parity (rank k, and FIND(S, r < k) fails only after trying every
-split: the slow inputs of Lemma 3). The target's rank is computed per trial: the rank of the
-generated tree, or FINDMIN on the junta's complete truth table over its support (the function's
-rank).
-
-What it shows: (a) FINDMIN's error against m, with Theorem 2's sample bound
-m(eps, delta) = (1/eps) ((e n / r)^r ln(8n) + ln(1/delta)) for r = k, and the share of trials with
-error <= eps from that m on against 1 - delta; (b) the ranks and sizes of ID3's and FINDMIN's
-trees against the target's; (c) FIND's invocations against Lemma 3's sum_{j <= r} (n + 1)^(2j).
+Each trial runs FINDMIN (:class:`~jaxtrees.learners.rank.FindMin`) and ID3 on every prefix of one
+sample of a random rank-k tree, k-junta or k-parity: exact error against m with Theorem 2's bound,
+the trees' ranks and sizes, FIND's invocations against Lemma 3. Its design: docs/studies.md.
 """
 
 from __future__ import annotations
