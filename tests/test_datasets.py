@@ -17,7 +17,7 @@ from jaxtrees import datasets
 RAW = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "reyzin"
 needs_raw = pytest.mark.skipif(not RAW.is_dir(), reason="../shared/data/reyzin is not beside this checkout")
 
-#: Table 1 of seed 004 (cancer: 80 on the 683 complete rows, see the module docstring), labeled rows.
+#: Table 1 of seed 004 (cancer: 80 on the 683 complete rows, see datasets.load), labeled rows.
 COUNTS = {"census": 131, "splice": 240, "ocr17": 403, "ocr49": 403, "cancer": 80, "ecoli": 356, "heart": 371}
 ROWS = {"census": 2000, "splice": 1000, "ocr17": 2000, "ocr49": 2000, "cancer": 683, "ecoli": 336, "heart": 270}
 

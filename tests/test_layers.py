@@ -23,11 +23,7 @@ LAYERS = {"core": 1, "hypotheses": 2, "fourier": 3, "targets": 4, "problems": 5,
 #: ``jaxtrees`` itself, the package facade: the top.
 FACADE = 9
 #: Known upward imports, (file, imported module), each with its reason; a fix removes its entry.
-KNOWN = {
-    # environment() reads jaxtrees.__version__ for a run's metadata; the fix is store's own
-    # _version("jaxtrees") (importlib.metadata), which needs no import of the facade.
-    ("jaxtrees/experiments/store.py", "jaxtrees"),
-}
+KNOWN: set = set()  # (file, imported module) pairs allowed up the layers, each with its reason
 
 
 def layer_of(module: str) -> int | None:

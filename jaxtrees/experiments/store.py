@@ -320,11 +320,9 @@ def completeness(directory: str, rows: list[dict]) -> tuple[int, int]:
 
 def environment() -> dict:
     """Versions, git commit, host, devices, command line and XLA_FLAGS, for the metadata file."""
-    import jaxtrees
-
     devices = jax.devices()
     return {
-        "jaxtrees": jaxtrees.__version__, "git_commit": _git_commit(), "jax": jax.__version__,
+        "jaxtrees": _version("jaxtrees"), "git_commit": _git_commit(), "jax": jax.__version__,
         **{name: _version(name) for name in ("jaxlib", "optax", "matplotlib")},
         "numpy": np.__version__, "python": platform.python_version(), "platform": platform.platform(),
         "host": platform.node(), "command": sys.argv, "xla_flags": os.environ.get("XLA_FLAGS", ""),

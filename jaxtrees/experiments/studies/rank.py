@@ -21,7 +21,6 @@ from jaxtrees.experiments.studies.common import (PRECISION_BITS, check_sample_gr
 from jaxtrees.hypotheses import node_tree, tree
 from jaxtrees.learners import GreedyTree, GrowthRule
 from jaxtrees.learners.rank import FindMin, sample_bound
-from jaxtrees.targets.base import assignments
 
 FAMILIES = ("rank", "junta", "parity")
 #: How a panel names its targets.
@@ -46,7 +45,7 @@ def _target_rank(f, n: int, k: int):
     k variables)."""
     if isinstance(f, targets.NodeTreeTarget):
         return node_tree.rank(f.tree)
-    rows = assignments(k)  # bool[2^k, k]: row a holds the bits of a
+    rows = bits.assignments(k)  # bool[2^k, k]: row a holds the bits of a
     x = jnp.any(rows[:, :, None] & (f.support[None, :, None] == jnp.arange(n)), axis=1)  # [2^k, n]
     table = sampling.Data(bits.pack(rows.T), bits.pack(f(x) == 1), bits.valid_mask(2**k))
     return FindMin(max_rank=k).search(table).rank
