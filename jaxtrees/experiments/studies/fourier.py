@@ -197,7 +197,7 @@ def _report(rows):
 
 
 def _mean(rows, column) -> float:
-    return sum(float(r[column]) for r in rows) / len(rows)
+    return sum(r[column] for r in rows) / len(rows)
 
 
 FOURIER = Study(

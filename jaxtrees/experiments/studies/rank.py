@@ -194,8 +194,8 @@ def _report(rows):
         bound = _bound(info)
         level = 1.0 - info["delta"]
         for r in sel:
-            r["findmin_ok"] = float(r["findmin_error"] <= info["eps"])
-            r["id3_ok"] = float(r["id3_error"] <= info["eps"])
+            r["findmin_ok"] = 1.0 if r["findmin_error"] <= info["eps"] else 0.0
+            r["id3_ok"] = 1.0 if r["id3_error"] <= info["eps"] else 0.0
         fm = {g["m"]: g for g in summary.rates(sel, ["m"], "findmin_ok")}
         ok = {g["m"]: g for g in summary.rates(sel, ["m"], "id3_ok")}
         at = min((m for m in fm if m >= bound), default=None)
@@ -205,7 +205,7 @@ def _report(rows):
         top = [r for r in sel if r["m"] == m_top]
 
         def mean(metric, rows_=top):
-            return sum(float(r[metric]) for r in rows_) / max(len(rows_), 1)
+            return sum(r[metric] for r in rows_) / max(len(rows_), 1)
 
         def reach(groups):
             m = summary.threshold([(m, g["rate"]) for m, g in groups.items()], level)
