@@ -310,7 +310,7 @@ def learned_curve(ax, rows, column: str, label: str, scale: float = 1):
         ts = np.unique(np.geomspace(every, budget, 80).astype(int) // every * every)
     rate_line(ax, [(t * scale, analysis.share_within(rows, column, t)) for t in ts], label)
     ax.set_xscale("log")
-    ax.set_ylim(-0.03, 1.03)
+    ax.set_ylim(*RATE_LIMITS)
     ax.grid(alpha=0.3)
 
 

@@ -84,11 +84,8 @@ def _vs_plot(rows, stem):
             net = [(m, analysis.share_within(part, "net_examples", m)) for m in grid]
             summary.rate_line(ax, tree, f"ID3, {name}", f"C{i}", "--")
             summary.rate_line(ax, net, f"{optimizer(part)} net, {name}", f"C{i}", "-")
-        ax.set_xscale("log", base=2)
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel(f"examples (ID3: sample size m; {optimizer(sel)}: steps x batch)")
-        ax.set_title(f"random {key[1]}-juntas, n = {key[0]}" + suffix(extra, key[2:]))
-        ax.grid(alpha=0.3)
+        summary.panel(ax, f"random {key[1]}-juntas, n = {key[0]}" + suffix(extra, key[2:]),
+                      f"examples (ID3: sample size m; {optimizer(sel)}: steps x batch)", ylim=summary.RATE_LIMITS)
     summary.legend(fig, axes)
     eps = ", ".join(f"{e:g}" for e in sorted({r["eps"] for r in rows}))
     axes[0].set_ylabel(f"P[error <= {eps} within that many examples]\n(95% Wilson band)")
