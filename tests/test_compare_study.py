@@ -12,7 +12,7 @@ import pytest
 
 from jaxtrees import learners
 from jaxtrees.core import sampling
-from jaxtrees.experiments import runner, studies
+from jaxtrees.experiments import runner, studies, summary
 from jaxtrees.experiments.studies import compare
 
 PARAMS = {**compare.SHARED, "learner": "id3-entropy", "family": "junta", "k": 2, "n": 6, "c": 0.2, "test_m": 256,
@@ -95,7 +95,7 @@ def test_a_rows_learner_names_what_ran_and_the_report_prints_its_settings():
     assert compare.configured("adaboost-parities-2", 8, 3, params).weak == learners.Parities(degree=2)
     rows = [{**{name: str(value) for name, value in params.items()}, "learner": name, "m": "16"}
             for name in ("find-k", "km", "sgd")]
-    table = compare._settings_table(rows)
+    table = compare._settings_table(summary.typed(rows))  # as the report sees them
     assert "| find-k | k = 3, n = 8 | `FindMin(max_rank=3, min_rank=3, max_calls=262144)` |" in table
     assert "| km | k = 3, n = 8 | `m = 16: KushilevitzMansour(theta=0.1" in table and "; m = 128: " in table
     assert "| sgd | k = 3, n = 8 | `MLP of width 64, hinge loss, optax.sgd at learning rate 0.05, 400 steps" in table
