@@ -182,18 +182,18 @@ def _report(rows):
                               f"{within_degree} of {len(sel)}", f"{_mean(sel, 'tree_l1'):.3f}",
                               f"{_mean(sel, 'tree_leaves'):.2f}"])
     m_grid = f"{min(r['m'] for r in rows)}..{max(r['m'] for r in rows)}"
-    return ("## Fourier learners vs ID3 (001)\n\n"
-            f"m grid {m_grid} (powers of two; nested prefixes of one sample per trial, the same examples for "
+    return summary.section(
+        "Fourier learners vs ID3 (001)",
+        f"m grid {m_grid} (powers of two; nested prefixes of one sample per trial, the same examples for "
             "every learner). ID3: depth k, success = exact error 0. LMN: degree k, p-biased basis of "
             "the sample's marginals, estimates with |f~(S)| >= theta (at most 4^k), success = no error on test_m "
             "fresh examples. Lasso: sparse recovery over the same characters, penalty l1, fitted on the first m "
             "examples, success as LMN's. KM: membership queries at uniform points, m triples per level = (2n + 1) m queries, "
             "heavy threshold theta, frontier min(4^k, 4 / theta^2), success as LMN's. "
-            "90%: smallest m from which the success rate stays >= 0.9.\n\n"
-            + summary.markdown_table(header, table)
-            + "\n\n### Spectra of the trees ID3 learns at max m (exact, uniform basis)\n\n"
-            "001: a tree with s leaves has L1 <= s and degree <= its depth.\n\n"
-            + summary.markdown_table(spectra_header, spectra_table) + "\n")
+        "90%: smallest m from which the success rate stays >= 0.9.", header, table,
+        after="\n\n### Spectra of the trees ID3 learns at max m (exact, uniform basis)\n\n"
+              "001: a tree with s leaves has L1 <= s and degree <= its depth.\n\n"
+              + summary.markdown_table(spectra_header, spectra_table))
 
 
 def _mean(rows, column) -> float:

@@ -224,19 +224,17 @@ def _report(rows):
         calls_table.append([*cell, f"{mean('findmin_calls', sel):.0f}", max(r["findmin_calls"] for r in sel),
                             f"{max(ratios, default=float('nan')):.2e}",
                             f"{sum(r['findmin_exhausted'] for r in sel)} of {len(sel)}"])
-    return ("## FINDMIN (least-rank consistent trees, 003) vs ID3\n\n"
-            "Theorem 2: from m >= (1/eps) ((e n / r)^r ln(8n) + ln(1/delta)) examples of a target of rank <= r, "
+    return summary.section(
+        "FINDMIN (least-rank consistent trees, 003) vs ID3",
+        "Theorem 2: from m >= (1/eps) ((e n / r)^r ln(8n) + ln(1/delta)) examples of a target of rank <= r, "
             "every consistent tree of rank <= r (FINDMIN's) has error <= eps with probability >= 1 - delta; here "
             "r = k (a k-junta or k-parity has rank <= k). Errors are exact. \"m for P >= 1 - delta\": the smallest m "
-            "of the grid from which the share of trials with error <= eps stays >= 1 - delta.\n\n"
-            + summary.markdown_table(header, table)
-            + "\n\n### Ranks and sizes at max m\n\nTarget rank: the generated tree's, or (juntas, parities) the least "
-            "rank of the function (FINDMIN on its truth table). r(S): the rank FINDMIN found (trials with a tree); "
-            "sizes in nodes.\n\n"
-            + summary.markdown_table(ranks_header, ranks_table)
-            + "\n\n### FIND's invocations (Lemma 3)\n\nOver every m; the bound at the rank found is "
-            "sum_{j <= r} (n + 1)^(2j).\n\n"
-            + summary.markdown_table(calls_header, calls_table) + "\n")
+            "of the grid from which the share of trials with error <= eps stays >= 1 - delta.", header, table,
+        after="\n\n### Ranks and sizes at max m\n\nTarget rank: the generated tree's, or (juntas, parities) the "
+              "least rank of the function (FINDMIN on its truth table). r(S): the rank FINDMIN found (trials with a "
+              "tree); sizes in nodes.\n\n" + summary.markdown_table(ranks_header, ranks_table)
+              + "\n\n### FIND's invocations (Lemma 3)\n\nOver every m; the bound at the rank found is "
+              "sum_{j <= r} (n + 1)^(2j).\n\n" + summary.markdown_table(calls_header, calls_table))
 
 
 def _bytes_per_trial(params):
