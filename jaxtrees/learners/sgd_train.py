@@ -18,7 +18,7 @@ import numpy as np
 import optax
 
 from jaxtrees.core import bits, checks, sampling
-from jaxtrees.learners.networks import LOSSES, ENCODINGS, Model, encode, margin_loss, mlp  # noqa: F401
+from jaxtrees.learners.networks import ENCODINGS, LOSSES, Model, encode, margin_loss, mlp  # noqa: F401
 from jaxtrees.learners.sgd_data import _data, _scorer, _test_set
 
 MODES = ("online", "fixed")
