@@ -189,7 +189,8 @@ def _path_report(rows, by, metric, columns, cell_columns, heading) -> str:
     for cell, sel in summary.split(rows, by).items():
         per_path, rate, err = _at_horizon(sel, metric)
         table.append([*cell, *cell_columns(dict(zip(by, cell)), per_path, rate, err)])
-    return heading + "\n\n" + summary.markdown_table([*by, *columns], table) + "\n"
+    title, text = heading.split("\n\n", 1)
+    return summary.section(title.removeprefix("## "), text, [*by, *columns], table)
 
 
 def _error_text(err) -> str:

@@ -43,13 +43,8 @@ EVAL_BYTES = sgd.EVAL_CHUNK * 4
 INITS = {"he": (2.0, True), "lecun-nobias": (1.0, False)}
 #: The CPU size of issue 38's report: ``jaxtrees run gd-scaling --quick`` with these ``--set`` values
 #: (parities, k <= 4, n <= 128, four c, both initialisations, 32 trials per cell, budget 2^18 steps
-#: with a stop at test error 0; 2 x 3 x 4 x 5 = 120 cells, 3,840 trials, 5 programs). Estimated at
-#: about 42 min on the idle 2-core CPU (40-56 min with the uncertain tails of the uniform 4-parity
-#: on 128 bits), from a timed sample: 32 trials of that cell per device run 8,192 steps in 49 s with
-#: the CPU shared (6.0 ms per step of 32 members; the 65,536-step report's n = 128, k = 4 program
-#: gives 3.2 ms idle), and the earlier report's per-program run times (x 2 initialisations, x 4/5
-#: of the c, the n = 128 uniform and c = 0.1 4-parities up to the new budget). c = 0.05 is left
-#: out: its 4-parity on 128 bits alone would add about 14 min (both inits) at this budget.
+#: with a stop at test error 0; 2 x 3 x 4 x 5 = 120 cells, 3,840 trials, 5 programs; its run and report:
+#: docs/gd-scaling-cpu-report.md).
 CPU_REPORT = {"family": "parity", "n": "8,16,32,64,128", "k": "2,3,4", "c": "0,0.1,0.2,0.3",
               "init": "he,lecun-nobias", "max_steps": 2**18}
 
