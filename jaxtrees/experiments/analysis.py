@@ -1,31 +1,9 @@
 """Scaling laws from censored trials: a Tobit fit of log(steps) against log(size), with a bootstrap.
 
-A study that stops each trial at a budget T records, per trial, either the steps it took (y) or
-"not within T" (right-censored at T). Dropping the censored trials biases a fitted exponent
-downwards (the slow trials are the ones missing), and fitting only the cells' medians throws
-away every cell whose median is censored. :func:`censored_fit` fits the *Tobit* (censored normal
-regression) model on every trial:
-
-    log y = a x + b + s e,  e ~ N(0, 1),  observed: min(log y, log T) and whether log y >= log T,
-
-by maximum likelihood: an uncensored trial contributes the normal density, a censored one
-Pr[log y >= log T] = Phi((a x + b - log T) / s). In Olsen's parametrization
-(alpha, beta, gamma) = (a / s, b / s, 1 / s) the log-likelihood
-
-    sum_uncensored [log gamma - (gamma log y - alpha x - beta)^2 / 2] + sum_censored log Phi(alpha x + beta - gamma log T)
-
-is concave (Olsen 1978), so a damped Newton iteration from the least-squares start finds the
-maximum. With x = log n the slope a is the exponent of n in the median number of steps
-(exp(a log n + b) is the median of a log-normal y). :func:`bootstrap_fit` adds a percentile
-interval: trials are resampled within each x (the cells), and the fit repeated.
-
-For comparison, :func:`median_fit` is the usual alternative: least squares of the cells' median
-log y on x over the cells whose median is not censored (at most half of the trials censored), and
-:func:`local_slopes` gives the slope between the medians of consecutive x (a bend that one
-exponent hides).
-
-Where the data cannot pin the slope (fewer than two x with an uncensored trial, or a censored
-cell that lets the likelihood grow without bound) the fit reports ``converged = False``.
+A trial stopped at a budget T is right-censored there; dropping such trials biases an exponent
+downwards, so :func:`censored_fit` fits every trial by maximum likelihood (Tobit), :func:`bootstrap_fit`
+adds percentile intervals, and :func:`median_fit` / :func:`local_slopes` are the usual alternatives
+on the cells' medians. The gd studies' row statistics (medians, quartiles, shares) live here too.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -78,10 +56,37 @@ class BootstrapFit(NamedTuple):
 
 
 def censored_fit(x, y, censored, weights=None) -> Fit:
-    """The Tobit fit of ``y`` on ``x`` (see the module docstring).
+    """The Tobit fit of ``y`` on ``x``.
 
     ``x, y: float[N]``; ``censored: bool[N]`` marks trials whose true value is >= y (y is then
     the censoring point, e.g. log of the budget); ``weights``: optional multiplicities (>= 0).
+
+    A study that stops each trial at a budget T records, per trial, either the steps it took (y) or
+    "not within T" (right-censored at T). Dropping the censored trials biases a fitted exponent
+    downwards (the slow trials are the ones missing), and fitting only the cells' medians throws
+    away every cell whose median is censored. :func:`censored_fit` fits the *Tobit* (censored normal
+    regression) model on every trial:
+
+        log y = a x + b + s e,  e ~ N(0, 1),  observed: min(log y, log T) and whether log y >= log T,
+
+    by maximum likelihood: an uncensored trial contributes the normal density, a censored one
+    Pr[log y >= log T] = Phi((a x + b - log T) / s). In Olsen's parametrization
+    (alpha, beta, gamma) = (a / s, b / s, 1 / s) the log-likelihood
+
+        sum_uncensored [log gamma - (gamma log y - alpha x - beta)^2 / 2] + sum_censored log Phi(alpha x + beta - gamma log T)
+
+    is concave (Olsen 1978), so a damped Newton iteration from the least-squares start finds the
+    maximum. With x = log n the slope a is the exponent of n in the median number of steps
+    (exp(a log n + b) is the median of a log-normal y). :func:`bootstrap_fit` adds a percentile
+    interval: trials are resampled within each x (the cells), and the fit repeated.
+
+    For comparison, :func:`median_fit` is the usual alternative: least squares of the cells' median
+    log y on x over the cells whose median is not censored (at most half of the trials censored), and
+    :func:`local_slopes` gives the slope between the medians of consecutive x (a bend that one
+    exponent hides).
+
+    Where the data cannot pin the slope (fewer than two x with an uncensored trial, or a censored
+    cell that lets the likelihood grow without bound) the fit reports ``converged = False``.
     """
     x, y, censored, weights = _inputs(x, y, censored, weights)
     if not _identified(x, censored, weights):
