@@ -2,7 +2,7 @@
 scikit-learn's Lasso and against the optimality (KKT) conditions, its moments against numpy, least
 squares at l1 = 0, weights as repeated examples, recovery of a parity from fewer examples than
 sets where LMN fails, and bad input. Batching, determinism and degenerate data:
-tests/test_learner_conformance.py (registered as ``sparse-1``)."""
+tests/test_learner_conformance.py (registered as ``sparse-k``)."""
 
 from __future__ import annotations
 
