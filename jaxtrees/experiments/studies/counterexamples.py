@@ -180,17 +180,16 @@ def _addressing_plot(rows, stem):
                        lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g}")
 
 
-def _path_report(rows, by, metric, columns, cell_columns, heading) -> str:
+def _path_report(rows, by, metric, columns, cell_columns, title, text) -> str:
     """Per cell of ``by`` (and the impurity): the cell, ``cell_columns(params, per_path, rate, err)``
     (the paths at the horizon, the rate of ``metric`` there and the error there), as a markdown table
-    under ``heading``."""
+    under ``title`` and its ``text``."""
     by = [*by, "impurity"]
     table = []
     for cell, sel in summary.split(rows, by).items():
         per_path, rate, err = _at_horizon(sel, metric)
         table.append([*cell, *cell_columns(dict(zip(by, cell)), per_path, rate, err)])
-    title, text = heading.split("\n\n", 1)
-    return summary.section(title.removeprefix("## "), text, [*by, *columns], table)
+    return summary.section(title, text, [*by, *columns], table)
 
 
 def _error_text(err) -> str:
@@ -210,7 +209,7 @@ def _addressing_report(rows):
     return _path_report(rows, ["code", "k", "c", "s"], "memory_first",
                         ["Lemma 14 hypotheses", "paths", "P[all memory bits first]", "median first addressing depth",
                          "error at depth 2^k", "target depth"], columns,
-                        "## Addressing counterexample f_{c,k} (002 Thm 3, Lemma 14), exact path mode\n\n"
+                        "Addressing counterexample f_{c,k} (002 Thm 3, Lemma 14), exact path mode",
                         "Each path: a c-smoothed distribution (p_i in [1/2 - s, 1/2 + s], delta = 1/2 - s), x ~ p, "
                         "exact gains, ties within 0. 'All memory bits first': every one of the 2^k memory bits is "
                         "queried before the first addressing bit. Lemma 14 hypotheses (Gini only): c >= ln 5 / delta "
@@ -232,7 +231,7 @@ def _agnostic_report(rows):
     return _path_report(rows, ["k", "c", "eps", "s"], "free_first",
                         ["|A^free|", "paths", "P[free memory bits first]", "error at depth |A^free|",
                          "Pr[f_pi != g] (mean)", "junta depth c k^2"], columns,
-                        "## Agnostic counterexample f_pi (002 Thm 4, Sec. 6), exact path mode\n\n"
+                        "Agnostic counterexample f_pi (002 Thm 4, Sec. 6), exact path mode",
                         "f_pi pins the memory bits outside A^free; it is eps-close to the junta g(x) = 1[z(x) in A^1], "
                         "which a depth c k^2 tree computes. The greedy tree queries every free memory bit before any "
                         "addressing bit, so at depth |A^free| it still errs with constant probability.")
