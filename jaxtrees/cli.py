@@ -208,9 +208,10 @@ def _run(args) -> int:
     if not os.path.exists(results):
         print(f"run incomplete; rerun the same command to resume ({directory})", file=sys.stderr)
         return 1
-    from jaxtrees.experiments import store
+    from jaxtrees.experiments import store, summary
 
-    rows = store.read_results(directory, _metadata(directory)["config"])  # once, for the figures and the report
+    # read and parsed once, for the figures and the report
+    rows = summary.typed(store.read_results(directory, _metadata(directory)["config"]))
     figures = _plot_files(study, directory, rows)
     print(_write_report(study, directory, rows))
     print(f"wrote {results}, {', '.join(figures)} and {os.path.join(directory, 'report.md')} in "

@@ -33,6 +33,10 @@ def _column_type(values) -> type:
         return str
 
 
+class _Typed(list):
+    """Rows :func:`typed` has parsed (so parsing them again is a no-op)."""
+
+
 def typed(rows) -> list[dict]:
     """The rows with each column parsed once: int where every value is an integer, float where every
     value is a number (``nan`` included), str otherwise. Rows already typed come back as they are.
@@ -41,7 +45,7 @@ def typed(rows) -> list[dict]:
     ...                                                                     "family": "junta"}])[0]
     {'m': 64, 'c': 0.0, 'rate': nan, 'family': 'parity'}
     """
-    if not rows or not any(isinstance(v, str) for v in rows[0].values()):
+    if isinstance(rows, _Typed) or not rows:
         return rows
     parsers = {}
     for name in rows[0]:
@@ -49,7 +53,7 @@ def typed(rows) -> list[dict]:
         if all(isinstance(v, str) for v in values):
             kind = _column_type(values)
             parsers[name] = {v: kind(v) for v in values}  # each distinct value parsed once
-    return [{name: parsers[name][v] if name in parsers else v for name, v in r.items()} for r in rows]
+    return _Typed({name: parsers[name][v] if name in parsers else v for name, v in r.items()} for r in rows)
 
 
 def natural_key(value):
