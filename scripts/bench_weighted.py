@@ -38,6 +38,7 @@ import numpy as np
 
 import jaxtrees as jt
 from jaxtrees.core import bits
+from jaxtrees.learners.greedy import weighted_counts
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import interleaved_best  # noqa: E402
@@ -60,7 +61,7 @@ def matmul_counts(masks, X, y, u):
     Xf = bits.unpack(X, slots).astype(jnp.float32)
     mu = bits.unpack(masks, slots).astype(jnp.float32) * u
     both = jnp.concatenate([mu, mu * bits.unpack(y, slots).astype(jnp.float32)])
-    return jnp.matmul(both, Xf.T, precision=jax.lax.Precision.HIGHEST).astype(jnp.int32)
+    return weighted_counts(Xf, both).astype(jnp.int32)
 
 
 def bitsliced_counts(masks, X, y, counts, b):

@@ -144,3 +144,64 @@ def test_bad_weights_raise():
     for bad, match in (([1.0, -1.0], "weight"), ([1.0, np.nan], "weight"), (np.ones(40), "weight"), ([], "weight")):
         with pytest.raises(ValueError, match=match):
             jt.with_weights(data, np.asarray(bad, np.float32))
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4, 32])
+def test_weighted_counts_equal_numpy(rows):
+    """``weighted_counts`` (matrix-vector products at one node, a product with the transpose kept out
+    otherwise) equals U @ X^T in float64 within float32 rounding, alone and vmapped."""
+    from jaxtrees.learners.greedy import weighted_counts
+    rng = np.random.default_rng(rows)
+    X = rng.integers(0, 2, (3, 13, 96)).astype(np.float32)
+    U = rng.uniform(0, 2, (3, rows, 96)).astype(np.float32)
+    want = np.einsum("brs,bns->brn", U.astype(np.float64), X.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(jax.vmap(weighted_counts)(X, U)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(weighted_counts(X[0], U[0])), want[0], rtol=1e-6)
+
+
+def test_unpack_float_equals_unpack():
+    from jaxtrees.core import bits
+    words = jnp.asarray(np.random.default_rng(0).integers(0, 2**32, (5, 3), dtype=np.uint64).astype(np.uint32))
+    for m in (1, 40, 96):
+        np.testing.assert_array_equal(np.asarray(bits.unpack_float(words, m)),
+                                      np.asarray(bits.unpack(words, m)).astype(np.float32))
+
+
+def test_weighted_pure_nodes_are_leaves():
+    """A node whose examples all have one label is a leaf, with float weights too: every split node
+    of these trees holds examples of both labels (a node's label weight taken as its parent's minus
+    its sibling's is off by rounding, and such a node looked impure and split: seen at seed 2)."""
+    rule = jt.GrowthRule(max_depth=4, impurity="gini")
+    for seed in range(12):
+        X, y, rng = random_data(100 + seed, 120, 6)
+        u = rng.uniform(0.1, 2.0, len(y)).astype(np.float32)
+        t = jax.device_get(grow(jt.with_weights(jt.from_arrays(X, y), u), rule))
+        reach = {0: np.ones(len(y), bool)}
+        for i in range(len(t.feature)):
+            if i not in reach or t.feature[i] < 0:
+                continue
+            node = reach[i]
+            assert 0 < y[node].sum() < node.sum(), f"seed {seed}: node {i} is pure but split"
+            reach[2 * i + 1] = node & (X[:, t.feature[i]] == 0)
+            reach[2 * i + 2] = node & (X[:, t.feature[i]] == 1)
+
+
+@pytest.mark.parametrize("name", ["stump", "greedy", "cart16", "parities"])
+def test_reweighted_fits_equal_fits(name):
+    """``learners.base.reweighted(learner, data)(key, w)`` (what AdaBoost's rounds call, sharing the
+    unpacked features) equals ``learner.fit(key, data with weights w)``."""
+    from jaxtrees.learners import CART16, GreedyTree, Parities, Stump
+    from jaxtrees.learners.base import reweighted
+    learner = {"stump": Stump(impurity="gini"), "greedy": GreedyTree(jt.GrowthRule(max_depth=3, impurity="entropy")),
+               "cart16": CART16, "parities": Parities(degree=2)}[name]
+    X, y, rng = random_data(7, 150, 7)
+    data = jt.from_arrays(X, y)
+    fit = reweighted(learner, data)
+    for _ in range(3):
+        w = np.zeros(data.valid.shape[-1] * 32, np.float32)
+        w[: len(y)] = rng.uniform(0.1, 2.0, len(y))
+        key = jax.random.key(int(rng.integers(1000)))
+        want = learner.fit(key, jt.with_weights(data, w[: len(y)]))
+        got = jax.jit(fit)(key, jnp.asarray(w))
+        for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -53,6 +53,13 @@ def unpack(words, m: int):
     return bits.reshape(words.shape[:-1] + (-1,))[..., :m].astype(bool)
 
 
+def unpack_float(words, m: int):
+    """:func:`unpack` as ``float32[..., m]`` 0 / 1, by a select (XLA:CPU converted the unpacked
+    integers to float up to 20x slower: docs/benchmarks.md, "Weighted counting")."""
+    ones = (words[..., None] & (jnp.uint32(1) << jnp.arange(WORD_BITS, dtype=jnp.uint32))) != 0
+    return jnp.where(ones, jnp.float32(1.0), jnp.float32(0.0)).reshape(words.shape[:-1] + (-1,))[..., :m]
+
+
 def assignments(k: int):
     """``bool[2^k, k]``: every point of {0,1}^k, row a holding the bits of a, least significant first.
 

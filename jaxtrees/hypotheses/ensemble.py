@@ -46,17 +46,24 @@ class Ensemble(NamedTuple):
         return (jnp.sum(self.votes(x), axis=-1) > 0).astype(jnp.int32)
 
     def predict_bits(self, X):
-        return bits.pack(self._margins(X)[-1] > 0)
+        return bits.pack(self._sweep(X, lambda margin: None)[0] > 0)
 
     def staged_errors(self, data: sampling.Data):
         """``float32[T]``: the error on ``data`` of the vote of the first t members, t = 1 .. T."""
-        return _staged(self._margins(data.X) > 0, data)
+        errors = _errors(data)
+        return self._sweep(data.X, lambda margin: errors(margin > 0))[1]
 
-    def _margins(self, X):
-        """``float32[T, 32 W]``: the running vote sum_{s <= t} a_s (2 h_s - 1) on packed inputs."""
-        W = X.shape[-1]
-        labels = jax.vmap(lambda h: bits.unpack(h.predict_bits(X), W * bits.WORD_BITS))(self.members)
-        return jnp.cumsum(self.weights[:, None] * (2.0 * labels - 1.0), axis=0)
+    def _sweep(self, X, stat):
+        """``(margin, stats)``: the vote sum_t a_t (2 h_t - 1) on the slots of packed inputs ``X`` and
+        ``stat`` of its running value after each member (a ``lax.scan``: no [T, 32 W] array)."""
+        slots = X.shape[-1] * bits.WORD_BITS
+
+        def step(margin, member):
+            h, a = member
+            margin = margin + a * (2.0 * bits.unpack(h.predict_bits(X), slots).astype(jnp.float32) - 1.0)
+            return margin, stat(margin)
+
+        return jax.lax.scan(step, jnp.zeros(slots, jnp.float32), (self.members, self.weights))
 
 
 class Forest(NamedTuple):
@@ -86,9 +93,16 @@ class Forest(NamedTuple):
 
     def staged_errors(self, data: sampling.Data):
         """``float32[T]``: the error on ``data`` of the averaged vote of the first t members."""
-        q = self.probabilities(_plain(data.X))  # [32 W, T]
-        running = jnp.cumsum(q, axis=-1) / jnp.arange(1, q.shape[-1] + 1)
-        return _staged(running.T > 0.5, data)
+        x, errors = _plain(data.X), _errors(data)
+
+        def step(total, member):
+            h, t = member
+            total = total + h.probability(x)
+            return total, errors(total / t > 0.5)
+
+        T = jax.tree.leaves(self.members)[0].shape[0]
+        count = jnp.arange(1, T + 1, dtype=jnp.float32)
+        return jax.lax.scan(step, jnp.zeros(x.shape[0], jnp.float32), (self.members, count))[1]
 
 
 def _plain(X):
@@ -96,10 +110,11 @@ def _plain(X):
     return bits.unpack(X, X.shape[-1] * bits.WORD_BITS).T
 
 
-def _staged(predicted, data: sampling.Data):
-    """The (weighted) error on ``data`` of each row of ``predicted: bool[T, 32 W]``."""
-    W = data.X.shape[-1]
-    wrong = predicted != bits.unpack(data.y, W * bits.WORD_BITS)[None]
-    valid = bits.unpack(data.valid, W * bits.WORD_BITS).astype(jnp.float32)
+def _errors(data: sampling.Data):
+    """``errors(predicted: bool[32 W]) -> float32``: the (weighted) error of the predictions on ``data``."""
+    slots = data.X.shape[-1] * bits.WORD_BITS
+    y = bits.unpack(data.y, slots)
+    valid = bits.unpack(data.valid, slots).astype(jnp.float32)
     weight = valid if data.weight is None else valid * data.weight
-    return jnp.matmul(wrong.astype(jnp.float32), weight, precision=jax.lax.Precision.HIGHEST) / jnp.sum(weight)
+    total = jnp.sum(weight)
+    return lambda predicted: jnp.sum(jnp.where(predicted != y, weight, 0.0)) / total

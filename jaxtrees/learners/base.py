@@ -63,7 +63,7 @@ def check_data(data) -> None:
     for name, a in (("data.y", y), ("data.valid", valid)):
         if a.shape != (W,) or a.dtype != jnp.uint32:
             raise ValueError(f"{name} must be uint32[{W}] to match data.X, got {a.dtype}{list(a.shape)}")
-    if checks.is_concrete(valid) and int(bits.count(valid)) < 1:
+    if checks.is_concrete(valid) and int(np.unpackbits(np.asarray(valid).view(np.uint8)).sum()) < 1:
         raise ValueError("data must hold m >= 1 examples (data.valid has no bit set)")
     if data.weight is not None:
         w = jnp.asarray(data.weight)
@@ -73,8 +73,19 @@ def check_data(data) -> None:
         checks.nonnegative("data.weight", w)
         if checks.is_concrete(w):
             arr = np.asarray(w, np.float64)
-            if not np.any(arr[np.asarray(bits.unpack(valid, arr.size))] > 0):
+            if not np.any(arr[np.unpackbits(np.asarray(valid).view(np.uint8), bitorder="little")[: arr.size] > 0] > 0):
                 raise ValueError("data.weight must give some valid example a positive weight")
+
+
+def reweighted(learner, data):
+    """``fit(key, weight) -> hypothesis``: ``learner.fit(key, data)`` with ``data``'s weights replaced by
+    ``weight: float32[32 W]``, for many weightings of one data set (AdaBoost's rounds). A learner with a
+    ``reweighted(data)`` method shares the work that does not depend on the weights across the fits."""
+    own = getattr(learner, "reweighted", None)
+    if own is not None:
+        return own(data)
+    check_data(data)
+    return lambda key, weight: learner.fit(key, data._replace(weight=weight))
 
 
 # ------------------------------------------------------------------------------------- registry

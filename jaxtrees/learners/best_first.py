@@ -30,7 +30,7 @@ from jaxtrees.core import checks, impurity
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.node_tree import NodeTree
 from jaxtrees.learners.base import check_data
-from jaxtrees.learners.greedy import counting
+from jaxtrees.learners.greedy import counting, dense
 from jaxtrees.learners.growth import GrowthRule, LevelStats, check_key, decide
 
 #: The most leaves a best-first tree may have (its slots, 2 max_leaves - 1, are scanned at every step).
@@ -71,18 +71,25 @@ class BestFirstTree:
         check_data(data)
         return _grow(data, self, check_key(self.rule, key))
 
+    def reweighted(self, data: Data):
+        """``fit(key, weight) -> NodeTree`` on ``data`` under many weightings (:func:`~jaxtrees.learners.base.reweighted`),
+        the unpacked features computed once."""
+        check_data(data)
+        shared = dense(data)
+        return lambda key, weight: _grow(data._replace(weight=weight), self, check_key(self.rule, key), shared)
+
 
 #: Seed 004's CART-16: Gini, best-first, at most 16 leaves, any depth.
 CART16 = BestFirstTree(GrowthRule(max_depth=15, impurity="gini"), max_leaves=16)
 
 
 @functools.partial(jax.jit, static_argnames="learner")
-def _grow(data: Data, learner: BestFirstTree, key) -> NodeTree:
+def _grow(data: Data, learner: BestFirstTree, key, shared=None) -> NodeTree:
     rule = learner.rule
     slots = 2 * learner.max_leaves - 1
     X = data.X
     n = X.shape[-2]
-    mask, count, totals = counting(data)
+    mask, count, totals = counting(data, shared)
     slot = jnp.arange(slots)
 
     def split_rule(masks, depth, key):

@@ -30,7 +30,7 @@ from jax import lax
 from jaxtrees.core import bits, checks
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.ensemble import Ensemble
-from jaxtrees.learners.base import check_data
+from jaxtrees.learners.base import check_data, reweighted
 
 #: The smallest weighted error of a round with a wrong example (alpha_t <= 1/2 ln(1 / MIN_EPS) ~ 20.8).
 MIN_EPS = 2.0**-60
@@ -93,10 +93,11 @@ def _boost(key, data: Data, booster: AdaBoost) -> Ensemble:
     start = valid if data.weight is None else valid * data.weight
     start = start / jnp.sum(start)
     Y = 2.0 * bits.unpack(data.y, slots).astype(jnp.float32) - 1.0
+    fit = reweighted(booster.weak, data)
 
     def round_(carry, key_t):
         D, margin, active, log_bound, total = carry
-        h = booster.weak.fit(key_t, data._replace(weight=D))
+        h = fit(key_t, D)
         vote = 2.0 * bits.unpack(h.predict_bits(data.X), slots).astype(jnp.float32) - 1.0
         wrong = (Y * vote < 0) & (start > 0)
         eps = jnp.clip(jnp.sum(jnp.where(wrong, D, 0.0)), 0.0, 1.0)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -51,6 +52,19 @@ class GreedyTree:
         check_data(data)
         return grow(data, self.rule, key)
 
+    def reweighted(self, data: Data):
+        """``fit(key, weight) -> Tree`` on ``data`` under many weightings (:func:`~jaxtrees.learners.base.reweighted`)."""
+        return reweighted_growth(data, self.rule)
+
+
+def reweighted_growth(data: Data, rule: GrowthRule):
+    """``fit(key, weight) -> Tree``: :func:`grow` on ``data`` with ``weight: float32[32 W]``, the
+    unpacked features (:func:`dense`) computed once for every call."""
+    check_data(data)
+    check_heap_depth(rule)
+    shared = dense(data)
+    return lambda key, weight: _grow(data._replace(weight=weight), rule, check_key(rule, key), dense=shared)
+
 
 def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -> Tree:
     """Grow a tree on one packed data set (weighted if ``data.weight`` is set). ``key`` is needed
@@ -76,9 +90,9 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -
 
 
 @functools.partial(jax.jit, static_argnames="rule")
-def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None) -> Tree:
+def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=None) -> Tree:
     X = data.X
-    mask, count, totals = counting(data)
+    mask, count, totals = counting(data, dense)
     w, wy, counted = totals(mask[None])
     w1, w1y, n1 = count(mask[None])
     root = LevelStats(w, wy, w1, w1y, counted, n1)
@@ -86,13 +100,17 @@ def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None) -> Tree:
     def children(masks, stats, feature, split, with_features):
         right = jnp.where(split[:, None], masks & X[jnp.maximum(feature, 0)], jnp.uint32(0))
         left = jnp.where(split[:, None], masks & ~right, jnp.uint32(0))
-        w_r, wy_r = _take(stats.w1, feature, split), _take(stats.w1y, feature, split)
-        w = interleave(jnp.where(split, stats.w - w_r, 0), w_r)
-        wy = interleave(jnp.where(split, stats.wy - wy_r, 0), wy_r)
-        n = None
-        if stats.n is not None:
-            n_r = _take(stats.n1, feature, split)
-            n = interleave(jnp.where(split, stats.n - n_r, 0), n_r)
+        if data.weight is None or with_features is False:  # the left child: the parent minus the right one
+            w_r, wy_r = _take(stats.w1, feature, split), _take(stats.w1y, feature, split)
+            w = interleave(jnp.where(split, stats.w - w_r, 0), w_r)
+            wy = interleave(jnp.where(split, stats.wy - wy_r, 0), wy_r)
+            n = None
+            if stats.n is not None:
+                n_r = _take(stats.n1, feature, split)
+                n = interleave(jnp.where(split, stats.n - n_r, 0), n_r)
+        else:  # float sums of nodes that will be split: each node's own, so that a pure node has wy = 0 or
+            # wy = w exactly (a difference of two sums of the same weights is off by rounding: it looked impure)
+            w, wy, n = totals(interleave(left, right))
         if with_features is False:
             return None, LevelStats(w, wy, None, None, n, None)
         if with_features is True:
@@ -110,8 +128,22 @@ def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None) -> Tree:
                        impurity=impurity)
 
 
-def counting(data: Data):
-    """``(mask, count, totals)`` for one data set: the bitset of the examples that count (valid, and
+class Dense(NamedTuple):
+    """A data set's bits as float32 0 / 1, for weighted counting: ``X: [n, 32 W]``, ``y: [32 W]``."""
+
+    X: jax.Array
+    y: jax.Array
+
+
+def dense(data: Data) -> Dense:
+    """:class:`Dense` of ``data``: computed once outside a loop that refits one data set under new
+    weights (XLA does not hoist the 32x larger unpacked features out of a loop by itself)."""
+    slots = data.X.shape[-1] * bits.WORD_BITS
+    return Dense(bits.unpack_float(data.X, slots), bits.unpack_float(data.y, slots))
+
+
+def counting(data: Data, shared: Dense | None = None):
+    """``(mask, count, totals)`` for one data set (``shared``: its :func:`dense` bits, if computed already): the bitset of the examples that count (valid, and
     of positive weight when weighted) and, for nodes given by their example bitsets ``masks:
     uint32[L, W]``, ``count(masks) -> (w1, w1y, n1)`` (``[L, n]``: the weight with x_i = 1, and
     labelled 1; n1 the example counts, None when unweighted) and ``totals(masks) -> (w, wy, n)``
@@ -153,8 +185,7 @@ def counting(data: Data):
     slots = data.weight.shape[-1]
     u = data.weight.astype(jnp.float32)
     mask = valid & bits.pack(u > 0)
-    Xf = bits.unpack(X, slots).astype(jnp.float32)  # [n, S]
-    yf = bits.unpack(y, slots).astype(jnp.float32)
+    Xf, yf = dense(data) if shared is None else shared  # [n, S], [S]
 
     def weighted(masks):
         return bits.unpack(masks, slots).astype(jnp.float32) * u  # [L, S]
@@ -162,7 +193,7 @@ def counting(data: Data):
     def count(masks):
         mu = weighted(masks)
         both = jnp.concatenate([mu, mu * yf])  # [2L, S]
-        c = jnp.matmul(both, Xf.T, precision=jax.lax.Precision.HIGHEST)  # [2L, n]
+        c = weighted_counts(Xf, both)  # [2L, n]
         n1 = bits.count_and(masks[:, None, :], X[None, :, :])  # examples, for the stop rules
         return c[: masks.shape[0]], c[masks.shape[0]:], n1
 
@@ -171,6 +202,17 @@ def counting(data: Data):
         return jnp.sum(mu, axis=-1), jnp.sum(mu * yf, axis=-1), bits.count(masks & mask)
 
     return mask, count, totals
+
+
+def weighted_counts(Xf, U):
+    """``float32[R, n]``: ``U @ Xf.T`` for ``Xf: [n, S]``, ``U: [R, S]``, in the forms XLA:CPU runs fast
+    (docs/benchmarks.md, "Weighted counting"): one matrix-vector product per row of U when R = 2 (one
+    node), else ``Xf @ U.T`` with the transpose kept out of the product (a barrier: folded in, vmapped
+    products of this shape run 5-14x slower)."""
+    highest = jax.lax.Precision.HIGHEST
+    if U.shape[0] <= 2:
+        return jnp.stack([jnp.matmul(Xf, row, precision=highest) for row in U])
+    return jax.lax.optimization_barrier(jnp.matmul(Xf, U.T, precision=highest)).T
 
 
 def _take(a, feature, split):

@@ -24,7 +24,7 @@ import jax
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.tree import Tree
 from jaxtrees.learners.base import check_data
-from jaxtrees.learners.greedy import grow
+from jaxtrees.learners.greedy import grow, reweighted_growth
 from jaxtrees.learners.growth import GrowthRule
 
 
@@ -51,3 +51,7 @@ class Stump:
     def fit(self, key, data: Data) -> Tree:
         check_data(data)
         return grow(data, self.rule, key)
+
+    def reweighted(self, data: Data):
+        """``fit(key, weight) -> Tree`` on ``data`` under many weightings (:func:`~jaxtrees.learners.base.reweighted`)."""
+        return reweighted_growth(data, self.rule)
