@@ -14,7 +14,8 @@ rows; a rank-1 frame settles all its rank-0 calls in that one step. Lanes finish
 steps, so the batch runs as long as its slowest lane (the mean and maximum calls per sample are
 printed).
 
-The last line is ``findmin_speedup_vs_reference: <ratio>``.
+The last lines are ``findmin_speedup_vs_reference: <ratio>`` and ``findmin_ms_1024: <ms>`` (milliseconds per
+1024 samples, issue 37's measure).
 
     python scripts/bench_rank.py                     # reference workload
     python scripts/bench_rank.py --batch 128 --reference-samples 16 --reps 1
@@ -97,6 +98,7 @@ def main(argv=None):
     print(f"reference  {t_ref * 1e3:10.1f} ms  ({k} samples scaled; {calls[:k].sum() / (t_ref / args.batch * k):,.0f} "
           "calls/s)")
     print(f"findmin_speedup_vs_reference: {t_ref / t_jt:.1f}")
+    print(f"findmin_ms_1024: {t_jt / args.batch * 1024 * 1e3:.1f}")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def _main(name):
     ("bench_forest", ["--data", "cancer", "--splits", "2", "--trees", "4", "--depth", "3", "--sklearn-splits", "1",
                       "--reps", "1"], "forest_speedup_vs_sklearn"),
     ("bench_rank", ["--batch", "8", "--n", "6", "--m", "32", "--length", "2", "--reference-samples", "4", "--reps", "1"],
-     "findmin_speedup_vs_reference"),
+     "findmin_ms_1024"),
     ("bench_compile", ["--studies", "none"], "programs_juntas_full"),
     pytest.param("bench_compile", ["--studies", "parity"], "programs_juntas_full", marks=pytest.mark.slow),
 ])
