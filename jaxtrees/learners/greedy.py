@@ -143,7 +143,8 @@ def dense(data: Data) -> Dense:
 
 
 def counting(data: Data, shared: Dense | None = None):
-    """``(mask, count, totals)`` for one data set (``shared``: its :func:`dense` bits, if computed already): the bitset of the examples that count (valid, and
+    """``(mask, count, totals)`` for one data set (``shared``: its :func:`dense` bits, if computed already):
+    the bitset of the examples that count (valid, and
     of positive weight when weighted) and, for nodes given by their example bitsets ``masks:
     uint32[L, W]``, ``count(masks) -> (w1, w1y, n1)`` (``[L, n]``: the weight with x_i = 1, and
     labelled 1; n1 the example counts, None when unweighted) and ``totals(masks) -> (w, wy, n)``
@@ -160,10 +161,12 @@ def counting(data: Data, shared: Dense | None = None):
 
         [w1 | w1y][l, i] = sum_t M[l, t] u_t (1 | y_t) X[i, t],   i.e.  [M * u; M * u * y] @ X^T,
 
-    in float32 at full matmul precision (exact for integer counts below 2^24); the node masks stay
-    bitsets, and the stop rules ``min_samples_split`` / ``min_samples_leaf`` count the examples of
-    positive weight (popcounts), as scikit-learn counts samples. scripts/bench_weighted.py compares
-    this with a bit-sliced popcount formulation and with scikit-learn's ``sample_weight``.
+    in float32 at full matmul precision (exact for integer counts below 2^24; :func:`weighted_counts`); a
+    weighted node that may split gets its own sums (``totals``), not its parent's minus its sibling's, whose
+    rounding makes a pure node look impure. The node masks stay bitsets, and the stop rules
+    ``min_samples_split`` / ``min_samples_leaf`` count the examples of positive weight (popcounts), as
+    scikit-learn counts samples. scripts/bench_weighted.py compares this with a bit-sliced popcount
+    formulation and with scikit-learn's ``sample_weight``.
     """
     X, y, valid = data.X, data.y, data.valid
     if data.weight is None:
