@@ -63,7 +63,9 @@ def check_data(data) -> None:
     for name, a in (("data.y", y), ("data.valid", valid)):
         if a.shape != (W,) or a.dtype != jnp.uint32:
             raise ValueError(f"{name} must be uint32[{W}] to match data.X, got {a.dtype}{list(a.shape)}")
-    if checks.is_concrete(valid) and int(np.unpackbits(np.asarray(valid).view(np.uint8)).sum()) < 1:
+    # numpy on concrete values: jnp would trace them inside jit (data closed over by a jitted function)
+    slots = np.unpackbits(np.asarray(valid).view(np.uint8), bitorder="little") if checks.is_concrete(valid) else None
+    if slots is not None and not slots.any():
         raise ValueError("data must hold m >= 1 examples (data.valid has no bit set)")
     if data.weight is not None:
         w = jnp.asarray(data.weight)
@@ -71,9 +73,9 @@ def check_data(data) -> None:
             raise ValueError(f"data.weight must have one entry per bit slot, shape ({W * bits.WORD_BITS},) "
                              f"(use sampling.with_weights), got {w.shape}")
         checks.nonnegative("data.weight", w)
-        if checks.is_concrete(w):
+        if slots is not None and checks.is_concrete(w):
             arr = np.asarray(w, np.float64)
-            if not np.any(arr[np.unpackbits(np.asarray(valid).view(np.uint8), bitorder="little")[: arr.size] > 0] > 0):
+            if not np.any(arr[slots[: arr.size] > 0] > 0):
                 raise ValueError("data.weight must give some valid example a positive weight")
 
 

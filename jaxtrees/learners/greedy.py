@@ -209,7 +209,7 @@ def counting(data: Data, shared: Dense | None = None):
 
 def weighted_counts(Xf, U):
     """``float32[R, n]``: ``U @ Xf.T`` for ``Xf: [n, S]``, ``U: [R, S]``, in the forms XLA:CPU runs fast
-    (docs/benchmarks.md, "Weighted counting"): one matrix-vector product per row of U when R = 2 (one
+    (docs/benchmarks.md, "Weighted counting"): one matrix-vector product per row of U when R <= 2 (one
     node), else ``Xf @ U.T`` with the transpose kept out of the product (a barrier: folded in, vmapped
     products of this shape run 5-14x slower)."""
     highest = jax.lax.Precision.HIGHEST
