@@ -23,6 +23,7 @@ from jax.sharding import Mesh, PartitionSpec
 
 from jaxtrees.core import checks, programs
 from jaxtrees.experiments.progress import Progress
+from jaxtrees.learners import growth
 from jaxtrees.experiments.store import Store, environment, now, read_parts, read_results
 from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
 
@@ -133,6 +134,7 @@ class _Program:
     size: int
     slots: list
     trials: int
+    planned: int = 0  # the group's trials in the whole grid (resumed or not)
 
 
 @dataclasses.dataclass
@@ -204,7 +206,7 @@ class _Job:
             size = min(size, max(1, memory_budget(self.devices[0]) // (need * vmapped)) * unit)
         self.record["chunk"][name] = size
         self.record["group"][name] = vmapped
-        return _Program(static, name, vmapped, size, slots, len(pending))
+        return _Program(static, name, vmapped, size, slots, len(pending), len(members) * self.config.replicates)
 
     def compile(self, program: _Program, bar: Progress):
         """The program, compiled ahead of its first call, its compile seconds recorded."""
@@ -213,8 +215,11 @@ class _Job:
         started = time.perf_counter()
         inputs = _inputs(self.study, program.static, self.cells, program.slots[:program.size], program.size,
                          program.group)
-        compiled = _compile(self.study, program.static, self.config.seed, self.devices, program.group).lower(
-            *inputs).compile(self.record["compiler_options"])
+        # A program of few trials would spend more compiling unrolled tree levels than it saves running them.
+        few = program.planned <= LOOP_MAX_TRIALS
+        with growth.level_loop(growth.LOOP_CHUNK if few else None):
+            lowered = _compile(self.study, program.static, self.config.seed, self.devices, program.group).lower(*inputs)
+        compiled = lowered.compile(self.record["compiler_options"])
         self.record["compile_seconds"][program.name] = round(time.perf_counter() - started, 3)
         bar.compiled(self.record["compile_seconds"][program.name])
         return compiled
@@ -259,6 +264,9 @@ def compiler_options(study: Study, device) -> dict | None:
     return {OPT_LEVEL_FLAG: study.cpu_opt_level}
 
 
+#: Programs of at most this many trials in the grid grow deterministic trees in a level loop
+#: (:func:`jaxtrees.learners.growth.level_loop`: the same trees, one level compiled, each run slower).
+LOOP_MAX_TRIALS = 2048
 #: XLA's option (and flag) for the LLVM optimization level of CPU programs.
 OPT_LEVEL_FLAG = "xla_backend_optimization_level"
 

@@ -35,7 +35,7 @@ from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.tree import Tree, interleave
 from jaxtrees.learners.base import check_data
-from jaxtrees.learners.growth import GrowthRule, LevelStats, check_heap_depth, check_key, grow_levels
+from jaxtrees.learners.growth import GrowthRule, LevelStats, check_heap_depth, check_key, grow_levels, loop_chunk
 
 
 @jax.tree_util.register_static
@@ -63,7 +63,9 @@ def reweighted_growth(data: Data, rule: GrowthRule):
     check_data(data)
     check_heap_depth(rule)
     shared = dense(data)
-    return lambda key, weight: _grow(data._replace(weight=weight), rule, check_key(rule, key), dense=shared)
+    chunk = loop_chunk(rule)
+    return lambda key, weight: _grow(data._replace(weight=weight), rule, check_key(rule, key), dense=shared,
+                                     chunk=chunk)
 
 
 def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -> Tree:
@@ -86,11 +88,11 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -
         depth = jnp.asarray(depth, jnp.int32)
     if impurity is not None:
         impurity = impurity_lib.selected(impurity)  # a name is checked there
-    return _grow(data, rule, check_key(rule, key), depth, impurity)
+    return _grow(data, rule, check_key(rule, key), depth, impurity, chunk=loop_chunk(rule))
 
 
-@functools.partial(jax.jit, static_argnames="rule")
-def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=None) -> Tree:
+@functools.partial(jax.jit, static_argnames=("rule", "chunk"))
+def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=None, chunk=None) -> Tree:
     X = data.X
     mask, count, totals = counting(data, dense)
     w, wy, counted = totals(mask[None])
@@ -125,7 +127,8 @@ def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=No
         return interleave(left, right), LevelStats(w, wy, w1, w1y, n, n1)
 
     return grow_levels(root, mask[None], children, rule, key, min_count=True, purity_tol=0.0, depth=depth,
-                       impurity=impurity)
+                       impurity=impurity, chunk=chunk)
+
 
 
 class Dense(NamedTuple):

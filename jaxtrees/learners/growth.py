@@ -13,6 +13,7 @@ tie-breaking, stop rules, tree arrays) is here and shared.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from typing import Callable, NamedTuple
@@ -32,6 +33,38 @@ MAX_FEATURES = ("sqrt", "log2")
 MAX_DEPTH = 24
 #: Deepest rule at all (a path of this many queries).
 MAX_PATH_DEPTH = 2**20
+#: Nodes per step of the level loop (:func:`level_loop`).
+LOOP_CHUNK = 4
+_loop = {"chunk": None}
+
+
+@contextlib.contextmanager
+def level_loop(chunk: int | None = LOOP_CHUNK):
+    """Trees traced in this context by :func:`~jaxtrees.learners.greedy.grow` with a deterministic rule
+    of depth >= 3 grow their levels in a ``lax`` loop, ``chunk`` nodes per step (None: unrolled).
+
+    The trees are the same either way. The loop compiles one level's program instead of D levels'
+    (on a 2-core CPU about 2.5-4 s instead of 6-12 s at depth 6-10) and runs 2.5-5x slower on XLA:CPU
+    (fixed-width steps and per-step overhead; docs/benchmarks.md): worth it for programs run on few
+    trials. Random rules (feature bagging, random tie-breaks) stay unrolled: their draws are per level.
+    """
+    if chunk is not None:
+        checks.integer("chunk", chunk, low=1, high=2**MAX_DEPTH)
+        if chunk & (chunk - 1):
+            raise ValueError(f"chunk must be a power of two, got {chunk}")
+    before = _loop["chunk"]
+    _loop["chunk"] = chunk
+    try:
+        yield
+    finally:
+        _loop["chunk"] = before
+
+
+def loop_chunk(rule: "GrowthRule") -> int | None:
+    """The chunk that :func:`level_loop` sets for ``rule`` now (None: levels unrolled)."""
+    if _loop["chunk"] is None or rule.random or rule.max_depth < 3:
+        return None
+    return _loop["chunk"]
 
 
 @jax.tree_util.register_static
@@ -127,7 +160,7 @@ class LevelStats(NamedTuple):
 
 
 def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min_count: bool,
-                purity_tol: float, depth=None, impurity=None) -> Tree:
+                purity_tol: float, depth=None, impurity=None, chunk: int | None = None) -> Tree:
     """The shared growth loop.
 
     ``children(state, stats, feature, split, with_features) -> (state', stats')`` gives the
@@ -137,7 +170,14 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
     whose mean label is within ``purity_tol`` of 0 or 1 is pure. ``depth`` (traced, <= rule.max_depth)
     makes the nodes at that depth leaves; ``impurity`` (an :class:`~jaxtrees.core.impurity.Selected`)
     replaces ``rule.impurity``.
+
+    ``chunk`` (a power of two, or None) grows the levels in a ``lax`` loop over chunks of that many
+    nodes (:func:`_grow_chunked`: the program holds one level's ops instead of D levels'; ``children``
+    must then accept a traced ``with_features``); None unrolls the levels.
     """
+    if chunk is not None and rule.max_depth >= 1:
+        return _grow_chunked(root, state, children, rule, key, min_count=min_count, purity_tol=purity_tol,
+                             depth=depth, impurity=impurity, chunk=chunk)
     n = root.w1.shape[-1]
     stats = root
     used = jnp.zeros((1, n), bool)
@@ -162,6 +202,73 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
         chosen = (feature[:, None] == jnp.arange(n)) & split[:, None]
         used = interleave(used | chosen, used | chosen)
     return Tree(*(jnp.concatenate(parts) for parts in zip(*levels)))
+
+
+def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, min_count: bool,
+                  purity_tol: float, depth, impurity, chunk: int) -> Tree:
+    """:func:`grow_levels` as a ``lax.scan`` over the levels d < D, each a ``lax.map`` over the
+    2^(D-1) / C chunks of C = ``chunk`` consecutive node slots of a fixed-width level buffer; the
+    max(1, 2^d / C) chunks that hold level d's nodes are grown (a narrower level is one chunk whose
+    other slots hold empty nodes, w = 0), the others skipped by a ``lax.cond``. A chunk's children
+    fill the next buffer at twice its offset. A node's split depends on its own statistics only, so
+    the tree is the unrolled loop's; the random draws of ``rule.random`` rules are made per chunk
+    (key ``fold_in(fold_in(key, d), chunk index)``), another stream than the unrolled loop's.
+    """
+    D, n = rule.max_depth, root.w1.shape[-1]
+    C = min(chunk, 2 ** (D - 1))
+    K, wide = 2 ** (D - 1) // C, 2 ** (D - 1)  # chunks per level, slots of the parent buffer
+
+    def buffer(a):
+        return jnp.zeros((wide,) + a.shape[1:], a.dtype).at[: a.shape[0]].set(a)
+
+    last = D if depth is None else depth  # nodes at this depth are leaves
+    stop = D if depth is None else jnp.minimum(depth + 1, D)  # levels with nodes that may split
+
+    def grow_chunk(d, c, part):
+        node_state, stats, used = part
+        w = stats.w.astype(jnp.float32)
+        wy = stats.wy.astype(jnp.float32)
+        mean = impurity_lib.ratio(wy, w)
+        label = (2 * stats.wy > stats.w).astype(jnp.int32)
+        feature, best = decide(stats, used, rule, jax.random.fold_in(jax.random.fold_in(key, d), c),
+                               min_count=min_count, purity_tol=purity_tol, impurity=impurity)
+        feature, best = jnp.where(d < last, feature, -1), jnp.where(d < last, best, 0.0)
+        split = feature >= 0
+        child_state, child_stats = children(node_state, stats, feature, split, (d + 1 < D) & (d + 1 < last))
+        chosen = (feature[:, None] == jnp.arange(n)) & split[:, None]
+        return (feature, label, w, mean, best), (child_state, child_stats, interleave(used | chosen, used | chosen))
+
+    def level(current, d):
+        chunks = jnp.maximum(1, jnp.left_shift(1, d) // C)
+        parts = jax.tree.map(lambda a: a.reshape((K, C) + a.shape[1:]), current)
+
+        def one(args):
+            c, part = args
+            return jax.lax.cond((c < chunks) & (d < stop), grow_chunk, empty, d, c, part)
+
+        if K == 1:
+            out, following = jax.tree.map(lambda a: a[None], one((0, jax.tree.map(lambda a: a[0], parts))))
+        else:
+            out, following = jax.lax.map(one, (jnp.arange(K), parts))
+        out = jax.tree.map(lambda a: a.reshape((wide,) + a.shape[2:]), out)
+        following = jax.tree.map(lambda a: a.reshape((2 * wide,) + a.shape[2:]), following)
+        leaf = (following[1].w, following[1].wy)
+        following = jax.tree.map(lambda a: a[:wide], following)
+        return following, (out, leaf)
+
+    def empty(d, c, part):
+        shapes = jax.eval_shape(grow_chunk, d, c, part)
+        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        return (jnp.full(shapes[0][0].shape, -1, jnp.int32),) + zeros[0][1:], zeros[1]
+
+    current = (jax.tree.map(buffer, state), jax.tree.map(buffer, root), jnp.zeros((wide, n), bool))
+    _, (out, leaf) = jax.lax.scan(level, current, jnp.arange(D, dtype=jnp.int32))
+    # The leaf level D: the children of level D - 1 (empty when an earlier depth stopped the growth).
+    w_leaf, wy_leaf = (a[-1] for a in leaf)
+    w, wy = w_leaf.astype(jnp.float32), wy_leaf.astype(jnp.float32)
+    leaves = (jnp.full(2 * wide, -1, jnp.int32), (2 * wy_leaf > w_leaf).astype(jnp.int32), w,
+              impurity_lib.ratio(wy, w), jnp.zeros(2 * wide, jnp.float32))
+    return Tree(*(jnp.concatenate([a[d, : 2**d] for d in range(D)] + [b]) for a, b in zip(out, leaves)))
 
 
 def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, purity_tol: float, impurity=None):
