@@ -14,6 +14,12 @@ from jaxtrees.experiments import runner
 from jaxtrees.learners import growth
 
 
+@pytest.fixture(autouse=True)
+def every_depth_loops(monkeypatch):
+    """The loop for every depth here (by default only deep rules get it), so that shallow trees test it too."""
+    monkeypatch.setattr(growth, "LOOP_MIN_DEPTH", 1)
+
+
 def batch(seed, count, m, n, weighted=False):
     rng = np.random.default_rng(seed)
     data = []
@@ -25,12 +31,13 @@ def batch(seed, count, m, n, weighted=False):
     return helpers.stack(data)
 
 
-def grown(data, rule, chunk, depth=None, impurity=None):
-    def one(d):
-        return jt.grow(d, rule, depth=depth, impurity=impurity)
+def grown(data, rule, chunk, depth=None, impurity=None, keys=None):
+    def one(d, key):
+        return jt.grow(d, rule, key, depth=depth, impurity=impurity)
 
+    keys = jax.random.split(jax.random.key(5), data.X.shape[0]) if keys is None else keys
     with growth.level_loop(chunk):
-        return jax.jit(jax.vmap(one))(data)
+        return jax.jit(jax.vmap(one))(data, keys)
 
 
 def assert_same(a: jt.Tree, b: jt.Tree, where=""):
@@ -38,16 +45,16 @@ def assert_same(a: jt.Tree, b: jt.Tree, where=""):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=f"{name} {where}")
 
 
-@pytest.mark.parametrize("depth,m,n", [(3, 40, 5), (5, 100, 9), (8, 300, 12)])
+@pytest.mark.parametrize("depth,m,n", [(3, 40, 5), (7, 300, 12)])
 def test_every_chunk_grows_the_unrolled_tree(depth, m, n):
     data = batch(depth, 12, m, n)
     rule = jt.GrowthRule(max_depth=depth, impurity="gini")
     unrolled = grown(data, rule, None)
-    for chunk in (1, 2, 4, 2 ** (depth - 1), 2**depth * 4):
+    for chunk in (1, 4, 2**depth * 4):
         assert_same(grown(data, rule, chunk), unrolled, f"chunk {chunk}")
 
 
-@pytest.mark.parametrize("stop", [0, 1, 3, 5, 6])
+@pytest.mark.parametrize("stop", [0, 3, 6])
 def test_a_traced_depth_and_impurity_grow_the_unrolled_tree(stop):
     data = batch(10 + stop, 10, 120, 8)
     rule = jt.GrowthRule(max_depth=6, impurity="entropy")
@@ -70,14 +77,33 @@ def test_weighted_data_and_stop_rules_grow_the_unrolled_tree():
         assert_same(grown(data, rule, 4), grown(data, rule, None), str(rule))
 
 
+@pytest.mark.parametrize("rule", [jt.GrowthRule(max_depth=6, impurity="gini", max_features="sqrt"),
+                                  jt.GrowthRule(max_depth=5, impurity="entropy", tie_break="random", max_features=3),
+                                  jt.GrowthRule(max_depth=5, impurity="gini", tie_break="random")])
+def test_random_rules_draw_the_same_words_and_grow_the_same_trees(rule):
+    """Feature bagging and random tie-breaks: each chunk computes its rows of the level's draw."""
+    data = batch(21, 12, 250, 16)
+    unrolled = grown(data, rule, None)
+    for chunk in (1, 4):
+        assert_same(grown(data, rule, chunk), unrolled, f"chunk {chunk}")
+    other = grown(data, rule, 4, keys=jax.random.split(jax.random.key(6), 12))  # the key matters
+    assert not np.array_equal(np.asarray(other.feature), np.asarray(unrolled.feature))
+
+
+def test_a_key_of_another_kind_keeps_random_rules_unrolled():
+    data = batch(22, 4, 100, 8)
+    rule = jt.GrowthRule(max_depth=4, impurity="gini", max_features=3)
+    keys = jax.random.split(jax.random.key(1, impl="rbg"), 4)
+    assert_same(grown(data, rule, 2, keys=keys), grown(data, rule, None, keys=keys))
+
+
 def test_who_gets_the_loop():
-    deterministic = jt.GrowthRule(max_depth=4)
+    deterministic = jt.GrowthRule(max_depth=growth.LOOP_MIN_DEPTH)
     assert growth.loop_chunk(deterministic) is None  # outside the context: unrolled
     with growth.level_loop(8):
         assert growth.loop_chunk(deterministic) == 8
-        assert growth.loop_chunk(jt.GrowthRule(max_depth=2)) is None  # too shallow to gain
-        assert growth.loop_chunk(jt.GrowthRule(max_depth=4, tie_break="random")) is None  # draws per level
-        assert growth.loop_chunk(jt.GrowthRule(max_depth=4, max_features="sqrt")) is None
+        assert growth.loop_chunk(jt.GrowthRule(max_depth=growth.LOOP_MIN_DEPTH - 1)) is None  # too shallow to gain
+        assert growth.loop_chunk(jt.GrowthRule(max_depth=9, tie_break="random")) == 8
         with growth.level_loop(None):
             assert growth.loop_chunk(deterministic) is None
         assert growth.loop_chunk(deterministic) == 8

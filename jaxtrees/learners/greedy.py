@@ -30,7 +30,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxtrees.core import bits, checks
+from jaxtrees.core import bits, checks, prng
 from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.tree import Tree, interleave
@@ -93,6 +93,8 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -
 
 @functools.partial(jax.jit, static_argnames=("rule", "chunk"))
 def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=None, chunk=None) -> Tree:
+    if rule.random and not prng.fusible(key):  # a chunk computes its words of a level's draw: threefry only
+        chunk = None
     X = data.X
     mask, count, totals = counting(data, dense)
     w, wy, counted = totals(mask[None])

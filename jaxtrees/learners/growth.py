@@ -35,18 +35,20 @@ MAX_DEPTH = 24
 MAX_PATH_DEPTH = 2**20
 #: Nodes per step of the level loop (:func:`level_loop`).
 LOOP_CHUNK = 4
+#: Shallower rules stay unrolled in a level loop: their few levels compile about as fast as the loop.
+LOOP_MIN_DEPTH = 6
 _loop = {"chunk": None}
 
 
 @contextlib.contextmanager
 def level_loop(chunk: int | None = LOOP_CHUNK):
-    """Trees traced in this context by :func:`~jaxtrees.learners.greedy.grow` with a deterministic rule
-    of depth >= 3 grow their levels in a ``lax`` loop, ``chunk`` nodes per step (None: unrolled).
+    """Trees traced in this context by :func:`~jaxtrees.learners.greedy.grow` with a rule of depth
+    >= LOOP_MIN_DEPTH grow their levels in a ``lax`` loop, ``chunk`` nodes per step (None: unrolled).
 
     The trees are the same either way. The loop compiles one level's program instead of D levels'
-    (on a 2-core CPU about 2.5-4 s instead of 6-12 s at depth 6-10) and runs 2.5-5x slower on XLA:CPU
+    (on a 2-core CPU about 3-4 s instead of 6-12 s at depth 6-10) and runs 2-5x slower on XLA:CPU
     (fixed-width steps and per-step overhead; docs/benchmarks.md): worth it for programs run on few
-    trials. Random rules (feature bagging, random tie-breaks) stay unrolled: their draws are per level.
+    trials. Random rules draw the same words in both (each chunk computes its rows' part of the level's draw).
     """
     if chunk is not None:
         checks.integer("chunk", chunk, low=1, high=2**MAX_DEPTH)
@@ -62,7 +64,7 @@ def level_loop(chunk: int | None = LOOP_CHUNK):
 
 def loop_chunk(rule: "GrowthRule") -> int | None:
     """The chunk that :func:`level_loop` sets for ``rule`` now (None: levels unrolled)."""
-    if _loop["chunk"] is None or rule.random or rule.max_depth < 3:
+    if _loop["chunk"] is None or rule.max_depth < LOOP_MIN_DEPTH:
         return None
     return _loop["chunk"]
 
@@ -210,9 +212,9 @@ def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, m
     2^(D-1) / C chunks of C = ``chunk`` consecutive node slots of a fixed-width level buffer; the
     max(1, 2^d / C) chunks that hold level d's nodes are grown (a narrower level is one chunk whose
     other slots hold empty nodes, w = 0), the others skipped by a ``lax.cond``. A chunk's children
-    fill the next buffer at twice its offset. A node's split depends on its own statistics only, so
-    the tree is the unrolled loop's; the random draws of ``rule.random`` rules are made per chunk
-    (key ``fold_in(fold_in(key, d), chunk index)``), another stream than the unrolled loop's.
+    fill the next buffer at twice its offset. A node's split depends on its own statistics and on its
+    row of the level's random draws only (a chunk computes its rows' words: ``rows`` of :func:`decide`),
+    so the tree is the unrolled loop's.
     """
     D, n = rule.max_depth, root.w1.shape[-1]
     C = min(chunk, 2 ** (D - 1))
@@ -230,8 +232,8 @@ def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, m
         wy = stats.wy.astype(jnp.float32)
         mean = impurity_lib.ratio(wy, w)
         label = (2 * stats.wy > stats.w).astype(jnp.int32)
-        feature, best = decide(stats, used, rule, jax.random.fold_in(jax.random.fold_in(key, d), c),
-                               min_count=min_count, purity_tol=purity_tol, impurity=impurity)
+        feature, best = decide(stats, used, rule, jax.random.fold_in(key, d), min_count=min_count,
+                               purity_tol=purity_tol, impurity=impurity, rows=(c * C, jnp.left_shift(1, d)))
         feature, best = jnp.where(d < last, feature, -1), jnp.where(d < last, best, 0.0)
         split = feature >= 0
         child_state, child_stats = children(node_state, stats, feature, split, (d + 1 < D) & (d + 1 < last))
@@ -271,17 +273,20 @@ def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, m
     return Tree(*(jnp.concatenate([a[d, : 2**d] for d in range(D)] + [b]) for a, b in zip(out, leaves)))
 
 
-def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, purity_tol: float, impurity=None):
+def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, purity_tol: float, impurity=None,
+           rows=None):
     """Split decision of every node of a level: ``(feature, gain)``, feature -1 (gain 0) for a leaf.
 
     A node splits on its best admissible feature (:func:`_choose`) unless it is empty, pure
     (mean label within ``purity_tol`` of 0 or 1), its best gain is below ``rule.min_gain`` or,
     with ``min_count``, it has fewer than ``rule.min_samples_split`` examples. ``used: bool[L, n]``
     marks the features already tested on each node's path; ``impurity`` replaces ``rule.impurity``.
+    ``rows = (offset, L)`` (traced) says that the nodes are rows offset, offset + 1, ... of a level of
+    L nodes: the random draws are then those rows of the level's (a threefry key is needed).
     """
     w = stats.w.astype(jnp.float32)
     wy = stats.wy.astype(jnp.float32)
-    feature, best = _choose(stats, used, rule, key, min_count, rule.impurity if impurity is None else impurity)
+    feature, best = _choose(stats, used, rule, key, min_count, rule.impurity if impurity is None else impurity, rows)
     pure = (wy <= purity_tol * w) | (wy >= (1.0 - purity_tol) * w)
     split = (w > 0) & ~pure & (feature >= 0)
     split &= best >= rule.min_gain - rule.tie_tol * max(1.0, abs(rule.min_gain))
@@ -290,7 +295,7 @@ def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, p
     return jnp.where(split, feature, -1), jnp.where(split, best, 0.0)
 
 
-def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G):
+def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G, rows=None):
     """Best admissible feature per node (-1 if none) and its gain.
 
     With ``rule.max_features`` = k < n the candidates are each node's random subset
@@ -308,7 +313,7 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G):
     w1y = stats.w1y.astype(jnp.float32)
     candidate = None
     if subset is not None:
-        candidate, admissible = _random_subset(jax.random.fold_in(key, 1), admissible, subset)
+        candidate, admissible = _random_subset(jax.random.fold_in(key, 1), admissible, subset, rows)
         w1, w1y = (jnp.take_along_axis(a, candidate, axis=-1) for a in (w1, w1y))
     w0, w0y = w - w1, wy - w1y
     ratio = impurity_lib.ratio
@@ -318,7 +323,12 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G):
     scale = G(jnp.clip(ratio(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
     tied = admissible & (g >= best[:, None] - rule.tie_tol * scale)
     if rule.tie_break == "random":
-        priority = jax.random.uniform(key, g.shape)
+        if rows is None:
+            priority = jax.random.uniform(key, g.shape)
+        else:  # rows offset + r of a [L, g.shape[1]] draw
+            offset, _ = rows
+            index = (offset + jnp.arange(g.shape[0]))[:, None] * g.shape[1] + jnp.arange(g.shape[1])
+            priority = prng.unit_interval(prng.words_at(key, index.astype(jnp.uint32)))
         pick = jnp.argmax(jnp.where(tied, priority, -1.0), axis=-1)
     else:
         pick = jnp.argmax(tied, axis=-1)  # the lowest feature: candidates are in increasing order
@@ -327,7 +337,7 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G):
     return feature, jnp.where(feature >= 0, best, 0.0)
 
 
-def _random_subset(key, admissible, k: int):
+def _random_subset(key, admissible, k: int, rows=None):
     """``(feature: int32[L, k], drawn: bool[L, k])``: per row of ``admissible: bool[L, n]``, k of its
     a admissible features uniformly at random, all a if a <= k, in increasing order (``drawn``
     marks the first min(a, k) slots; the others hold feature 0).
@@ -336,12 +346,17 @@ def _random_subset(key, admissible, k: int):
     row: for j = a-k, ..., a-1 draw u uniform on {0, ..., j} (:func:`_below`) and add u, or j if u
     is in already. The subset is kept as a bitset over ranks; its t-th rank and the admissible
     feature of that rank are read off packed rows (:func:`_nth_set_bit`). Only packing
-    ``admissible`` touches all n features.
+    ``admissible`` touches all n features. ``rows = (offset, L)``: the rows are rows offset, ... of
+    a level of L (the words are those rows' of the level's draw).
     """
-    rows = admissible.shape[0]
     present = bits.pack(admissible)  # [L, W]
     a = bits.count(present)
-    words = prng.bits(key, (k, rows))
+    if rows is None:
+        words = prng.bits(key, (k, present.shape[0]))
+    else:  # columns offset + r of a [k, L] draw
+        offset, width = rows
+        index = jnp.arange(k)[:, None] * width + offset + jnp.arange(present.shape[0])
+        words = prng.words_at(key, index.astype(jnp.uint32))
     slot = jnp.arange(present.shape[-1], dtype=jnp.uint32)
     bit = lambda r: jnp.where(slot == (r[:, None] >> 5), jnp.uint32(1) << (r[:, None] & 31), 0)  # noqa: E731
 
