@@ -216,7 +216,7 @@ class _Job:
         inputs = _inputs(self.study, program.static, self.cells, program.slots[:program.size], program.size,
                          program.group)
         # A program of few trials would spend more compiling unrolled tree levels than it saves running them.
-        few = program.planned <= LOOP_MAX_TRIALS
+        few = self.study.level_loop and program.planned <= LOOP_MAX_TRIALS
         with growth.level_loop(growth.LOOP_CHUNK if few else None):
             lowered = _compile(self.study, program.static, self.config.seed, self.devices, program.group).lower(*inputs)
         compiled = lowered.compile(self.record["compiler_options"])
