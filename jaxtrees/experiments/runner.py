@@ -266,7 +266,7 @@ def compiler_options(study: Study, device) -> dict | None:
 
 #: Programs of at most this many trials in the grid grow deterministic trees in a level loop
 #: (:func:`jaxtrees.learners.growth.level_loop`: the same trees, one level compiled, each run slower).
-LOOP_MAX_TRIALS = 2048
+LOOP_MAX_TRIALS = 512
 #: XLA's option (and flag) for the LLVM optimization level of CPU programs.
 OPT_LEVEL_FLAG = "xla_backend_optimization_level"
 
