@@ -120,18 +120,17 @@ def bits(key, shape):
 
 def uniform(key, shape):
     """``jax.random.uniform(key, shape, jnp.float32)`` (on [0, 1)): 23 random mantissa bits."""
-    return unit_interval(bits(key, shape))
+    return _unit_interval(bits(key, shape))
 
 
 def uniform_at(key, index):
     """The uniform of word ``index`` of the key's stream: ``uniform(key, shape)`` is
     ``uniform_at(key, row-major flat iota of shape)``; a consumer can so draw in another layout
     (see :func:`words_at`, whose conditions apply)."""
-    return unit_interval(words_at(key, index))
+    return _unit_interval(words_at(key, index))
 
 
-def unit_interval(words):
-    """float32 on [0, 1) from uint32 words, as ``jax.random.uniform`` makes them (23 mantissa bits)."""
+def _unit_interval(words):
     mantissa = (words >> np.uint32(9)) | np.uint32(0x3F800000)
     return jnp.maximum(0.0, lax.bitcast_convert_type(mantissa, jnp.float32) - 1.0)
 

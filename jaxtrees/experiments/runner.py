@@ -23,9 +23,9 @@ from jax.sharding import Mesh, PartitionSpec
 
 from jaxtrees.core import checks, programs
 from jaxtrees.experiments.progress import Progress
-from jaxtrees.learners import growth
 from jaxtrees.experiments.store import Store, environment, now, read_parts, read_results
 from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
+from jaxtrees.learners import growth
 
 __all__ = ["ACCELERATOR_GROUP", "CPU_CACHE_BUDGET", "GROUP", "MEMORY_BUDGET", "group_size", "memory_budget", "run", "Study", "Config", "configure", "cell_hash", "trial_key",
            "read_results", "read_parts"]
@@ -264,7 +264,7 @@ def compiler_options(study: Study, device) -> dict | None:
     return {OPT_LEVEL_FLAG: study.cpu_opt_level}
 
 
-#: Programs of at most this many trials in the grid grow deterministic trees in a level loop
+#: Programs of at most this many trials in the grid grow their deep trees in a level loop
 #: (:func:`jaxtrees.learners.growth.level_loop`: the same trees, one level compiled, each run slower).
 LOOP_MAX_TRIALS = 512
 #: XLA's option (and flag) for the LLVM optimization level of CPU programs.

@@ -132,7 +132,6 @@ def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=No
                        impurity=impurity, chunk=chunk)
 
 
-
 class Dense(NamedTuple):
     """A data set's bits as float32 0 / 1, for weighted counting: ``X: [n, 32 W]``, ``y: [32 W]``."""
 

@@ -328,7 +328,7 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G, 
         else:  # rows offset + r of a [L, g.shape[1]] draw
             offset, _ = rows
             index = (offset + jnp.arange(g.shape[0]))[:, None] * g.shape[1] + jnp.arange(g.shape[1])
-            priority = prng.unit_interval(prng.words_at(key, index.astype(jnp.uint32)))
+            priority = prng.uniform_at(key, index.astype(jnp.uint32))
         pick = jnp.argmax(jnp.where(tied, priority, -1.0), axis=-1)
     else:
         pick = jnp.argmax(tied, axis=-1)  # the lowest feature: candidates are in increasing order
