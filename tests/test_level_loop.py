@@ -1,5 +1,6 @@
 """The level loop (growth.level_loop): the same trees as the unrolled levels, for every chunk size,
-traced depth and impurity, weighted data and stop rule; and who gets it."""
+traced depth and impurity, weighted data and stop rule; and who gets it. (The slow marker holds the
+larger and repeated cases: ``pytest -m slow tests/test_level_loop.py``.)"""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def assert_same(a: jt.Tree, b: jt.Tree, where=""):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=f"{name} {where}")
 
 
-@pytest.mark.parametrize("depth,m,n", [(3, 40, 5), (7, 300, 12)])
+@pytest.mark.parametrize("depth,m,n", [(3, 40, 5), pytest.param(7, 300, 12, marks=pytest.mark.slow)])
 def test_every_chunk_grows_the_unrolled_tree(depth, m, n):
     data = batch(depth, 12, m, n)
     rule = jt.GrowthRule(max_depth=depth, impurity="gini")
@@ -54,7 +55,7 @@ def test_every_chunk_grows_the_unrolled_tree(depth, m, n):
         assert_same(grown(data, rule, chunk), unrolled, f"chunk {chunk}")
 
 
-@pytest.mark.parametrize("stop", [0, 3, 6])
+@pytest.mark.parametrize("stop", [pytest.param(0, marks=pytest.mark.slow), 3, pytest.param(6, marks=pytest.mark.slow)])
 def test_a_traced_depth_and_impurity_grow_the_unrolled_tree(stop):
     data = batch(10 + stop, 10, 120, 8)
     rule = jt.GrowthRule(max_depth=6, impurity="entropy")
@@ -77,9 +78,10 @@ def test_weighted_data_and_stop_rules_grow_the_unrolled_tree():
         assert_same(grown(data, rule, 4), grown(data, rule, None), str(rule))
 
 
-@pytest.mark.parametrize("rule", [jt.GrowthRule(max_depth=6, impurity="gini", max_features="sqrt"),
-                                  jt.GrowthRule(max_depth=5, impurity="entropy", tie_break="random", max_features=3),
-                                  jt.GrowthRule(max_depth=5, impurity="gini", tie_break="random")])
+@pytest.mark.parametrize("rule", [
+    pytest.param(jt.GrowthRule(max_depth=6, impurity="gini", max_features="sqrt"), marks=pytest.mark.slow),
+    jt.GrowthRule(max_depth=5, impurity="entropy", tie_break="random", max_features=3),  # both draws: in the suite
+    pytest.param(jt.GrowthRule(max_depth=5, impurity="gini", tie_break="random"), marks=pytest.mark.slow)])
 def test_random_rules_draw_the_same_words_and_grow_the_same_trees(rule):
     """Feature bagging and random tie-breaks: each chunk computes its rows of the level's draw."""
     data = batch(21, 12, 250, 16)
