@@ -14,7 +14,7 @@ from jaxtrees import targets
 from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core import sampling
 from jaxtrees.experiments.studies import learning
-from jaxtrees.hypotheses import tree
+from jaxtrees.hypotheses import node_tree, tree
 from jaxtrees.learners import greedy, population
 
 KEYS = jax.random.split(jax.random.key(11), 64)
@@ -51,6 +51,34 @@ def test_padded_junta_checks_k():
         targets.random_junta(jax.random.key(0), 16, 7, k_max=6)
     with pytest.raises(ValueError, match="k_max"):
         targets.random_junta(jax.random.key(0), 4, 2, k_max=5)
+
+
+@pytest.mark.parametrize("k_max", [1, 2, 3, 4])
+def test_padded_parity_and_rank_tree_are_the_unpadded_ones(k_max):
+    """random_parity(k_max=) is as_junta(random_parity) and random_rank_tree(r_max=) the rank-r tree node
+    for node (padded with unused slots) for every k = r <= k_max, one program each (the rank study's targets)."""
+    n, x = 10, jax.random.bernoulli(jax.random.key(1), 0.5, (256, 10))
+    parity = jax.jit(jax.vmap(lambda key, k: targets.random_parity(key, n, k, k_max=k_max), in_axes=(0, None)))
+    tree = jax.jit(jax.vmap(lambda key, r: targets.random_rank_tree(key, n, r, 2, r_max=k_max), in_axes=(0, None)))
+    for k in range(1, k_max + 1):
+        plain = jax.vmap(lambda key: targets.as_junta(targets.random_parity(key, n, k)))(KEYS)
+        padded = parity(KEYS, k)
+        np.testing.assert_array_equal(padded.support[:, :k], plain.support)
+        np.testing.assert_array_equal(jax.vmap(lambda f: f(x))(padded), jax.vmap(lambda f: f(x))(plain))
+        plain_tree = jax.vmap(lambda key: targets.random_rank_tree(key, n, k, 2))(KEYS).tree
+        padded_tree = tree(KEYS, k).tree
+        C = plain_tree.feature.shape[-1]
+        for name, a, b in zip(node_tree.NodeTree._fields, plain_tree, padded_tree):
+            np.testing.assert_array_equal(a, b if name == "size" else b[:, :C], err_msg=name)
+            if name in ("feature", "left", "right"):
+                assert np.all(np.asarray(b)[:, C:] == -1)
+        np.testing.assert_array_equal(jax.vmap(node_tree.rank)(padded_tree), k)
+        np.testing.assert_array_equal(jax.vmap(lambda t, x: targets.NodeTreeTarget(t)(x), in_axes=(0, None))(
+            padded_tree, x), jax.vmap(lambda t, x: targets.NodeTreeTarget(t)(x), in_axes=(0, None))(plain_tree, x))
+    with pytest.raises(ValueError, match="k must be"):
+        targets.random_parity(jax.random.key(0), n, k_max + 1, k_max=k_max)
+    with pytest.raises(ValueError, match="r must be"):
+        targets.random_rank_tree(jax.random.key(0), n, k_max + 1, 2, r_max=k_max)
 
 
 def _sample(key, n, k, m):

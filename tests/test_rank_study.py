@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxtrees import targets
 from jaxtrees.core import sampling
 from jaxtrees.experiments import runner, studies
 from jaxtrees.experiments.studies import rank as study
@@ -23,9 +24,9 @@ PARAMS = {"target": "parity", "n": 8, "k": 2, "c": 0.0, "length": 2, "max_rank":
 
 def test_trial_matches_the_learners_fitted_directly():
     key = jax.random.key(4)
-    out = jax.jit(lambda k: study._trial(k, PARAMS))(key)
+    out = jax.jit(lambda k: study._trial(k, {**PARAMS, "k_max": 3}))(key)  # k = 2 under a bound of 3: the same target
     keys = study.trial_keys(key, "distribution", "target", "sample")
-    f = study._target("parity", keys["target"], 8, 2, 2)
+    f = targets.as_junta(targets.random_parity(keys["target"], 8, 2))
     p = jnp.full((8,), 0.5)
     sample = sampling.draw(keys["sample"], p, f, 256, precision_bits=study.PRECISION_BITS)
     data = sampling.prefix(sample, 64)  # the third grid point: 16, 32, 64, 128, 256
@@ -40,13 +41,32 @@ def test_trial_matches_the_learners_fitted_directly():
 
 
 def test_junta_target_rank_is_the_functions():
-    """x_a AND x_b has rank 1 (a decision list); x_a XOR x_b rank 2."""
-    from jaxtrees import targets
-
+    """x_a AND x_b has rank 1 (a decision list); x_a XOR x_b rank 2; padded to k_max = 3 the same."""
     f_and = targets.junta([1, 4], [0, 0, 0, 1], 6)
     f_xor = targets.junta([1, 4], [0, 1, 1, 0], 6)
-    assert int(study._target_rank(f_and, 6, 2)) == 1
-    assert int(study._target_rank(f_xor, 6, 2)) == 2
+    assert int(study._target_rank(f_and, 6, 2, 2)) == 1
+    assert int(study._target_rank(f_xor, 6, 2, 2)) == 2
+    padded = jax.jit(lambda key, k: targets.random_parity(key, 6, k, k_max=3))
+    for k in (1, 2, 3):
+        assert int(jax.jit(study._target_rank, static_argnums=(1, 3))(padded(jax.random.key(k), k), 6, k, 3)) == k
+
+
+def test_one_program_for_every_k_with_the_same_rows(tmp_path):
+    """k is bounded, not static: a group of k = 1, 2 compiles one program per target bucket, and its
+    rows equal those of the groups of one k each (the targets are the unpadded ones)."""
+    rank = studies.get("rank")
+    programs = rank.programs(runner.configure(rank, quick=True))
+    assert len(programs) == 2 and {p["k_max"] for p in programs} == {2}  # rank trees; juntas and parities
+    base = {**PARAMS, "target": ["rank", "parity"], "m_max": 64, "id3_depth": 3}
+    rows = {}
+    for ks in ([1, 2], [1], [2]):
+        config = runner.configure(rank, quick=True, overrides={**base, "k": ks}, seed=0, replicates=3)
+        path = runner.run(rank, config, str(tmp_path / "-".join(map(str, ks))), progress=False)
+        rows[tuple(ks)] = runner.read_results(os.path.dirname(path))
+    def as_set(rows):  # a row's cell is its index in its grid
+        return sorted(tuple(sorted((k, v) for k, v in r.items() if k != "cell")) for r in rows)
+    assert len(rows[(1, 2)]) == len(rows[(1,)]) + len(rows[(2,)]) > 0
+    assert as_set(rows[(1, 2)]) == as_set(rows[(1,)] + rows[(2,)])
 
 
 def test_findmin_learns_uniform_2_parities_sooner_than_id3(tmp_path):

@@ -271,10 +271,26 @@ def _random_padded_junta(key, n: int, k, k_max: int, nondegenerate: bool) -> Jun
     return Junta(support, table, k)
 
 
-def random_parity(key, n: int, k: int) -> Parity:
-    """A k-parity on a uniformly random support of size k."""
-    n, k = _check_n_k(n, k)
-    return Parity(_random_support(key, n, k))
+def random_parity(key, n: int, k, *, k_max: int | None = None) -> Parity | Junta:
+    """A k-parity on a uniformly random support of size k.
+
+    With ``k_max`` (static), k may be traced (1 <= k <= k_max): the parity as a :class:`Junta`
+    padded to ``k_max`` (see :func:`random_junta`), the same function on the same support as
+    ``as_junta(random_parity(key, n, k))`` (the without-replacement choice is prefix-consistent)."""
+    if k_max is None:
+        n, k = _check_n_k(n, k)
+        return Parity(_random_support(key, n, k))
+    n = checks.integer("n", n, low=1)
+    k_max = checks.integer("k_max", k_max, low=1, high=min(n, MAX_TABLE_K))
+    if checks.is_concrete(k):
+        checks.integer("k", int(k), low=1, high=k_max)
+    k = jnp.asarray(k, jnp.int32)
+    drawn = jax.random.choice(key, n, (k_max,), replace=False)
+    real = jnp.arange(k_max) < k
+    ordered = jnp.sort(jnp.where(real, drawn, n + drawn))  # the real support sorted, then the padding
+    support = jnp.where(ordered >= n, ordered - n, ordered).astype(jnp.int32)
+    index = jnp.arange(2**k_max) & ((1 << k) - 1)
+    return Junta(support, jnp.asarray(np.bitwise_count(np.arange(2**k_max)) % 2 == 1)[index], k)
 
 
 def as_junta(f: Junta | Parity) -> Junta:

@@ -92,9 +92,13 @@ def _template(r: int, length: int) -> _Template:
     return _Template(left, right, parent, np.asarray(spine), opposite)
 
 
-def random_rank_tree(key, n: int, r: int, length: int = 2) -> NodeTreeTarget:
+def random_rank_tree(key, n: int, r, length: int = 2, *, r_max: int | None = None) -> NodeTreeTarget:
     """A random tree of rank exactly r: spines of ``length`` = L tests, depth r L <= n,
     (L + 1)^r leaves. Jit- and vmap-able over ``key`` (n, r, length static).
+
+    With ``r_max`` (static), r may be traced (1 <= r <= r_max, r_max L <= n): the tree drawn for
+    r, node for node the same as ``random_rank_tree(key, n, r, length)``, in the capacity of the
+    rank-r_max tree (the slots past its size unused).
 
     The generator: T(0) is a leaf with a uniform random label; T(r) is a *spine* of L tests
     x_{v_1}, ..., x_{v_L}; at spine test j < L one side (uniformly at random) is a fresh T(r - 1)
@@ -104,6 +108,8 @@ def random_rank_tree(key, n: int, r: int, length: int = 2) -> NodeTreeTarget:
     T(r) has rank exactly r (a spine test joins ranks r - 1 and r; the last joins r - 1 and r - 1).
     The function may still have a smaller tree of lower rank.
     """
+    if r_max is not None:
+        return _padded_rank_tree(key, n, r, length, r_max)
     n = checks.integer("n", n, low=1)
     r = checks.integer("r", r, low=0, high=n)
     length = checks.integer("length", length, low=1, high=max(n // max(r, 1), 1))
@@ -133,6 +139,26 @@ def random_rank_tree(key, n: int, r: int, length: int = 2) -> NodeTreeTarget:
     used = node_tree.top_down(shape, jnp.zeros((n,), bool), step)
     feature = jnp.where(internal, choose(used, jnp.arange(C)), -1)
     return NodeTreeTarget(shape._replace(feature=feature))
+
+
+def _padded_rank_tree(key, n: int, r, length: int, r_max: int) -> NodeTreeTarget:
+    """:func:`random_rank_tree` for a traced r: one branch per rank 1..r_max, each padded to the
+    rank-r_max tree's capacity (unused slots: feature = left = right = -1, zeros elsewhere)."""
+    r_max = checks.integer("r_max", r_max, low=1, high=n)
+    if checks.is_concrete(r):
+        checks.integer("r", int(r), low=1, high=r_max)
+    capacity = _template(r_max, length).left.size
+
+    def drawn(rank):
+        t = random_rank_tree(key, n, rank, length).tree
+        pad = capacity - t.feature.shape[-1]
+        fill = {"feature": -1, "left": -1, "right": -1}
+        return t._replace(**{name: jnp.pad(getattr(t, name), (0, pad), constant_values=fill.get(name, 0))
+                             for name in NodeTree._fields if name != "size"})
+
+    branches = [functools.partial(drawn, rank) for rank in range(1, r_max + 1)]
+    index = jnp.clip(jnp.asarray(r, jnp.int32) - 1, 0, r_max - 1)
+    return NodeTreeTarget(jax.lax.switch(index, branches))
 
 
 def random_decision_list(key, n: int, length: int) -> NodeTreeTarget:

@@ -31,32 +31,35 @@ PLURALS = {"rank": "rank-{k} trees", "junta": "{k}-juntas", "parity": "{k}-parit
 JUNTAS = ("junta", "parity")
 
 
-def _target(kind: str, key, n: int, k: int, length: int):
+def _target(kind: str, key, n: int, k, k_max: int, length: int):
+    """The target for a traced k <= k_max (the arrays padded to k_max): the same as unpadded."""
     if kind == "rank":
-        return targets.random_rank_tree(key, n, k, length)
+        return targets.random_rank_tree(key, n, k, length, r_max=k_max)
     if kind == "junta":
-        return targets.random_junta(key, n, k, nondegenerate=True)
-    return targets.as_junta(targets.random_parity(key, n, k))
+        return targets.random_junta(key, n, k, nondegenerate=True, k_max=k_max)
+    return targets.random_parity(key, n, k, k_max=k_max)
 
 
-def _target_rank(f, n: int, k: int):
+def _target_rank(f, n: int, k, k_max: int):
     """The target's rank: a rank tree's (:class:`~jaxtrees.targets.NodeTreeTarget`) its generated
     tree's; for a junta or parity, FINDMIN's on its complete truth table over the support (2^k rows,
-    k variables)."""
+    k variables; padded to 2^k_max rows and k_max variables, the rows past 2^k not in the sample and
+    the padding variables constant on it, so never tried)."""
     if isinstance(f, targets.NodeTreeTarget):
         return node_tree.rank(f.tree)
-    rows = bits.assignments(k)  # bool[2^k, k]: row a holds the bits of a
-    x = jnp.any(rows[:, :, None] & (f.support[None, :, None] == jnp.arange(n)), axis=1)  # [2^k, n]
-    table = sampling.Data(bits.pack(rows.T), bits.pack(f(x) == 1), bits.valid_mask(2**k))
-    return FindMin(max_rank=k).search(table).rank
+    rows = bits.assignments(k_max)  # bool[2^k_max, k_max]: row a holds the bits of a
+    x = jnp.any(rows[:, :, None] & (f.support[None, :, None] == jnp.arange(n)), axis=1)  # [2^k_max, n]
+    in_sample = bits.prefix_mask(bits.n_words(2**k_max), jnp.left_shift(1, jnp.asarray(k, jnp.int32)))  # rows a < 2^k
+    table = sampling.Data(bits.pack(rows.T), bits.pack(f(x) == 1), in_sample)
+    return FindMin(max_rank=k_max).search(table).rank
 
 
 def _trial(key, params):
-    n, k = params["n"], params["k"]
+    n, k, k_max = params["n"], params["k"], params["k_max"]
     keys = trial_keys(key, "distribution", "target", "sample")
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n),
                           PRECISION_BITS)
-    f = chosen(params, "target", lambda kind: _target(kind, keys["target"], n, k, params["length"]))
+    f = chosen(params, "target", lambda kind: _target(kind, keys["target"], n, k, k_max, params["length"]))
     sample = sampling.draw(keys["sample"], p, f, params["m_max"], precision_bits=PRECISION_BITS)
     findmin = FindMin(max_rank=params["max_rank"], max_calls=params["max_calls"])
     id3 = GreedyTree(GrowthRule(max_depth=params["id3_depth"], impurity=params["impurity"]))
@@ -71,7 +74,7 @@ def _trial(key, params):
                 "id3_error": t.exact_error(p, f), "id3_rank": tree.rank(t), "id3_size": 2 * tree.n_leaves(t) - 1}
 
     out = on_prefixes(at, sample, sample_sizes(params))
-    return {**out, "target_rank": _target_rank(f, n, k)}
+    return {**out, "target_rank": _target_rank(f, n, k, k_max)}
 
 
 def _check(params):
@@ -255,8 +258,9 @@ RANK = Study(
     full={"target": ["rank", "junta", "parity"], "n": [12, 16], "k": [1, 2, 3], "c": [0.0, 0.1, 0.2], "length": 2,
           "max_rank": 4, "max_calls": 2**22, "id3_depth": 10, "impurity": "entropy", "eps": 0.1, "delta": 0.1,
           "m_min": 16, "m_max": 65536},
-    static=("n", "k", "length", "max_rank", "max_calls", "id3_depth", "impurity", "m_min", "m_max"),
+    static=("n", "length", "max_rank", "max_calls", "id3_depth", "impurity", "m_min", "m_max"),
     uniform=("target",),
+    bounds=("k",),
     choices={"target": FAMILIES},
     buckets={"target": lambda kind: "junta" if kind in JUNTAS else kind},
     cpu_opt_level=2,
