@@ -122,6 +122,26 @@ def test_parities_and_juntas_share_a_program_and_keep_their_rows(tmp_path):
         np.testing.assert_allclose([float(r["error"]) for r in mine], [float(r["error"]) for r in alone], atol=1e-6)
 
 
+def test_id3_impurities_share_a_program_and_keep_their_rows(tmp_path):
+    """Issue 34: the id3-<impurity> learners are one bucket (the impurity by a traced index), other
+    learners their own programs; each learner's rows are those of a run of that learner alone."""
+    study = studies.get("compare")
+    base = {**{k: v for k, v in PARAMS.items() if k != "learner"}, "family": "parity", "n": 6, "m_max": 64}
+    names = ["id3-gini", "id3-error", "id3-random-ties"]
+
+    def run(learners, out):
+        config = runner.configure(study, quick=True, overrides={**base, "learner": learners}, seed=3, replicates=6)
+        path = runner.run(study, config, str(tmp_path / out), progress=False)
+        return study.programs(config), runner.read_results(os.path.dirname(path))
+
+    programs, together = run(names, "together")
+    assert sorted(len(p["learner_choices"]) for p in programs) == [1, 2]  # id3-error and id3-gini; random ties apart
+    strip = lambda r: {k: v for k, v in r.items() if k != "cell"}  # noqa: E731
+    for name in names:
+        alone = [strip(r) for r in run([name], name)[1]]
+        assert [strip(r) for r in together if r["learner"] == name] == alone, name
+
+
 def test_a_parity_as_a_junta_is_the_same_function_with_the_same_exact_oracle():
     from jaxtrees import targets
 

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
+from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import fourier
@@ -20,6 +21,7 @@ from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, ch
                                                  sample_sizes, trial_keys)
 from jaxtrees.hypotheses.base import sample_error
 from jaxtrees.hypotheses.polynomial import n_subsets
+from jaxtrees.learners import greedy
 from jaxtrees.learners.fourier import MAX_GRAM_SETS
 from jaxtrees.problems import Population, Queries
 
@@ -47,6 +49,16 @@ def target(family: str, key, n: int, k: int):
     if family == "rank":
         return targets.random_rank_tree(key, n, k, RANK_LENGTH)
     return targets.addressing(1, k)
+
+
+#: The ID3 learners that differ only in their impurity (``id3-<impurity>``): one program serves them, the
+#: impurity chosen by the learner's traced index (:func:`~jaxtrees.core.impurity.selected`).
+ID3_BY_IMPURITY = {f"id3-{name}": name for name in impurity_lib.NAMES if f"id3-{name}" in learners.names()}
+
+
+def learner_bucket(name: str) -> str:
+    """The program a learner runs in: ``"id3"`` for :data:`ID3_BY_IMPURITY`, else its own."""
+    return "id3" if name in ID3_BY_IMPURITY else name
 
 
 #: The study's learners: every registered one.
@@ -92,7 +104,9 @@ def _settings_table(rows) -> str:
 
 
 def _trial(key, params):
-    name, n, k = params["learner"], params["n"], params["k"]
+    n, k = params["n"], params["k"]
+    options = params.get("learner_choices", (params["learner"],))
+    name = params["learner"] if isinstance(params["learner"], str) else options[0]
     keys = trial_keys(key, "distribution", "target", "sample")
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n),
                           PRECISION_BITS)
@@ -118,6 +132,12 @@ def _trial(key, params):
         error, success = score(configured(name, n, k, params).fit(fit_key, Population(p, f)))
         error, success = jnp.full((len(grid),), error), jnp.full((len(grid),), success)
         examples = jnp.full((len(grid),), -1)
+    elif learner_bucket(name) == "id3" and len(options) > 1:  # the impurity by the learner's traced index
+        rule = configured(name, n, k, params).rule
+        chosen_impurity = impurity_lib.selected(params["learner"], tuple(ID3_BY_IMPURITY[o] for o in options))
+        error, success = on_prefixes(lambda data: score(greedy.grow(data, rule, fit_key, impurity=chosen_impurity)),
+                                     sample, grid)
+        examples = jnp.asarray(grid)
     else:
         learner = configured(name, n, k, params)
         error, success = on_prefixes(lambda data: score(learner.fit(fit_key, data)), sample, grid)
@@ -310,7 +330,7 @@ COMPARE = Study(
            "test_m": 2048, "m_max": 1024, **SHARED},
     full={"learner": LEARNERS, "family": list(FAMILIES), "k": [2, 3], "n": 17, "c": [0.0, 0.1, 0.2],
           "test_m": 8192, "m_max": 16384, **{**SHARED, "depth": 6, "rounds": 100, "max_rank": 4, "sgd_steps": 2000}},
-    static=("learner", "k", "n", "depth", "rounds", "max_rank", "max_calls", "theta", "l1", "width",
+    static=("k", "n", "depth", "rounds", "max_rank", "max_calls", "theta", "l1", "width",
             "sgd_steps", "test_m", "m_min", "m_max"),
     trial=_trial,
     replicates=(24, 200),
@@ -321,8 +341,8 @@ COMPARE = Study(
     working_set_per_trial=_working_set,
     columns=COLUMNS,
     shared=("learner",),
-    uniform=("family",),
-    choices={"family": FAMILIES},
-    buckets={"family": lambda family: "junta" if family in JUNTAS else family},
+    uniform=("family", "learner"),
+    choices={"family": FAMILIES, "learner": tuple(LEARNERS)},
+    buckets={"family": lambda family: "junta" if family in JUNTAS else family, "learner": learner_bucket},
     cpu_opt_level=2,
 )
