@@ -243,11 +243,7 @@ def _random_padded_junta(key, n: int, k, k_max: int, nondegenerate: bool) -> Jun
         checks.integer("k", int(k), low=1, high=k_max)
     k = jnp.asarray(k, jnp.int32)
     k_support, k_table = jax.random.split(key)
-    drawn = jax.random.choice(k_support, n, (k_max,), replace=False)
-    real = jnp.arange(k_max) < k
-    ordered = jnp.sort(jnp.where(real, drawn, n + drawn))  # the real support sorted, then the padding
-    support = jnp.where(ordered >= n, ordered - n, ordered).astype(jnp.int32)
-    index = jnp.arange(2**k_max) & ((1 << k) - 1)
+    support, real, index = _padded_support(k_support, n, k, k_max)
 
     def draw(key):
         return jax.random.bernoulli(key, 0.5, (2**k_max,))[index]
@@ -271,6 +267,17 @@ def _random_padded_junta(key, n: int, k, k_max: int, nondegenerate: bool) -> Jun
     return Junta(support, table, k)
 
 
+def _padded_support(key, n: int, k, k_max: int):
+    """``(support, real, index)`` of a junta padded to ``k_max``: k_max distinct indices whose first k
+    (``real``), sorted, are ``_random_support(key, n, k)``, and ``index[a] = a mod 2^k``, which maps a
+    padded table's rows to the unpadded table's."""
+    drawn = jax.random.choice(key, n, (k_max,), replace=False)
+    real = jnp.arange(k_max) < k
+    ordered = jnp.sort(jnp.where(real, drawn, n + drawn))  # the real support sorted, then the padding
+    support = jnp.where(ordered >= n, ordered - n, ordered).astype(jnp.int32)
+    return support, real, jnp.arange(2**k_max) & ((1 << k) - 1)
+
+
 def random_parity(key, n: int, k, *, k_max: int | None = None) -> Parity | Junta:
     """A k-parity on a uniformly random support of size k.
 
@@ -285,11 +292,7 @@ def random_parity(key, n: int, k, *, k_max: int | None = None) -> Parity | Junta
     if checks.is_concrete(k):
         checks.integer("k", int(k), low=1, high=k_max)
     k = jnp.asarray(k, jnp.int32)
-    drawn = jax.random.choice(key, n, (k_max,), replace=False)
-    real = jnp.arange(k_max) < k
-    ordered = jnp.sort(jnp.where(real, drawn, n + drawn))  # the real support sorted, then the padding
-    support = jnp.where(ordered >= n, ordered - n, ordered).astype(jnp.int32)
-    index = jnp.arange(2**k_max) & ((1 << k) - 1)
+    support, _, index = _padded_support(key, n, k, k_max)
     return Junta(support, jnp.asarray(np.bitwise_count(np.arange(2**k_max)) % 2 == 1)[index], k)
 
 

@@ -157,8 +157,7 @@ def _padded_rank_tree(key, n: int, r, length: int, r_max: int) -> NodeTreeTarget
                              for name in NodeTree._fields if name != "size"})
 
     branches = [functools.partial(drawn, rank) for rank in range(1, r_max + 1)]
-    index = jnp.clip(jnp.asarray(r, jnp.int32) - 1, 0, r_max - 1)
-    return NodeTreeTarget(jax.lax.switch(index, branches))
+    return NodeTreeTarget(jax.lax.switch(jnp.asarray(r, jnp.int32) - 1, branches))  # (switch clamps the index)
 
 
 def random_decision_list(key, n: int, length: int) -> NodeTreeTarget:
