@@ -206,3 +206,39 @@ def test_boosting_study_trial_is_adaboost_on_the_trials_split():
     report = boosting.BOOSTING.report([{"data": "heart", "round": "7", **{k: str(float(v[-1])) for k, v in out.items()}}])
     assert "| heart | decision stumps | 1 | 7 |" in report and "| 22.24 |" in report and "| 24.06 |" in report
     assert "3-parities" not in report.split("|---|")[-1]  # not run: no row
+
+
+def test_boosting_study_runs_one_trial_per_cpu_group():
+    """A trial's forest sweeps its deepest level (rounds trees x 2^(depth - 1) nodes x n features of
+    counts, tens of MB) level after level: past the CPU cache budget, so the runner vmaps one trial per
+    group at both built-in sizes (a quick program of 2 trials no longer pays for a group of 32); a
+    shallow forest on few rounds fits in a larger group."""
+    from jaxtrees.experiments import runner
+    from jaxtrees.experiments.studies import boosting
+
+    cpu = jax.devices("cpu")[0]
+    for size in (boosting.BOOSTING.quick, boosting.BOOSTING.full):
+        for data in datasets.SHIPPED:
+            params = {**size, "data": data}
+            assert boosting._working_set(params) > runner.CPU_CACHE_BUDGET
+            assert runner.group_size(cpu, working_set=boosting._working_set(params)) == 1
+    small = {"data": "cancer", "rounds": 5, "max_degree": 2, "forest_depth": 2}
+    assert runner.group_size(cpu, working_set=boosting._working_set(small)) > 1
+
+
+def test_boosting_study_loops_its_forests_at_the_quick_size_only():
+    """A quick program (2 splits of one data set) grows its forests in the level loop (compiled in about
+    half the time); a full one (20 splits x 250 rounds) unrolled (the loop's slower trees would cost more
+    than it saves); any other bound is refused by name."""
+    import dataclasses
+
+    from jaxtrees.experiments import runner
+    from jaxtrees.experiments.studies import boosting
+
+    study = boosting.BOOSTING
+    bound = runner.loop_max_trials(study)
+    assert study.replicates[0] <= bound < study.replicates[1]
+    assert runner.loop_max_trials(dataclasses.replace(study, level_loop=True)) == runner.LOOP_MAX_TRIALS
+    assert runner.loop_max_trials(dataclasses.replace(study, level_loop=False)) == 0
+    with pytest.raises(ValueError, match="level_loop"):
+        dataclasses.replace(study, level_loop=-1)

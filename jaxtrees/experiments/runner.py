@@ -216,7 +216,7 @@ class _Job:
         inputs = _inputs(self.study, program.static, self.cells, program.slots[:program.size], program.size,
                          program.group)
         # A program of few trials would spend more compiling unrolled tree levels than it saves running them.
-        few = self.study.level_loop and program.planned <= LOOP_MAX_TRIALS
+        few = program.planned <= loop_max_trials(self.study)
         with growth.level_loop(growth.LOOP_CHUNK if few else None):
             lowered = _compile(self.study, program.static, self.config.seed, self.devices, program.group).lower(*inputs)
         compiled = lowered.compile(self.record["compiler_options"])
@@ -267,6 +267,13 @@ def compiler_options(study: Study, device) -> dict | None:
 #: Programs of at most this many trials in the grid grow their deep trees in a level loop
 #: (:func:`jaxtrees.learners.growth.level_loop`: the same trees, one level compiled, each run slower).
 LOOP_MAX_TRIALS = 512
+
+
+def loop_max_trials(study: Study) -> int:
+    """The most trials a program of ``study`` may have to grow its deep trees in a level loop (``Study.level_loop``)."""
+    if isinstance(study.level_loop, bool):
+        return LOOP_MAX_TRIALS if study.level_loop else 0
+    return study.level_loop
 #: XLA's option (and flag) for the LLVM optimization level of CPU programs.
 OPT_LEVEL_FLAG = "xla_backend_optimization_level"
 

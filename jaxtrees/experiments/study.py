@@ -91,9 +91,10 @@ class Study:
         structure: :func:`~jaxtrees.experiments.studies.common.chosen`).
       cpu_opt_level: XLA:CPU's LLVM optimization level for the study's programs (None: XLA's
         default, 3); an ``--xla_backend_optimization_level`` in XLA_FLAGS wins.
-      level_loop: whether a program of few trials (``runner.LOOP_MAX_TRIALS``) grows its deep trees in
-        a level loop (:func:`~jaxtrees.learners.growth.level_loop`: the same trees, compiled faster, run
-        2-5x slower); False where a trial grows many deep trees (the boosting study's forests).
+      level_loop: whether a program of few trials (at most ``runner.LOOP_MAX_TRIALS``, or at most this
+        many where an int) grows its deep trees in a level loop (:func:`~jaxtrees.learners.growth.level_loop`:
+        the same trees, compiled faster, run 2-5x slower); a small int or False where a trial grows many
+        deep trees (the boosting study's forests).
       parameters: parameter -> what it means, for ``jaxtrees run STUDY --help`` (a name left out
         falls back to :data:`PARAMETER_MEANINGS`, the names every built-in study uses alike).
     """
@@ -118,7 +119,7 @@ class Study:
     choices: dict = dataclasses.field(default_factory=dict)
     buckets: dict = dataclasses.field(default_factory=dict)
     cpu_opt_level: int | None = None
-    level_loop: bool = True
+    level_loop: bool | int = True
     parameters: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -132,6 +133,8 @@ class Study:
         unknown = (set(self.uniform) | set(self.bounds) | set(self.choices) | set(self.parameters)) - set(self.full)
         if unknown:
             raise ValueError(f"study {self.name!r}: unknown parameters {sorted(unknown)}")
+        if not isinstance(self.level_loop, bool):
+            checks.integer("level_loop", self.level_loop, low=0)
         if set(self.buckets) - set(self.choices):
             raise ValueError(f"study {self.name!r}: buckets {sorted(set(self.buckets) - set(self.choices))} must be "
                              f"choices")

@@ -80,6 +80,15 @@ def _check(params):
     checks.integer("forest_depth", params["forest_depth"], low=1, high=MAX_FOREST_DEPTH)
 
 
+def _working_set(params) -> int:
+    """Bytes a trial sweeps again and again: the forest's deepest level (``rounds`` trees x 2^(depth - 1) nodes x
+    n features x three int16 counts) and AdaBoost's float rows (about n + 8 of them over the training slots). Past
+    the CPU's cache budget the runner vmaps fewer trials per group: one, at every built-in size (docs/studies.md)."""
+    d = _data(params["data"])
+    n, slots = len(d.features), -(-d.train_size // 32) * 32
+    return params["rounds"] * 2 ** (params["forest_depth"] - 1) * n * 6 + 4 * (n + 8) * slots
+
+
 def _rounds(params):
     return list(range(1, int(params["rounds"]) + 1))
 
@@ -158,8 +167,9 @@ BOOSTING = Study(
     static=("data", "rounds", "max_degree", "forest_depth"),
     trial=_trial,
     replicates=(2, 20),
-    level_loop=False,  # a trial grows hundreds of depth-10 forest trees: unrolled, they run ~4x faster
+    level_loop=8,  # forests in the loop for the quick size (2 splits per program), unrolled for 20 splits x 250 rounds
     check=_check,
+    working_set_per_trial=_working_set,
     plot=_plot,
     report=_report,
     axis=("round", _rounds),
