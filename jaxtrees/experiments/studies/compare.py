@@ -51,14 +51,16 @@ def target(family: str, key, n: int, k: int):
     return targets.addressing(1, k)
 
 
-#: The ID3 learners that differ only in their impurity (``id3-<impurity>``): one program serves them, the
-#: impurity chosen by the learner's traced index (:func:`~jaxtrees.core.impurity.selected`).
+#: The ID3 learners that differ only in their impurity (``id3-<impurity>``) ...
 ID3_BY_IMPURITY = {f"id3-{name}": name for name in impurity_lib.NAMES if f"id3-{name}" in learners.names()}
+#: ... and the stumps, ID3 at depth 1: one program serves them all, the impurity and the depth chosen by the
+#: learner's traced index (:func:`~jaxtrees.core.impurity.selected`, ``grow``'s traced depth).
+STUMPS = {name: name.removeprefix("stump-") for name in learners.names() if name.startswith("stump-")}
 
 
 def learner_bucket(name: str) -> str:
-    """The program a learner runs in: ``"id3"`` for :data:`ID3_BY_IMPURITY`, else its own."""
-    return "id3" if name in ID3_BY_IMPURITY else name
+    """The program a learner runs in: ``"id3"`` for :data:`ID3_BY_IMPURITY` and :data:`STUMPS`, else its own."""
+    return "id3" if name in ID3_BY_IMPURITY or name in STUMPS else name
 
 
 #: The study's learners: every registered one.
@@ -132,11 +134,13 @@ def _trial(key, params):
         error, success = score(configured(name, n, k, params).fit(fit_key, Population(p, f)))
         error, success = jnp.full((len(grid),), error), jnp.full((len(grid),), success)
         examples = jnp.full((len(grid),), -1)
-    elif learner_bucket(name) == "id3" and len(options) > 1:  # the impurity by the learner's traced index
-        rule = configured(name, n, k, params).rule
-        chosen_impurity = impurity_lib.selected(params["learner"], tuple(ID3_BY_IMPURITY[o] for o in options))
-        error, success = on_prefixes(lambda data: score(greedy.grow(data, rule, fit_key, impurity=chosen_impurity)),
-                                     sample, grid)
+    elif learner_bucket(name) == "id3" and len(options) > 1:  # impurity and depth by the learner's traced index
+        rule = configured(next((o for o in options if o in ID3_BY_IMPURITY), name), n, k, params).rule
+        index = params["learner"]
+        chosen_impurity = impurity_lib.selected(index, tuple({**ID3_BY_IMPURITY, **STUMPS}[o] for o in options))
+        depth = jnp.asarray([1 if o in STUMPS else rule.max_depth for o in options], jnp.int32)[index]
+        error, success = on_prefixes(
+            lambda data: score(greedy.grow(data, rule, fit_key, depth=depth, impurity=chosen_impurity)), sample, grid)
         examples = jnp.asarray(grid)
     else:
         learner = configured(name, n, k, params)
