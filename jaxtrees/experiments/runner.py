@@ -274,6 +274,8 @@ def loop_max_trials(study: Study) -> int:
     if isinstance(study.level_loop, bool):
         return LOOP_MAX_TRIALS if study.level_loop else 0
     return study.level_loop
+
+
 #: XLA's option (and flag) for the LLVM optimization level of CPU programs.
 OPT_LEVEL_FLAG = "xla_backend_optimization_level"
 

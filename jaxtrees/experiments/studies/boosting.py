@@ -14,7 +14,7 @@ import os
 import jax.numpy as jnp
 
 from jaxtrees import datasets
-from jaxtrees.core import checks
+from jaxtrees.core import bits, checks
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.learners import CART16, AdaBoost, Parities, Stump
@@ -85,7 +85,7 @@ def _working_set(params) -> int:
     n features x three int16 counts) and AdaBoost's float rows (about n + 8 of them over the training slots). Past
     the CPU's cache budget the runner vmaps fewer trials per group: one, at every built-in size (docs/studies.md)."""
     d = _data(params["data"])
-    n, slots = len(d.features), -(-d.train_size // 32) * 32
+    n, slots = len(d.features), -(-d.train_size // bits.WORD_BITS) * bits.WORD_BITS
     return params["rounds"] * 2 ** (params["forest_depth"] - 1) * n * 6 + 4 * (n + 8) * slots
 
 

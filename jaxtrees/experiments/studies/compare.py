@@ -56,11 +56,13 @@ ID3_BY_IMPURITY = {f"id3-{name}": name for name in impurity_lib.NAMES if f"id3-{
 #: ... and the stumps, ID3 at depth 1: one program serves them all, the impurity and the depth chosen by the
 #: learner's traced index (:func:`~jaxtrees.core.impurity.selected`, ``grow``'s traced depth).
 STUMPS = {name: name.removeprefix("stump-") for name in learners.names() if name.startswith("stump-")}
+#: Every learner of the "id3" program, and its impurity.
+GREEDY_BY_IMPURITY = {**ID3_BY_IMPURITY, **STUMPS}
 
 
 def learner_bucket(name: str) -> str:
-    """The program a learner runs in: ``"id3"`` for :data:`ID3_BY_IMPURITY` and :data:`STUMPS`, else its own."""
-    return "id3" if name in ID3_BY_IMPURITY or name in STUMPS else name
+    """The program a learner runs in: ``"id3"`` for :data:`GREEDY_BY_IMPURITY`, else its own."""
+    return "id3" if name in GREEDY_BY_IMPURITY else name
 
 
 #: The study's learners: every registered one.
@@ -137,7 +139,7 @@ def _trial(key, params):
     elif learner_bucket(name) == "id3" and len(options) > 1:  # impurity and depth by the learner's traced index
         rule = configured(next((o for o in options if o in ID3_BY_IMPURITY), name), n, k, params).rule
         index = params["learner"]
-        chosen_impurity = impurity_lib.selected(index, tuple({**ID3_BY_IMPURITY, **STUMPS}[o] for o in options))
+        chosen_impurity = impurity_lib.selected(index, tuple(GREEDY_BY_IMPURITY[o] for o in options))
         depth = jnp.asarray([1 if o in STUMPS else rule.max_depth for o in options], jnp.int32)[index]
         error, success = on_prefixes(
             lambda data: score(greedy.grow(data, rule, fit_key, depth=depth, impurity=chosen_impurity)), sample, grid)
