@@ -15,6 +15,10 @@ The README's command runs the suite in pytest-xdist workers, one per core (``-n 
 the suite's time is compilation, which is single-threaded, so one process would leave cores idle. JAX's GPU
 memory preallocation is off for the suite, so that several workers can share one GPU.
 
+The README's command leaves out two tiers, both run by CI (.ci/run): ``slow`` (full-size checks,
+marked in the tests) and ``long`` (the tests listed in tests/long.txt: each took >= 6 s, together
+about 70% of the suite's time; ``pytest -m long`` runs them).
+
 The CLI's persistent compilation cache is off for the suite (``JAXTREES_CACHE_DIR`` empty), so
 that every run compiles what it tests, and so is its split of the CPU into one device per core
 (``JAXTREES_CPU_DEVICES=1``: ``cli.main`` called in a test process must not change that process's
@@ -69,6 +73,25 @@ def pytest_runtest_teardown(item, nextitem):
     if os.environ.get("JAXTREES_PROGRAMS_LOG"):  # one line per test: maps, resident MB, released
         with open(os.environ["JAXTREES_PROGRAMS_LOG"], "a") as log:
             log.write(f"{item.nodeid}\t{maps}\t{(programs.resident_bytes() or 0) >> 20}\t{int(released)}\n")
+
+
+#: The node ids of the ``long`` tier (tests/long.txt).
+LONG = frozenset(line.strip() for line in open(os.path.join(os.path.dirname(__file__), "long.txt"))
+                 if line.strip() and not line.startswith("#"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests listed in tests/long.txt ``long``; refuse a listed test of a collected file that is gone."""
+    ids = {item.nodeid for item in items}
+    for item in items:
+        if item.nodeid in LONG:
+            item.add_marker(pytest.mark.long)
+    if not any("::" in arg for arg in config.args):  # whole files: each listed test of theirs must exist
+        files = {nodeid.split("::")[0] for nodeid in ids}
+        gone = sorted(nodeid for nodeid in LONG - ids if nodeid.split("::")[0] in files)
+        if gone:
+            raise pytest.UsageError(f"tests/long.txt lists tests that were not collected (renamed?): {gone}")
 
 
 def pytest_sessionfinish(session):
