@@ -182,7 +182,8 @@ def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, 
     metadata = json.loads((directory / "metadata.json").read_text())
     assert metadata["config"]["grid"]["init"] == ["he", "lecun-nobias"]
     programs = metadata["runs"][-1]["compile_seconds"]
-    assert len(programs) == 4 and all('"init_choices": ["he", "lecun-nobias"]' in p for p in programs)  # family x n
+    assert len(programs) == 2 and all('"init_choices": ["he", "lecun-nobias"]' in p and
+                                      '"family_choices": ["parity", "junta"]' in p for p in programs)  # one per n
     assert (directory / "gd-scaling.png").stat().st_size > 10_000
     assert (directory / "gd-scaling_mechanism.png").stat().st_size > 10_000
     columns = json.loads((directory / "metadata.json").read_text())["columns"]
@@ -211,8 +212,11 @@ def test_gd_networks_are_titled_with_the_optimizer_of_their_rows():
 
 def test_gd_scaling_trial_is_the_gd_smoothed_trial_at_n30_k3():
     """Same code path: on the same trial keys, gd-scaling (with records every K steps: r = 4096 puts
-    the first 4096 records K apart) learns in exactly the steps gd-smoothed does, so their medians
-    agree. (Geometric records change only when the test error is looked at: tests/test_gd.py.)"""
+    the first 4096 records K apart) trains on the same p, function and data as gd-smoothed and learns
+    in the same steps, but for float32 rounding: its parity is a padded junta (one program with the
+    juntas), labelling alike, in a program that XLA compiles differently, so a trial's SGD path may
+    move by a record or two. (Geometric records change only when the test error is looked at:
+    tests/test_gd.py.)"""
     params = {"n": 30, "k": 3, "c": jnp.float32(0.3), "lr": jnp.float32(0.1), **gd_common.BARAK, "test_size": 512,
               "max_steps": 4096, "eval_every": 16}
     keys = jax.random.split(jax.random.key(11), 8)
@@ -223,7 +227,8 @@ def test_gd_scaling_trial_is_the_gd_smoothed_trial_at_n30_k3():
     out = jax.jit(jax.vmap(lambda key: gd_scaling.GD_SCALING.trial(key, scaling)))(keys)
     want, got = np.asarray(smoothed["steps"]), np.asarray(out["steps"])
     assert (want > 0).sum() >= 6, "most trials must learn for the comparison to say anything"
-    np.testing.assert_array_equal(got, want)
+    assert (got == want).sum() >= 6, (got, want)
+    np.testing.assert_allclose(got, want, rtol=0.05)
     assert np.median(got) == np.median(want)
 
 
@@ -257,6 +262,36 @@ def test_gd_scaling_budget_and_init_are_traced_and_change_no_number():
     longer = shared(keys, jnp.int32(256), jnp.int32(0))  # the same program, twice the budget
     s, s_long = np.asarray(he["steps"]), np.asarray(longer["steps"])
     np.testing.assert_array_equal(s_long[s >= 0], s[s >= 0])
+    assert shared._cache_size() == 1
+
+
+def test_gd_scaling_parity_is_the_mask_parity_as_a_padded_junta():
+    """Issue 34: gd-scaling's parity, a padded junta (one pytree with the juntas), is
+    MaskParity(random_subset(...))'s function and support, with its influences to float32 rounding."""
+    for n, k, k_max in ((6, 2, 2), (16, 3, 5), (30, 1, 4)):
+        for seed in range(5):
+            key = jax.random.key(seed)
+            mask_parity = targets.MaskParity(targets.random_subset(key, n, k))
+            junta = gd_scaling.FAMILIES["parity"](key, n, jnp.int32(k), k_max)
+            x = np.random.default_rng(seed).integers(0, 2, (256, n))
+            np.testing.assert_array_equal(junta(x), mask_parity(x))
+            np.testing.assert_array_equal(junta.support_mask(n), mask_parity.support_mask(n))
+            p = jax.random.uniform(jax.random.fold_in(key, 1), (n,), minval=0.2, maxval=0.8)
+            np.testing.assert_allclose(targets.label_covariance(junta, p), targets.label_covariance(mask_parity, p),
+                                       atol=3e-7)
+
+
+def test_gd_scaling_families_share_a_program_and_keep_their_rows():
+    """Issue 34: parities and juntas share a program (the family a traced index): each family's rows in
+    it equal its program alone."""
+    keys = jax.random.split(jax.random.key(5), 8)
+    shared = jax.jit(jax.vmap(lambda key, family: gd_scaling.GD_SCALING.trial(key, _scaling_params(
+        family=family, family_choices=tuple(gd_scaling.FAMILIES))), in_axes=(0, None)))
+    for index, family in enumerate(gd_scaling.FAMILIES):
+        alone = jax.jit(jax.vmap(lambda key: gd_scaling.GD_SCALING.trial(key, _scaling_params(family=family))))(keys)
+        got = shared(keys, jnp.int32(index))
+        for name, want in alone.items():
+            np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want), err_msg=f"{family}: {name}")
     assert shared._cache_size() == 1
 
 

@@ -1,7 +1,7 @@
 """``gd-scaling``: the open question at scale: how SGD's steps to learn k-parities / k-juntas grow with n, k and c.
 
 The trial (one network per trial, online, geometric records, a stop at test error 0; ``max_steps``,
-``k`` and ``init`` traced) and the study's declaration; the report and figures are in
+``k``, ``init`` and the target ``family`` traced) and the study's declaration; the report and figures are in
 :mod:`~jaxtrees.experiments.studies.gd_scaling_report`, its fits in
 :mod:`~jaxtrees.experiments.studies.gd_scaling_fits`. What the columns and criteria mean, and how the
 CPU size was chosen: docs/gd-notes.md.
@@ -24,9 +24,20 @@ from jaxtrees.experiments.studies.gd_common import BARAK, EXACT_MAX_N, STATIC_TR
 from jaxtrees.experiments.studies.gd_scaling_report import RESOLVING_TEST_SIZE, scaling_plot, scaling_report
 from jaxtrees.learners import sgd
 
+def _subset_parity(key, n: int, k, k_max: int) -> targets.Junta:
+    """The k-parity on ``random_subset(key, n, k)`` as a :class:`~jaxtrees.targets.Junta` padded to
+    ``k_max`` (the subset's indices ascending, then others; a table that ignores the padding): the
+    function, support and labels of ``MaskParity(random_subset(key, n, k))``, in a junta's pytree."""
+    mask = targets.random_subset(key, n, k)
+    support = jnp.argsort(~mask, stable=True)[:k_max].astype(jnp.int32)  # the subset first, ascending
+    table = jnp.asarray(np.bitwise_count(np.arange(2**k_max)))[jnp.arange(2**k_max) & ((1 << k) - 1)] % 2 == 1
+    return targets.Junta(support, table, jnp.asarray(k, jnp.int32))
+
+
 #: The target families of gd-scaling: a k-parity on a random k-subset, a random non-degenerate k-junta
-#: (k traced, padded to k_max: one program for every k).
-FAMILIES = {"parity": lambda key, n, k, k_max: targets.MaskParity(targets.random_subset(key, n, k)),
+#: (k traced, padded to k_max: one program for every k); both are padded juntas, so one program serves
+#: both families (the trial chooses by the family's traced index).
+FAMILIES = {"parity": _subset_parity,
             "junta": lambda key, n, k, k_max: targets.random_junta(key, n, k, k_max=k_max)}
 #: Optimizers of gd-scaling (``lr`` is the step size of either).
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
@@ -145,7 +156,7 @@ def _scaling_trial(key, params):
     n, k = params["n"], params["k"]
     keys = trial_keys(key, "distribution", "target", "training")  # as gd-smoothed: the same p, J and run
     p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n)
-    f = FAMILIES[params["family"]](keys["target"], n, k, params["k_max"])
+    f = chosen(params, "family", lambda family: FAMILIES[family](keys["target"], n, k, params["k_max"]))
     config = scaling_config(params)
     budget = _budget(params)
     init, trainable = _initialisation(params, config.model)
@@ -245,9 +256,10 @@ GD_SCALING = Study(
     full={"family": ["parity", "junta"], "n": [8, 16, 32, 64, 128, 256], "k": [2, 3, 4, 5],
           "c": [0.0, 0.05, 0.1, 0.2, 0.3], "optimizer": "sgd", **BARAK, "max_steps": 2**18, "eval_every": 8,
           "records_per_doubling": 16, "eps": 0.05, "init": list(INITS)},
-    static=("family", "n", "optimizer", "records_per_doubling", *(b for b in STATIC_TRAINING if b != "max_steps")),
+    static=("n", "optimizer", "records_per_doubling", *(b for b in STATIC_TRAINING if b != "max_steps")),
     bounds=("k", "max_steps"),
-    choices={"init": tuple(INITS)},
+    uniform=("family",),
+    choices={"family": tuple(FAMILIES), "init": tuple(INITS)},
     shared=("family", "optimizer", "init", "eps"),
     trial=_scaling_trial, check=_scaling_check, replicates=(32, 32), bytes_per_trial=_scaling_bytes,
     axis=("step", checkpoints), columns=SCALING_COLUMNS, parameters=SCALING_PARAMETERS,
