@@ -268,17 +268,22 @@ def test_gd_scaling_budget_and_init_are_traced_and_change_no_number():
 def test_gd_scaling_parity_is_the_mask_parity_as_a_padded_junta():
     """Issue 34: gd-scaling's parity, a padded junta (one pytree with the juntas), is
     MaskParity(random_subset(...))'s function and support, with its influences to float32 rounding."""
+    def both(key, x, n, k, k_max):
+        """Labels, support masks and influences of the two parities on the same key."""
+        p = jax.random.uniform(jax.random.fold_in(key, 1), (n,), minval=0.2, maxval=0.8)
+        out = []
+        for f in (gd_scaling.FAMILIES["parity"](key, n, k, k_max), targets.MaskParity(targets.random_subset(key, n, k))):
+            out.append((f(x), f.support_mask(n), targets.label_covariance(f, p)))
+        return out
+
     for n, k, k_max in ((6, 2, 2), (16, 3, 5), (30, 1, 4)):
-        for seed in range(5):
-            key = jax.random.key(seed)
-            mask_parity = targets.MaskParity(targets.random_subset(key, n, k))
-            junta = gd_scaling.FAMILIES["parity"](key, n, jnp.int32(k), k_max)
-            x = np.random.default_rng(seed).integers(0, 2, (256, n))
-            np.testing.assert_array_equal(junta(x), mask_parity(x))
-            np.testing.assert_array_equal(junta.support_mask(n), mask_parity.support_mask(n))
-            p = jax.random.uniform(jax.random.fold_in(key, 1), (n,), minval=0.2, maxval=0.8)
-            np.testing.assert_allclose(targets.label_covariance(junta, p), targets.label_covariance(mask_parity, p),
-                                       atol=3e-7)
+        x = np.random.default_rng(n).integers(0, 2, (256, n))
+        keys = jax.random.split(jax.random.key(n), 8)
+        junta, mask_parity = jax.jit(jax.vmap(lambda key: both(key, x, n, jnp.int32(k), k_max)))(keys)
+        np.testing.assert_array_equal(junta[0], mask_parity[0])
+        np.testing.assert_array_equal(junta[1], mask_parity[1])
+        assert (np.asarray(junta[1]).sum(-1) == k).all()
+        np.testing.assert_allclose(junta[2], mask_parity[2], atol=3e-7)
 
 
 def test_gd_scaling_families_share_a_program_and_keep_their_rows():
