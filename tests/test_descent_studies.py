@@ -229,7 +229,7 @@ def test_gd_scaling_trial_is_the_gd_smoothed_trial_at_n30_k3():
     assert (want > 0).sum() >= 6, "most trials must learn for the comparison to say anything"
     assert (got == want).sum() >= 6, (got, want)
     np.testing.assert_allclose(got, want, rtol=0.05)
-    assert np.median(got) == np.median(want)
+    np.testing.assert_allclose(np.median(got), np.median(want), rtol=0.05)
 
 
 def _scaling_params(**changes):
@@ -279,7 +279,8 @@ def test_gd_scaling_parity_is_the_mask_parity_as_a_padded_junta():
     for n, k, k_max in ((6, 2, 2), (16, 3, 5), (30, 1, 4)):
         x = np.random.default_rng(n).integers(0, 2, (256, n))
         keys = jax.random.split(jax.random.key(n), 8)
-        junta, mask_parity = jax.jit(jax.vmap(lambda key: both(key, x, n, jnp.int32(k), k_max)))(keys)
+        junta, mask_parity = jax.jit(jax.vmap(lambda key, k: both(key, x, n, k, k_max), in_axes=(0, None)))(
+            keys, jnp.int32(k))  # k traced
         np.testing.assert_array_equal(junta[0], mask_parity[0])
         np.testing.assert_array_equal(junta[1], mask_parity[1])
         assert (np.asarray(junta[1]).sum(-1) == k).all()
