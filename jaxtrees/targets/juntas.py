@@ -159,6 +159,13 @@ class MaskParity(NamedTuple):
         del n
         return self.mask
 
+    def padded(self, k, k_max: int) -> Junta:
+        """This parity as a :class:`Junta` padded to ``k_max`` (k = |J| may be traced, k <= k_max <= n):
+        J's indices ascending, then others, and a table that ignores the padding; the same labels."""
+        support = jnp.argsort(~self.mask, stable=True)[:k_max].astype(jnp.int32)  # J first, ascending
+        k = jnp.asarray(k, jnp.int32)
+        return Junta(support, _parity_table(k_max)[jnp.arange(2**k_max) & ((1 << k) - 1)], k)
+
 
 def random_subset(key, n: int, k):
     """``bool[n]``: a uniformly random subset of size ``k`` (k may be traced): the k smallest of
@@ -225,7 +232,7 @@ def random_junta(key, n: int, k, *, nondegenerate: bool = True, k_max: int | Non
             return tries + 1, key, draw(sub)
 
         _, _, table = jax.lax.while_loop(cond, body, (0, jax.random.fold_in(k_table, 1), table))
-        parity_table = jnp.asarray(np.bitwise_count(np.arange(2**k)) % 2 == 1)
+        parity_table = _parity_table(k)
         table = jnp.where(jnp.all(_relevant_vars(table, k)), table, parity_table)
     return Junta(support, table)
 
@@ -262,7 +269,7 @@ def _random_padded_junta(key, n: int, k, k_max: int, nondegenerate: bool) -> Jun
             return tries + 1, key, draw(sub)
 
         _, _, table = jax.lax.while_loop(cond, body, (0, jax.random.fold_in(k_table, 1), table))
-        parity_table = jnp.asarray(np.bitwise_count(np.arange(2**k_max)) % 2 == 1)[index]
+        parity_table = _parity_table(k_max)[index]
         table = jnp.where(degenerate(table), parity_table, table)
     return Junta(support, table, k)
 
@@ -293,7 +300,7 @@ def random_parity(key, n: int, k, *, k_max: int | None = None) -> Parity | Junta
         checks.integer("k", int(k), low=1, high=k_max)
     k = jnp.asarray(k, jnp.int32)
     support, _, index = _padded_support(key, n, k, k_max)
-    return Junta(support, jnp.asarray(np.bitwise_count(np.arange(2**k_max)) % 2 == 1)[index], k)
+    return Junta(support, _parity_table(k_max)[index], k)
 
 
 def as_junta(f: Junta | Parity) -> Junta:
@@ -303,7 +310,12 @@ def as_junta(f: Junta | Parity) -> Junta:
         return f
     if not isinstance(f, Parity):
         raise ValueError(f"as_junta takes a Junta or a Parity, got {type(f).__name__}")
-    return Junta(f.support, jnp.asarray(np.bitwise_count(np.arange(2**f.k)) % 2 == 1))
+    return Junta(f.support, _parity_table(f.k))
+
+
+def _parity_table(k: int) -> jax.Array:
+    """``bool[2^k]``: the truth table of the parity of k bits (row a: the parity of a's bits)."""
+    return jnp.asarray(np.bitwise_count(np.arange(2**k)) % 2 == 1)
 
 
 def _random_support(key, n, k):

@@ -24,20 +24,12 @@ from jaxtrees.experiments.studies.gd_common import BARAK, EXACT_MAX_N, STATIC_TR
 from jaxtrees.experiments.studies.gd_scaling_report import RESOLVING_TEST_SIZE, scaling_plot, scaling_report
 from jaxtrees.learners import sgd
 
-def _subset_parity(key, n: int, k, k_max: int) -> targets.Junta:
-    """The k-parity on ``random_subset(key, n, k)`` as a :class:`~jaxtrees.targets.Junta` padded to
-    ``k_max`` (the subset's indices ascending, then others; a table that ignores the padding): the
-    function, support and labels of ``MaskParity(random_subset(key, n, k))``, in a junta's pytree."""
-    mask = targets.random_subset(key, n, k)
-    support = jnp.argsort(~mask, stable=True)[:k_max].astype(jnp.int32)  # the subset first, ascending
-    table = jnp.asarray(np.bitwise_count(np.arange(2**k_max)))[jnp.arange(2**k_max) & ((1 << k) - 1)] % 2 == 1
-    return targets.Junta(support, table, jnp.asarray(k, jnp.int32))
-
 
 #: The target families of gd-scaling: a k-parity on a random k-subset, a random non-degenerate k-junta
-#: (k traced, padded to k_max: one program for every k); both are padded juntas, so one program serves
-#: both families (the trial chooses by the family's traced index).
-FAMILIES = {"parity": _subset_parity,
+#: (k traced, padded to k_max: one program for every k); both are padded juntas (the parity by
+#: :meth:`~jaxtrees.targets.MaskParity.padded`, the same labels), so one program serves both families (the
+#: trial chooses by the family's traced index).
+FAMILIES = {"parity": lambda key, n, k, k_max: targets.MaskParity(targets.random_subset(key, n, k)).padded(k, k_max),
             "junta": lambda key, n, k, k_max: targets.random_junta(key, n, k, k_max=k_max)}
 #: Optimizers of gd-scaling (``lr`` is the step size of either).
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
