@@ -353,12 +353,15 @@ def _write_report(study, directory, rows=None) -> str:
     env = metadata["runs"][-1]["environment"]
     seconds = sum(r.get("seconds", 0.0) for r in metadata["runs"])
     compiling = sum(sum(r.get("compile_seconds", {}).values()) for r in metadata["runs"])
+    # programs compile ahead on background threads: the waits are what compiling added to the runs' time
+    waiting = sum(sum(r.get("compile_wait_seconds", r.get("compile_seconds", {})).values()) for r in metadata["runs"])
     text = (f"# jaxtrees study `{study.name}`\n\n{study.description}.\n\n{incomplete}"
             f"Seed {config['seed']}, {config['replicates']} replicates per cell, {len(rows)} rows, "
             f"{'quick' if config['quick'] else 'full'} size; grid: "
             + ", ".join(f"{k} = {v}" for k, v in sorted(config["grid"].items()))
             + f". jaxtrees {env['jaxtrees']}, jax {env['jax']} on {env['local_device_count']} x "
-              f"{env['device_kind']} ({env['backend']}); {seconds:.0f} s in all, {compiling:.0f} s of it compiling.\n\n"
+              f"{env['device_kind']} ({env['backend']}); {seconds:.0f} s in all, {waiting:.0f} s of it waiting for "
+              f"compiles ({compiling:.0f} s of compiling on background threads).\n\n"
             + study.report(rows) + _cost_table(metadata))
     path = os.path.join(directory, "report.md")
     try:
@@ -409,7 +412,8 @@ def _cost_table(metadata) -> str:
                 f"{v['trials'] / v['seconds']:,.3g}" if v["seconds"] > 0 else "-", v["device"]]
              for g, v in zip(static, groups.values())]
     return ("\n\n### Cost per compiled program\n\nOne program per combination of the static parameters; "
-            "seconds summed over the runs (wall time on the host, compilation apart; trials are run in whole "
+            "seconds summed over the runs (wall time on the host; a program compiles on a background thread while "
+            "earlier ones run, so compile s overlap other rows' run s; trials are run in whole "
             "vmapped groups, so a program with fewer trials than a group pays for a full group).\n\n"
             + summary.markdown_table([*varying, "trials", "compile s", "run s", "trials/s", "device"], table) + "\n")
 

@@ -116,6 +116,20 @@ def test_who_gets_the_loop():
                 pass
 
 
+def test_the_loop_is_set_per_thread():
+    """The runner traces programs on background threads: one thread's context leaves another's alone."""
+    import threading
+
+    rule = jt.GrowthRule(max_depth=growth.LOOP_MIN_DEPTH)
+    seen = []
+    with growth.level_loop(8):
+        thread = threading.Thread(target=lambda: seen.append(growth.loop_chunk(rule)))
+        thread.start()
+        thread.join()
+        assert growth.loop_chunk(rule) == 8
+    assert seen == [None]
+
+
 def test_the_runner_loops_only_for_few_trials_and_the_rows_agree(tmp_path, monkeypatch):
     from jaxtrees import cli
 

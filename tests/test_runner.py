@@ -334,6 +334,43 @@ def test_a_killed_run_keeps_the_timings_of_its_finished_programs(tmp_path, monke
     assert "finished" not in run and run["seconds"] > 0
 
 
+def test_programs_compiled_ahead_give_the_rows_of_one_at_a_time(tmp_path):
+    """Three programs (n = 8, 10, 12) compiled one ahead or all at once on background threads: the same
+    rows; each program's compile seconds (its thread's) and the run's wait for it are recorded."""
+    study = studies.get("juntas")
+    config = runner.configure(study, quick=True, overrides={"n": "8,10,12", "k": 2, "c": 0.2, "m_min": 16,
+                                                            "m_max": 64, "replicates": 3})
+    rows = []
+    for threads in (1, 3):
+        out = tmp_path / str(threads)
+        rows.append(_rows(runner.run(study, config, str(out), progress=False, compile_threads=threads)))
+        run = json.loads((out / "juntas" / "metadata.json").read_text())["runs"][-1]
+        assert list(run["compile_wait_seconds"]) == list(run["compile_seconds"]) == list(run["run_seconds"])
+        assert len(run["compile_seconds"]) == 3 and all(s > 0 for s in run["compile_seconds"].values())
+    assert rows[0] == rows[1] and len(rows[0]) == 3 * 3 * 3
+    with pytest.raises(ValueError, match=r"compile_threads must be in \[1, 64\]"):
+        runner.run(study, config, str(tmp_path / "bad"), progress=False, compile_threads=0)
+
+
+def test_a_program_that_fails_to_compile_raises_after_the_earlier_ones_ran(tmp_path, monkeypatch):
+    """An error while tracing the second of two programs (on its background thread) is raised in the
+    run when that program's turn comes, after the first program's rows are written."""
+    study = studies.get("juntas")
+    config = runner.configure(study, quick=True, overrides={"n": "8,10", "k": 2, "c": 0.2, "m_min": 16, "m_max": 64,
+                                                            "replicates": 2})
+    compile_ = runner._compile
+
+    def fails_for_n10(study_, static, *args, **kwargs):
+        if static["n"] == 10:
+            raise ValueError("no program for n = 10")
+        return compile_(study_, static, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "_compile", fails_for_n10)
+    with pytest.raises(ValueError, match="no program for n = 10"):
+        runner.run(study, config, str(tmp_path), progress=False, compile_threads=2)
+    assert len(runner.read_parts(str(tmp_path / "juntas"))) == 2 * 3  # n = 8: 2 trials x the m-grid (16, 32, 64)
+
+
 def test_partial_run_then_resume(tmp_path, reference):
     study = studies.get("juntas")
     overrides = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6}

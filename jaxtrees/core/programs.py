@@ -86,19 +86,23 @@ def release() -> None:
     _trim()
 
 
-def release_if_crowded(max_maps: int | None = None, max_resident: int | None = None) -> bool:
-    """:func:`release` if this process holds more than ``max_maps`` memory maps (default
-    ``MAP_SHARE`` of ``vm.max_map_count``) or more than ``max_resident`` bytes of resident memory
-    (default: no bound); returns whether it released."""
+def crowded(max_maps: int | None = None, max_resident: int | None = None) -> bool:
+    """Whether this process holds more than ``max_maps`` memory maps (default ``MAP_SHARE`` of
+    ``vm.max_map_count``) or more than ``max_resident`` bytes of resident memory (default: no bound)."""
     maps = map_count()
     limit = int(MAP_SHARE * map_limit()) if max_maps is None else max_maps
-    crowded = maps is not None and maps > limit
-    if not crowded and max_resident is not None:
-        resident = resident_bytes()
-        crowded = resident is not None and resident > max_resident
-    if crowded:
+    if maps is not None and maps > limit:
+        return True
+    resident = None if max_resident is None else resident_bytes()
+    return resident is not None and resident > max_resident
+
+
+def release_if_crowded(max_maps: int | None = None, max_resident: int | None = None) -> bool:
+    """:func:`release` if :func:`crowded` (same arguments); returns whether it released."""
+    if crowded(max_maps, max_resident):
         release()
-    return crowded
+        return True
+    return False
 
 
 def _trim() -> None:

@@ -14,9 +14,10 @@ import time
 class Progress:
     """Trials done of ``total``; :meth:`phase` names what runs now (e.g. "compiling n=16").
 
-    Time spent in "compiling ..." phases is counted apart: the rate is that of running trials, the
-    ETA adds the programs still to compile at the mean compile time so far ("?" before the first one
-    has compiled), and the line shows the compile seconds and the programs compiled.
+    Time spent in "compiling ..." phases (waiting for a program; the runner compiles the next ones
+    while trials run) is counted apart: the rate is that of running trials, the ETA adds the programs
+    still to compile at the mean wait so far ("?" before the first one has compiled), and the line
+    shows the compile seconds and the programs compiled.
 
     On a terminal one line is redrawn in place; elsewhere (a log file, CI, a notebook's stderr) a
     line is printed per phase change and per tenth of the trials.

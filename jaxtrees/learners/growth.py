@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import threading
 from typing import Callable, NamedTuple
 
 import jax
@@ -37,13 +38,13 @@ MAX_PATH_DEPTH = 2**20
 LOOP_CHUNK = 4
 #: Shallower rules stay unrolled in a level loop: their few levels compile about as fast as the loop.
 LOOP_MIN_DEPTH = 6
-_loop = {"chunk": None}
+_loop = threading.local()  # per thread: the runner traces programs on background threads
 
 
 @contextlib.contextmanager
 def level_loop(chunk: int | None = LOOP_CHUNK):
-    """Trees traced in this context by :func:`~jaxtrees.learners.greedy.grow` with a rule of depth
-    >= LOOP_MIN_DEPTH grow their levels in a ``lax`` loop, ``chunk`` nodes per step (None: unrolled).
+    """Trees traced in this context (in this thread) by :func:`~jaxtrees.learners.greedy.grow` with a
+    rule of depth >= LOOP_MIN_DEPTH grow their levels in a ``lax`` loop, ``chunk`` nodes per step (None: unrolled).
 
     The trees are the same either way. The loop compiles one level's program instead of D levels'
     (on a 2-core CPU about 3-4 s instead of 6-12 s at depth 6-10) and runs 2-5x slower on XLA:CPU
@@ -54,19 +55,18 @@ def level_loop(chunk: int | None = LOOP_CHUNK):
         checks.integer("chunk", chunk, low=1, high=2**MAX_DEPTH)
         if chunk & (chunk - 1):
             raise ValueError(f"chunk must be a power of two, got {chunk}")
-    before = _loop["chunk"]
-    _loop["chunk"] = chunk
+    before = getattr(_loop, "chunk", None)
+    _loop.chunk = chunk
     try:
         yield
     finally:
-        _loop["chunk"] = before
+        _loop.chunk = before
 
 
 def loop_chunk(rule: "GrowthRule") -> int | None:
     """The chunk that :func:`level_loop` sets for ``rule`` now (None: levels unrolled)."""
-    if _loop["chunk"] is None or rule.max_depth < LOOP_MIN_DEPTH:
-        return None
-    return _loop["chunk"]
+    chunk = getattr(_loop, "chunk", None)
+    return None if chunk is None or rule.max_depth < LOOP_MIN_DEPTH else chunk
 
 
 @jax.tree_util.register_static
