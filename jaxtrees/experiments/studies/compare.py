@@ -53,15 +53,17 @@ def target(family: str, key, n: int, k: int):
 
 #: The ID3 learners that differ only in their impurity (``id3-<impurity>``) ...
 ID3_BY_IMPURITY = {f"id3-{name}": name for name in impurity_lib.NAMES if f"id3-{name}" in learners.names()}
-#: ... and the stumps, ID3 at depth 1: one program serves them all, the impurity and the depth chosen by the
-#: learner's traced index (:func:`~jaxtrees.core.impurity.selected`, ``grow``'s traced depth).
+#: ... and the stumps, ID3 at depth 1: one branch of the program serves them all, the impurity and the depth
+#: chosen by the learner's traced index (:func:`~jaxtrees.core.impurity.selected`, ``grow``'s traced depth).
 STUMPS = {name: name.removeprefix("stump-") for name in learners.names() if name.startswith("stump-")}
-#: Every learner of the "id3" program, and its impurity.
+#: Every learner of the "id3" branch, and its impurity.
 GREEDY_BY_IMPURITY = {**ID3_BY_IMPURITY, **STUMPS}
 
 
-def learner_bucket(name: str) -> str:
-    """The program a learner runs in: ``"id3"`` for :data:`GREEDY_BY_IMPURITY`, else its own."""
+def learner_unit(name: str) -> str:
+    """The branch a learner runs in: ``"id3"`` for :data:`GREEDY_BY_IMPURITY`, else its own. Every
+    learner runs in one program, a ``lax.switch`` on the learner's traced index over the branches (one
+    program's sampling, scoring and trial loop instead of one per learner: docs/benchmarks.md)."""
     return "id3" if name in GREEDY_BY_IMPURITY else name
 
 
@@ -110,7 +112,6 @@ def _settings_table(rows) -> str:
 def _trial(key, params):
     n, k = params["n"], params["k"]
     options = params.get("learner_choices", (params["learner"],))
-    name = params["learner"] if isinstance(params["learner"], str) else options[0]
     keys = trial_keys(key, "distribution", "target", "sample")
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n),
                           PRECISION_BITS)
@@ -119,37 +120,49 @@ def _trial(key, params):
     sample = sampling.draw(ks, p, f, params["m_max"], precision_bits=PRECISION_BITS)
     test = sampling.draw(jax.random.fold_in(ks, 1), p, f, params["test_m"], precision_bits=PRECISION_BITS)
     fit_key = jax.random.fold_in(ks, 2)
-
-    exact = []  # whether the hypotheses have an exact error (a class attribute, known when tracing)
-
-    def score(h):
-        exact.append(bool(h.exact))
-        error = h.exact_error(p, f) if h.exact else sample_error(h, test)
-        return error, error <= SUCCESS_TOL if h.exact else error == 0.0
-
     grid = sample_sizes(params)
-    if name == "km":  # KM at m: the first m triples per level of KM at m_max, one compiled fit for the grid
-        km = configured(name, n, k, params, grid[-1])
-        error, success = jax.lax.map(lambda m: score(km.fit_triples(fit_key, Queries(f, n), m)), jnp.asarray(grid))
-        examples = jnp.asarray([configured(name, n, k, params, m).queries(n) for m in grid])
-    elif name == "population-entropy":  # no sample: the infinite-sample tree, the same at every m
-        error, success = score(configured(name, n, k, params).fit(fit_key, Population(p, f)))
-        error, success = jnp.full((len(grid),), error), jnp.full((len(grid),), success)
-        examples = jnp.full((len(grid),), -1)
-    elif learner_bucket(name) == "id3" and len(options) > 1:  # impurity and depth by the learner's traced index
-        rule = configured(next((o for o in options if o in ID3_BY_IMPURITY), name), n, k, params).rule
-        index = params["learner"]
-        chosen_impurity = impurity_lib.selected(index, tuple(GREEDY_BY_IMPURITY[o] for o in options))
-        depth = jnp.asarray([1 if o in STUMPS else rule.max_depth for o in options], jnp.int32)[index]
-        error, success = on_prefixes(
-            lambda data: score(greedy.grow(data, rule, fit_key, depth=depth, impurity=chosen_impurity)), sample, grid)
-        examples = jnp.asarray(grid)
-    else:
-        learner = configured(name, n, k, params)
-        error, success = on_prefixes(lambda data: score(learner.fit(fit_key, data)), sample, grid)
-        examples = jnp.asarray(grid)
-    return {"error": error, "success": success, "examples": examples.astype(jnp.int32),
-            "exact": jnp.full((len(grid),), exact[0])}
+
+    def run(unit):
+        """The outputs of the learners of ``unit`` (:func:`learner_unit`) on this trial."""
+        exact = []  # whether the hypotheses have an exact error (a class attribute, known when tracing)
+
+        def score(h):
+            exact.append(bool(h.exact))
+            error = h.exact_error(p, f) if h.exact else sample_error(h, test)
+            return error, error <= SUCCESS_TOL if h.exact else error == 0.0
+
+        greedy_options = [o for o in options if o in GREEDY_BY_IMPURITY]
+        name = greedy_options[0] if unit == "id3" else unit
+        if unit == "km":  # KM at m: the first m triples per level of KM at m_max, one compiled fit for the grid
+            km = configured(name, n, k, params, grid[-1])
+            error, success = jax.lax.map(lambda m: score(km.fit_triples(fit_key, Queries(f, n), m)), jnp.asarray(grid))
+            examples = jnp.asarray([configured(name, n, k, params, m).queries(n) for m in grid])
+        elif unit == "population-entropy":  # no sample: the infinite-sample tree, the same at every m
+            error, success = score(configured(name, n, k, params).fit(fit_key, Population(p, f)))
+            error, success = jnp.full((len(grid),), error), jnp.full((len(grid),), success)
+            examples = jnp.full((len(grid),), -1)
+        elif unit == "id3" and len(greedy_options) > 1:  # impurity and depth by the learner's traced index
+            rule = configured(next((o for o in greedy_options if o in ID3_BY_IMPURITY), name), n, k, params).rule
+            at = lambda values: jnp.asarray(values, jnp.int32)[params["learner"]]  # noqa: E731
+            chosen_impurity = impurity_lib.selected(
+                at([greedy_options.index(o) if o in GREEDY_BY_IMPURITY else 0 for o in options]),
+                tuple(GREEDY_BY_IMPURITY[o] for o in greedy_options))
+            depth = at([1 if o in STUMPS else rule.max_depth for o in options])
+            error, success = on_prefixes(
+                lambda data: score(greedy.grow(data, rule, fit_key, depth=depth, impurity=chosen_impurity)), sample, grid)
+            examples = jnp.asarray(grid)
+        else:
+            learner = configured(name, n, k, params)
+            error, success = on_prefixes(lambda data: score(learner.fit(fit_key, data)), sample, grid)
+            examples = jnp.asarray(grid)
+        return {"error": error, "success": success, "examples": examples.astype(jnp.int32),
+                "exact": jnp.full((len(grid),), exact[0])}
+
+    units = list(dict.fromkeys(map(learner_unit, options)))
+    if len(units) == 1:
+        return run(units[0])
+    branch = jnp.asarray([units.index(learner_unit(o)) for o in options], jnp.int32)[params["learner"]]
+    return jax.lax.switch(branch, [lambda unit=unit: run(unit) for unit in units])
 
 
 def _working_set(params) -> int:
@@ -349,6 +362,6 @@ COMPARE = Study(
     shared=("learner",),
     uniform=("family", "learner"),
     choices={"family": FAMILIES, "learner": tuple(LEARNERS)},
-    buckets={"family": lambda family: "junta" if family in JUNTAS else family, "learner": learner_bucket},
+    buckets={"family": lambda family: "junta" if family in JUNTAS else family},
     cpu_opt_level=2,
 )
