@@ -115,6 +115,8 @@ def study_help(study) -> str:
 
 def _compiled_as(study, name) -> str:
     """Whether parameter ``name`` is static (a program per value) or traced, and how."""
+    if name in study.branches:
+        return "static: each value is a branch of one program (a lax.switch), compiled with the others"
     if name in study.static:
         return "static: each value compiles its own program"
     choices = study.choices.get(name)

@@ -1,6 +1,7 @@
 """The study runner and the command line: reproducibility, resumption, errors, every built-in study."""
 
 import csv
+import dataclasses
 import json
 import os
 import platform
@@ -14,12 +15,14 @@ import types
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import pytest
 
 import helpers
 
 from jaxtrees import cli
 from jaxtrees.experiments import runner, studies
+from jaxtrees.experiments.study import Study
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_JUNTAS = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16", "--set", "m_max=64",
@@ -369,6 +372,33 @@ def test_a_program_that_fails_to_compile_raises_after_the_earlier_ones_ran(tmp_p
     with pytest.raises(ValueError, match="no program for n = 10"):
         runner.run(study, config, str(tmp_path), progress=False, compile_threads=2)
     assert len(runner.read_parts(str(tmp_path / "juntas"))) == 2 * 3  # n = 8: 2 trials x the m-grid (16, 32, 64)
+
+
+def test_branches_of_one_program_give_the_rows_of_a_program_each(tmp_path):
+    """Study.branches: the addressing study's k and c are branches of one program (a lax.switch on the
+    group's branch); its rows are those of one program per (k, c), byte for byte."""
+    study = studies.get("addressing")
+    assert study.branches == ("k", "c", "code")
+    config = runner.configure(study, quick=True, overrides={"k": "3,4", "c": "1,2", "impurity": "gini,entropy"},
+                              replicates=3)
+    separate = dataclasses.replace(study, branches=())
+    assert len(study.programs(config)) == 1 and len(separate.programs(config)) == 4
+    assert sorted(study.programs(config)[0]["branches"]) == [(3, 1, "block"), (3, 2, "block"), (4, 1, "block"),
+                                                             (4, 2, "block")]
+    rows = [_rows(runner.run(s, config, str(tmp_path / str(i)), progress=False)) for i, s in enumerate((study, separate))]
+    assert rows[0] == rows[1] and len(rows[0]) == 4 * 2 * 3 * 6
+
+
+def test_branches_must_be_static_and_share_their_output_shapes(tmp_path):
+    def trial(key, params):
+        return {"x": jnp.zeros(params["n"])}  # a shape that differs between branches
+
+    study = Study(name="shapes", description="", quick={"n": [2, 3]}, full={"n": [2, 3]}, static=("n",),
+                  branches=("n",), trial=trial, replicates=(2, 2), check=lambda params: None, plot=None, report=None)
+    with pytest.raises(ValueError, match=r"outputs differ between the branches \{'n': \(2, 3\)\}"):
+        runner.run(study, runner.configure(study, quick=True), str(tmp_path), progress=False)
+    with pytest.raises(ValueError, match=r"branches \['n'\] must be static"):
+        dataclasses.replace(study, static=())
 
 
 def test_partial_run_then_resume(tmp_path, reference):

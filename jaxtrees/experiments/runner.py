@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
+import functools
 import json
 import os
 import resource
@@ -147,7 +148,7 @@ class _Program:
     size: int
     slots: list
     trials: int
-    planned: int = 0  # the group's trials in the whole grid (resumed or not)
+    planned: int = 0  # the group's trials in the whole grid (resumed or not), in its largest branch
 
 
 class _Ahead:
@@ -272,7 +273,9 @@ class _Job:
             size = min(size, max(1, memory_budget(self.devices[0]) // (need * vmapped)) * unit)
         self.record["chunk"][name] = size
         self.record["group"][name] = vmapped
-        return _Program(static, name, vmapped, size, slots, len(pending), len(members) * self.config.replicates)
+        # each branch compiles its own code: a branch's trials decide its level loop
+        branch = collections.Counter(tuple(cells_[name] for name in study.branches) for cells_ in cells)
+        return _Program(static, name, vmapped, size, slots, len(pending), max(branch.values()) * self.config.replicates)
 
     def compile(self, program: _Program):
         """``(compiled, seconds)``: the program traced and compiled ahead of its first call (on any
@@ -280,7 +283,7 @@ class _Job:
         started = time.perf_counter()
         inputs = _inputs(self.study, program.static, self.cells, program.slots[:program.size], program.size,
                          program.group)
-        # A program of few trials would spend more compiling unrolled tree levels than it saves running them.
+        # A program (branch) of few trials would spend more compiling unrolled tree levels than it saves running them.
         few = program.planned <= loop_max_trials(self.study)
         with growth.level_loop(growth.LOOP_CHUNK if few else None):
             lowered = _compile(self.study, program.static, self.config.seed, self.devices, program.group).lower(*inputs)
@@ -343,16 +346,39 @@ def loop_max_trials(study: Study) -> int:
 OPT_LEVEL_FLAG = "xla_backend_optimization_level"
 
 
+#: The input that holds a group's branch of a program of several (``Study.branches``).
+BRANCH = "branch_index"
+
+
 def _compile(study: Study, static: dict, seed: int, devices, group: int):
     """``jit(shard_map(scan over groups of vmap over ``group`` trials))`` (``lax.map`` with
-    ``batch_size=group``, with the study's ``grouped`` parameters passed once per group, unbatched):
+    ``batch_size=group``, with the study's ``grouped`` parameters passed once per group, unbatched;
+    where the program serves several ``branches``, the trial is a ``lax.switch`` on the group's):
     every device runs the same compiled group of trials however many rows it holds, so per-trial
     arithmetic (and with it every float in a row) does not depend on the chunk size or the number
     of devices."""
 
-    def one(cell_hash_, replicate, dynamic, shared):
-        out = study.trial(study.trial_key(seed, cell_hash_, replicate), {**static, **dynamic, **shared})
+    base = {name: value for name, value in static.items() if name != "branches"}
+
+    def trial(key, values, dynamic, shared):
+        out = study.trial(key, {**base, **values, **dynamic, **shared})
         return {name: jnp.asarray(value) for name, value in out.items()}
+
+    def one(cell_hash_, replicate, dynamic, shared):
+        key = study.trial_key(seed, cell_hash_, replicate)
+        if "branches" not in static:
+            return trial(key, {}, dynamic, shared)
+        shared = dict(shared)
+        branch = shared.pop(BRANCH)  # uniform per group: one branch runs
+        branches = [functools.partial(trial, key, dict(zip(study.branches, values))) for values in static["branches"]]
+        try:
+            return jax.lax.switch(branch, branches, dynamic, shared)
+        except TypeError as e:
+            if "branch" not in str(e):
+                raise
+            raise ValueError(f"study {study.name!r}: the trial's outputs differ between the branches "
+                             f"{dict(zip(study.branches, zip(*static['branches'])))} of one program (Study.branches "
+                             f"needs one shape and dtype per output): {e}") from None
 
     def local(hashes, replicates, dynamic, shared):
         by_group = lambda x: x.reshape((-1, group) + x.shape[1:])  # noqa: E731
@@ -408,6 +434,10 @@ def _inputs(study: Study, static: dict, cells, slots, per_call, group: int):
             shared[name] = np.asarray(values[::group], dtype)
         else:
             dynamic[name] = np.asarray(values, dtype)
+    if "branches" in static:
+        combos = [tuple(combo) for combo in static["branches"]]
+        branch = [combos.index(tuple(cells[i][name] for name in study.branches)) for i, _ in padded]
+        shared[BRANCH] = np.asarray(branch[::group], np.int32)
     return hashes, replicates, dynamic, shared
 
 

@@ -89,6 +89,12 @@ class Study:
         buckets compile different programs (as if the bucket were static), cells in one bucket share
         one, the trial choosing by the traced index (e.g. families of targets of one pytree
         structure: :func:`~jaxtrees.experiments.studies.common.chosen`).
+      branches: static parameters whose values one program serves as branches: cells that differ
+        only in them (and have as many axis values) share one program, a ``lax.switch`` on the
+        group's branch (uniform per vmapped group) over the combinations of their values the program's
+        cells use, each branch the trial traced with its values static (``program["branches"]``):
+        the rows of a program per combination, at one program's sampling, scoring and trial loop.
+        Every branch's outputs must have the same shapes and dtypes.
       cpu_opt_level: XLA:CPU's LLVM optimization level for the study's programs (None: XLA's
         default, 3); an ``--xla_backend_optimization_level`` in XLA_FLAGS wins.
       level_loop: whether a program of few trials (at most ``runner.LOOP_MAX_TRIALS``, or at most this
@@ -118,6 +124,7 @@ class Study:
     bounds: tuple = ()
     choices: dict = dataclasses.field(default_factory=dict)
     buckets: dict = dataclasses.field(default_factory=dict)
+    branches: tuple = ()
     cpu_opt_level: int | None = None
     level_loop: bool | int = True
     parameters: dict = dataclasses.field(default_factory=dict)
@@ -135,6 +142,9 @@ class Study:
             raise ValueError(f"study {self.name!r}: unknown parameters {sorted(unknown)}")
         if not isinstance(self.level_loop, bool):
             checks.integer("level_loop", self.level_loop, low=0)
+        if set(self.branches) - set(self.static):
+            raise ValueError(f"study {self.name!r}: branches {sorted(set(self.branches) - set(self.static))} must be "
+                             f"static")
         if set(self.buckets) - set(self.choices):
             raise ValueError(f"study {self.name!r}: buckets {sorted(set(self.buckets) - set(self.choices))} must be "
                              f"choices")
@@ -145,24 +155,33 @@ class Study:
 
     @property
     def grouped(self) -> tuple:
-        """The parameters a vmapped group shares: ``uniform`` and ``bounds``, sorted."""
-        return tuple(sorted(set(self.uniform) | set(self.bounds)))
+        """The parameters a vmapped group shares: ``uniform``, ``bounds`` and ``branches``, sorted."""
+        return tuple(sorted(set(self.uniform) | set(self.bounds) | set(self.branches)))
 
     def program(self, cells: list[dict]) -> dict:
         """The static values of the program that runs ``cells`` (cells of one static group): the
-        static parameters, ``name_max`` for each of ``bounds`` and ``name_choices`` for each of ``choices``."""
-        static = {name: cells[0][name] for name in self.static}
+        static parameters, ``name_max`` for each of ``bounds`` and ``name_choices`` for each of ``choices``;
+        where the cells hold several combinations of the ``branches`` parameters, ``branches``: those
+        combinations (values in the order of ``branches``) in place of the parameters."""
+        combinations = list(dict.fromkeys(tuple(c[name] for name in self.branches) for c in cells))
+        several = len(combinations) > 1
+        static = {name: cells[0][name] for name in self.static if not (several and name in self.branches)}
+        if several:
+            static["branches"] = tuple(combinations)
         bounds = {f"{name}_max": max(c[name] for c in cells) for name in self.bounds}
         choices = {f"{name}_choices": tuple(v for v in allowed if any(c[name] == v for c in cells))
                    for name, allowed in self.choices.items() if name not in self.static}
         return dict(sorted({**static, **bounds, **choices}.items()))
 
     def static_groups(self, cells: list[dict]) -> list[list[int]]:
-        """Indices of ``cells`` by static group (cells with equal static values and buckets), in run order."""
+        """Indices of ``cells`` by static group (cells with equal static values but ``branches``, equal
+        buckets and, with branches, as many axis values), in run order."""
         groups: dict[tuple, list[int]] = {}
         for index, cell in enumerate(cells):
-            key = tuple(cell[name] for name in sorted(self.static))
+            key = tuple(cell[name] for name in sorted(self.static) if name not in self.branches)
             key += tuple(bucket(cell[name]) for name, bucket in sorted(self.buckets.items()))
+            if self.branches and self.axis is not None:  # branches of one program give outputs of one shape
+                key += (len(self.axis.values(cell)),)
             groups.setdefault(key, []).append(index)
         return list(groups.values())
 

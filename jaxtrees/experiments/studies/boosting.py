@@ -165,6 +165,7 @@ BOOSTING = Study(
     quick={"data": list(datasets.SHIPPED), "rounds": 50, "max_degree": 2, "forest_depth": 10},
     full={"data": available(), "rounds": 250, "max_degree": 3, "forest_depth": 10},
     static=("data", "rounds", "max_degree", "forest_depth"),
+    branches=("data",),
     trial=_trial,
     replicates=(2, 20),
     level_loop=8,  # forests in the loop for the quick size (2 splits per program), unrolled for 20 splits x 250 rounds
