@@ -413,7 +413,8 @@ def _cost_table(metadata) -> str:
              + [v["trials"], f"{v['compile']:.1f}", f"{v['seconds']:.1f}",
                 f"{v['trials'] / v['seconds']:,.3g}" if v["seconds"] > 0 else "-", v["device"]]
              for g, v in zip(static, groups.values())]
-    return ("\n\n### Cost per compiled program\n\nOne program per combination of the static parameters; "
+    return ("\n\n### Cost per compiled program\n\nOne program per combination of the static parameters (a study's "
+            "branches share one); "
             "seconds summed over the runs (wall time on the host; a program compiles on a background thread while "
             "earlier ones run, so compile s overlap other rows' run s; trials are run in whole "
             "vmapped groups, so a program with fewer trials than a group pays for a full group).\n\n"

@@ -95,6 +95,8 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     ``max_trials`` stops after that many new trials (for tests of resumption).
     ``compile_threads``: programs traced and compiled at once on background threads, ahead of the
     one running (default :func:`default_compile_threads`; 1: one ahead); results do not depend on it.
+    Tracing happens on those threads, so JAX settings made with ``jax.config.update`` apply to the
+    trials, and settings of a ``with`` block around the call (thread-local in JAX) do not.
     A second run into the same directory while this one writes raises ValueError.
 
     ``config`` is a resolved :class:`~jaxtrees.experiments.study.Config` (:func:`configure`); one row
@@ -125,15 +127,24 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
         work = job.pending(todo)
         bar = Progress(job.label, len(todo), enabled=progress, programs=len(work))
         ahead = _Ahead(job, work, threads)
-        for program, compiled in ahead.programs(bar):
-            job.run(program, compiled, bar)
-            del compiled  # this group's program, unmapped once it has run
-            ahead.release_if_crowded()  # a notebook's own jit caches past a quarter of vm.max_map_count
+        try:
+            for program, compiled in ahead.programs(bar):
+                job.run(program, compiled, bar)
+                del compiled  # this group's program, unmapped once it has run
+                ahead.release_if_crowded()  # a notebook's own jit caches past a quarter of vm.max_map_count
+        finally:
+            ahead.cancel()
         bar.close()
         job.finish(len(todo), bar.elapsed)
     finally:
         store.close()
     return store.results_path
+
+
+def _describe(static: dict) -> str:
+    """A program's static values for the progress line (its branches counted, not listed)."""
+    return ", ".join(f"{k}={len(v)}" if k == "branches" else f"{k}={'/'.join(map(str, v)) if isinstance(v, tuple) else v}"
+                     for k, v in static.items())
 
 
 @dataclasses.dataclass
@@ -160,6 +171,11 @@ class _Ahead:
     def __init__(self, job: "_Job", work, threads: int):
         self.job, self.work, self.threads = job, iter(work), threads
         self.queue: collections.deque = collections.deque()
+        self.cancelled = threading.Event()
+
+    def cancel(self):
+        """Programs not yet traced or compiled are not (the run ended early: an error, an interrupt)."""
+        self.cancelled.set()
 
     def _submit(self) -> bool:
         item = next(self.work, None)
@@ -169,7 +185,7 @@ class _Ahead:
 
         def compile_():
             try:
-                future.set_result(self.job.compile(program))
+                future.set_result(self.job.compile(program, self.cancelled))
             except BaseException as e:  # noqa: BLE001 (raised in the run, where the program is wanted)
                 future.set_exception(e)
 
@@ -184,16 +200,15 @@ class _Ahead:
         record = self.job.record
         while self.queue:
             program, future = self.queue.popleft()
-            bar.phase("compiling " + ", ".join(f"{k}={'/'.join(map(str, v)) if isinstance(v, tuple) else v}"
-                                               for k, v in program.static.items()))
+            bar.phase("compiling " + _describe(program.static))
             started = time.perf_counter()
-            compiled, seconds = future.result()
+            held = list(future.result())  # [compiled, seconds]: handed on, not kept here while it runs
             record["compile_wait_seconds"][program.name] = round(time.perf_counter() - started, 3)
-            record["compile_seconds"][program.name] = round(seconds, 3)
+            record["compile_seconds"][program.name] = round(held.pop(), 3)
             bar.compiled(record["compile_wait_seconds"][program.name])
             del future
             self._submit()  # the next one compiles while this one runs
-            yield program, compiled
+            yield program, held.pop()
 
     def release_if_crowded(self):
         """:func:`~jaxtrees.core.programs.release_if_crowded`, once the programs compiling now are
@@ -277,9 +292,12 @@ class _Job:
         branch = collections.Counter(tuple(cells_[name] for name in study.branches) for cells_ in cells)
         return _Program(static, name, vmapped, size, slots, len(pending), max(branch.values()) * self.config.replicates)
 
-    def compile(self, program: _Program):
+    def compile(self, program: _Program, cancelled: threading.Event | None = None):
         """``(compiled, seconds)``: the program traced and compiled ahead of its first call (on any
-        thread: it writes nothing of the job's)."""
+        thread: it writes nothing of the job's); not started, or not compiled after tracing, once
+        ``cancelled`` is set (CancelledError)."""
+        if cancelled is not None and cancelled.is_set():
+            raise concurrent.futures.CancelledError
         started = time.perf_counter()
         inputs = _inputs(self.study, program.static, self.cells, program.slots[:program.size], program.size,
                          program.group)
@@ -287,6 +305,8 @@ class _Job:
         few = program.planned <= loop_max_trials(self.study)
         with growth.level_loop(growth.LOOP_CHUNK if few else None):
             lowered = _compile(self.study, program.static, self.config.seed, self.devices, program.group).lower(*inputs)
+        if cancelled is not None and cancelled.is_set():
+            raise concurrent.futures.CancelledError
         compiled = lowered.compile(self.record["compiler_options"])
         return compiled, time.perf_counter() - started
 
