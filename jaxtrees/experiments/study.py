@@ -94,7 +94,8 @@ class Study:
         group's branch (uniform per vmapped group) over the combinations of their values the program's
         cells use, each branch the trial traced with its values static (``program["branches"]``):
         the rows of a program per combination, at one program's sampling, scoring and trial loop.
-        Every branch's outputs must have the same shapes and dtypes.
+        Every branch's outputs must have the same shapes and dtypes; the group size, ``bounds`` and
+        ``choices`` come from all the program's cells (a branch's group may depend on the others').
       cpu_opt_level: XLA:CPU's LLVM optimization level for the study's programs (None: XLA's
         default, 3); an ``--xla_backend_optimization_level`` in XLA_FLAGS wins.
       level_loop: whether a program of few trials (at most ``runner.LOOP_MAX_TRIALS``, or at most this
