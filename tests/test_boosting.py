@@ -186,11 +186,15 @@ def test_bad_weights_are_refused_before_any_work():
 
 def test_boosting_study_trial_is_adaboost_on_the_trials_split():
     """The study's trial: one split (the trial key) of the data set, every learner on it; 3-parities
-    only at max_degree 3 (their columns are NaN otherwise)."""
+    only at max_degree 3 (their columns are NaN otherwise); the forest (``Study.after``) on the split
+    padded to every data set's largest shape is the forest on the split."""
     from jaxtrees.experiments.studies import boosting
 
     key = jax.random.key(5)
-    out = jax.jit(lambda k: boosting._trial(k, {"data": "heart", "rounds": 7, "max_degree": 2, "forest_depth": 3}))(key)
+    params = {"data": "heart", "rounds": 7, "max_degree": 2, "forest_depth": 3}
+    out = jax.jit(lambda k: boosting._forest(k, params, boosting._trial(k, params)))(key)
+    assert set(out) == {f"{w}_{what}" for w in boosting.WEAK for what in ("test_error", "train_error", "gamma",
+                                                                          "bound")} | {"forest_test_error"}
     d = datasets.load("heart")
     problem = d.problem()
     train, test = problem.train(key, 100), problem.test(key, 100)
@@ -200,7 +204,7 @@ def test_boosting_study_trial_is_adaboost_on_the_trials_split():
     np.testing.assert_allclose(np.asarray(out["cart16_test_error"]), np.asarray(C.staged_errors(test)), atol=1e-6)
     assert np.all(np.isnan(np.asarray(out["parity3_test_error"])))
     F = random_forest(members=7, max_depth=3).fit(key, train)  # the study's forest, depth forest_depth
-    np.testing.assert_allclose(np.asarray(out["forest_test_error"]), np.asarray(F.staged_errors(test)), atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(out["forest_test_error"]), np.asarray(F.staged_errors(test)))
     assert out["stumps_gamma"].shape == (7,)
     assert np.all(np.asarray(out["stumps_train_error"]) <= np.asarray(out["stumps_bound"]) + 1e-6)
     report = boosting.BOOSTING.report([{"data": "heart", "round": "7", **{k: str(float(v[-1])) for k, v in out.items()}}])
@@ -226,18 +230,21 @@ def test_boosting_study_runs_one_trial_per_cpu_group():
     assert runner.group_size(cpu, working_set=boosting._working_set(small)) > 1
 
 
-def test_boosting_study_loops_its_forests_at_the_quick_size_only():
-    """A quick program (2 splits of one data set) grows its forests in the level loop (compiled in about
-    half the time); a full one (20 splits x 250 rounds) unrolled (the loop's slower trees would cost more
-    than it saves); any other bound is refused by name."""
+def test_boosting_study_compiles_one_forest_for_every_data_set():
+    """The data sets are branches of one program, and the forest runs after them (``Study.after``) on the
+    split padded to the largest data set: one forest, unrolled at both sizes (``level_loop=False``);
+    any other loop bound is refused by name."""
     import dataclasses
 
     from jaxtrees.experiments import runner
     from jaxtrees.experiments.studies import boosting
 
     study = boosting.BOOSTING
-    bound = runner.loop_max_trials(study)
-    assert study.replicates[0] <= bound < study.replicates[1]
+    assert study.branches == ("data",) and study.after is boosting._forest
+    assert len(study.programs(runner.configure(study, quick=True))) == 1
+    n, train_words, test_words = boosting._padded(tuple(boosting.available()))
+    assert n == max(len(boosting._data(name).features) for name in boosting.available())
+    assert runner.loop_max_trials(study) == 0
     assert runner.loop_max_trials(dataclasses.replace(study, level_loop=True)) == runner.LOOP_MAX_TRIALS
     assert runner.loop_max_trials(dataclasses.replace(study, level_loop=False)) == 0
     with pytest.raises(ValueError, match="level_loop"):

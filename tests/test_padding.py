@@ -159,3 +159,63 @@ def test_traced_impurity_follows_the_static_path(impurity):
     static, traced = jax.jit(jax.vmap(both))(KEYS[:16])
     np.testing.assert_array_equal(traced.feature, static.feature)
     np.testing.assert_allclose(traced.error, static.error, rtol=1e-6, atol=1e-7)
+
+
+def _padded(data: sampling.Data, n: int, words: int) -> sampling.Data:
+    grow = lambda a, shape: jnp.zeros(shape, a.dtype).at[tuple(slice(0, s) for s in a.shape)].set(a)  # noqa: E731
+    return sampling.Data(grow(data.X, (n, words)), grow(data.y, (words,)), grow(data.valid, (words,)))
+
+
+def _split(key, n: int, m: int):
+    """A random data set of m examples over n features (a 3-junta with 10% label noise) and a test set."""
+    kx, ky, kn = jax.random.split(key, 3)
+    X = jax.random.bernoulli(kx, 0.4, (2 * m, n))
+    y = (X[:, 0] & X[:, 2]) | X[:, 5] ^ jax.random.bernoulli(kn, 0.1, (2 * m,))
+    return sampling.from_arrays(X[:m], y[:m]), sampling.from_arrays(X[m:], y[m:])
+
+
+@pytest.mark.parametrize("max_features", ["sqrt", "log2", 4, 30])
+@pytest.mark.parametrize("chunk", [None, 4])
+def test_padded_forest_grows_the_unpadded_trees(max_features, chunk):
+    """Bagging.fit(features=n) on data padded with zero features and empty slots (one program for data
+    sets of several shapes, the boosting study's forest) grows the trees of the unpadded data: the same
+    bootstraps, per-node feature subsets (k counted among the data's n features) and splits; the same
+    staged test errors and out-of-bag error; unrolled levels and the level loop."""
+    n, m = 23, 150
+    train, test = _split(jax.random.key(3), n, m)
+    forest = jt.learners.Bagging(greedy.GreedyTree(jt.GrowthRule(max_depth=6, impurity="gini",
+                                                                  max_features=max_features)), members=12)
+    with jt.learners.growth.level_loop(chunk):
+        plain = jax.jit(forest.fit)(jax.random.key(8), train)
+        padded = jax.jit(lambda key, data, test, n: forest.fit(key, data, features=n).staged_errors(test)
+                         )(jax.random.key(8), _padded(train, 50, 9), _padded(test, 50, 7), jnp.int32(n))
+        trees = jax.jit(lambda key, data, n: forest.fit(key, data, features=n))(jax.random.key(8),
+                                                                               _padded(train, 50, 9), jnp.int32(n))
+    np.testing.assert_array_equal(trees.members.feature, plain.members.feature)
+    np.testing.assert_array_equal(trees.members.label, plain.members.label)
+    assert int(jnp.max(trees.members.feature)) < n
+    np.testing.assert_array_equal(trees.oob.error, plain.oob.error)
+    np.testing.assert_allclose(padded, plain.staged_errors(test), rtol=2e-7)  # 1 ulp: XLA's k / m may be k * (1 / m)
+
+
+def test_padded_features_per_member_and_the_subset_size():
+    """features_per_member draws among the data's features only; the traced subset size is
+    GrowthRule.features_per_node's for every n (all n where it gives None); features is checked."""
+    train, _ = _split(jax.random.key(4), 23, 100)
+    forest = jt.learners.Bagging(greedy.GreedyTree(jt.GrowthRule(max_depth=4, max_features="sqrt")), members=8,
+                                 features_per_member=9)
+    plain = forest.fit(jax.random.key(1), train)
+    padded = jax.jit(lambda key, data, n: forest.fit(key, data, features=n))(jax.random.key(1), _padded(train, 40, 4),
+                                                                             jnp.int32(23))
+    np.testing.assert_array_equal(padded.members.feature, plain.members.feature)
+    for rule in ("sqrt", "log2", 1, 7):
+        growth_rule = jt.GrowthRule(max_depth=2, max_features=rule)
+        sizes = jax.jit(jax.vmap(lambda n: jt.learners.growth._subset_size(growth_rule, n)))(jnp.arange(1, 2000))
+        expected = [growth_rule.features_per_node(n) or n for n in range(1, 2000)]
+        np.testing.assert_array_equal(sizes, expected)
+    with pytest.raises(ValueError, match=r"features must be in \[1, 40\]"):
+        forest.fit(jax.random.key(1), _padded(train, 40, 4), features=41)
+    with pytest.raises(ValueError, match="features_per_member must be in"):
+        forest.fit(jax.random.key(1), _padded(train, 40, 4), features=8)
+    with pytest.raises(ValueError, match="features needs a base learner"):
+        jt.learners.Bagging(jt.learners.Stump(), members=2).fit(jax.random.key(1), train, features=10)

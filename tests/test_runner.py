@@ -401,6 +401,36 @@ def test_branches_must_be_static_and_share_their_output_shapes(tmp_path):
         dataclasses.replace(study, static=())
 
 
+def test_after_runs_once_outside_the_branches_and_gives_the_rows_of_the_inline_trial(tmp_path):
+    """Study.after: the trial's outputs of every branch (padded to one shape) go through ``after`` once,
+    with the trial's key and the non-branch parameters; the rows are those of a trial doing it inline."""
+    seen = []
+
+    def head(key, params):
+        n = params["n"]
+        x = jnp.zeros(4).at[:n].set(jax.random.uniform(key, (n,)))  # padded to the largest n
+        return {"x": x, "n": jnp.int32(n), "first": x[0]}
+
+    def after(key, params, out):
+        seen.append(sorted(params))
+        x, n = out.pop("x"), out.pop("n")
+        total = jnp.sum(jnp.where(jnp.arange(4) < n, x, 0.0))
+        return out | {"total": total, "scaled": x[1] * params["scale"], "u": jax.random.uniform(jax.random.fold_in(key, 1))}
+
+    def inline(key, params):
+        return after(key, {"scale": params["scale"]}, head(key, params))
+
+    common = dict(description="", quick={"n": [2, 3, 4], "scale": [1.0, 2.0]}, full={"n": [2, 3, 4], "scale": [1.0]},
+                  static=("n",), replicates=(3, 3), check=lambda params: None, plot=None, report=None)
+    split = Study(name="after", branches=("n",), trial=head, after=after, **common)
+    alone = Study(name="after", trial=inline, **common)
+    config = runner.configure(split, quick=True)
+    assert len(split.programs(config)) == 1 and len(alone.programs(config)) == 3
+    rows = [_rows(runner.run(s, config, str(tmp_path / str(i)), progress=False)) for i, s in enumerate((split, alone))]
+    assert rows[0] == rows[1] and len(rows[0]) == 3 * 2 * 3
+    assert seen[0] == ["scale"]  # traced once, without the branch parameter n
+
+
 def test_partial_run_then_resume(tmp_path, reference):
     study = studies.get("juntas")
     overrides = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6}

@@ -384,11 +384,9 @@ def _compile(study: Study, static: dict, seed: int, devices, group: int):
         out = study.trial(key, {**base, **values, **dynamic, **shared})
         return {name: jnp.asarray(value) for name, value in out.items()}
 
-    def one(cell_hash_, replicate, dynamic, shared):
-        key = study.trial_key(seed, cell_hash_, replicate)
+    def switch(key, dynamic, shared):
         if "branches" not in static:
             return trial(key, {}, dynamic, shared)
-        shared = dict(shared)
         branch = shared.pop(BRANCH)  # uniform per group: one branch runs
         branches = [functools.partial(trial, key, dict(zip(study.branches, values))) for values in static["branches"]]
         try:
@@ -399,6 +397,15 @@ def _compile(study: Study, static: dict, seed: int, devices, group: int):
             raise ValueError(f"study {study.name!r}: the trial's outputs differ between the branches "
                              f"{dict(zip(study.branches, zip(*static['branches'])))} of one program (Study.branches "
                              f"needs one shape and dtype per output): {e}") from None
+
+    def one(cell_hash_, replicate, dynamic, shared):
+        key = study.trial_key(seed, cell_hash_, replicate)
+        shared = dict(shared)
+        out = switch(key, dynamic, shared)
+        if study.after is None:
+            return out
+        out = study.after(key, {**base, **dynamic, **shared}, out)  # once, whichever branch ran
+        return {name: jnp.asarray(value) for name, value in out.items()}
 
     def local(hashes, replicates, dynamic, shared):
         by_group = lambda x: x.reshape((-1, group) + x.shape[1:])  # noqa: E731

@@ -96,6 +96,10 @@ class Study:
         the rows of a program per combination, at one program's sampling, scoring and trial loop.
         Every branch's outputs must have the same shapes and dtypes; the group size, ``bounds`` and
         ``choices`` come from all the program's cells (a branch's group may depend on the others').
+      after: ``after(key, params, outputs) -> outputs``, applied to every trial's outputs (the trial's key;
+        the params without ``branches``' parameters), outside the ``lax.switch`` of ``branches``: work that
+        the branches share on outputs of one shape (e.g. each branch's data padded to the largest) is
+        traced and compiled once, not once per branch. The rows are ``after``'s outputs.
       cpu_opt_level: XLA:CPU's LLVM optimization level for the study's programs (None: XLA's
         default, 3); an ``--xla_backend_optimization_level`` in XLA_FLAGS wins.
       level_loop: whether a program of few trials (at most ``runner.LOOP_MAX_TRIALS``, or at most this
@@ -126,6 +130,7 @@ class Study:
     choices: dict = dataclasses.field(default_factory=dict)
     buckets: dict = dataclasses.field(default_factory=dict)
     branches: tuple = ()
+    after: Callable | None = None
     cpu_opt_level: int | None = None
     level_loop: bool | int = True
     parameters: dict = dataclasses.field(default_factory=dict)

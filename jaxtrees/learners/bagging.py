@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from typing import NamedTuple
 
 import jax
@@ -79,12 +80,23 @@ class Bagging:
         if getattr(self.base, "access", None) != "sample":
             raise ValueError(f"base must be a learner that fits samples (access 'sample'), got {self.base!r}")
 
-    def fit(self, key, data: Data):
+    def fit(self, key, data: Data, *, features=None):
+        """The ensemble on ``data``. ``features`` (may be traced): only the first that many rows of ``data.X``
+        are the data's features, the others padding (never chosen; ``max_features`` and ``features_per_member``
+        count the data's), and the slots past the valid ones may be padding too: with the default key the
+        members are those fitted without the padding (one program serves data sets of several shapes)."""
         check_data(data)
-        if self.features_per_member is not None and self.features_per_member > data.X.shape[-2]:
-            raise ValueError(f"features_per_member must be in [1, n] = [1, {data.X.shape[-2]}], "
-                             f"got {self.features_per_member}")
-        return _fit(key, data, self)
+        n = data.X.shape[-2] if features is None or not checks.is_concrete(features) else int(features)
+        if self.features_per_member is not None and self.features_per_member > n:
+            raise ValueError(f"features_per_member must be in [1, n] = [1, {n}], got {self.features_per_member}")
+        if features is not None:
+            if checks.is_concrete(features):
+                checks.integer("features", n, low=1, high=data.X.shape[-2])
+            if not _takes_features(self.base):
+                raise ValueError(f"features needs a base learner whose fit takes features= (GreedyTree), got "
+                                 f"{self.base!r}")
+            features = jnp.asarray(features, jnp.int32)
+        return _fit(key, data, self, features)
 
 
 def random_forest(members: int = 100, max_depth: int = 10, max_features="sqrt", impurity="gini") -> Bagging:
@@ -121,8 +133,12 @@ def bootstrap(key, data: Data):
     return sample, counts
 
 
+def _takes_features(learner) -> bool:
+    return "features" in inspect.signature(learner.fit).parameters
+
+
 @functools.partial(jax.jit, static_argnames="bagger")
-def _fit(key, data: Data, bagger: Bagging):
+def _fit(key, data: Data, bagger: Bagging, features=None):
     n = data.X.shape[-2]
 
     def member(key):
@@ -130,9 +146,13 @@ def _fit(key, data: Data, bagger: Bagging):
         sample, counts = bootstrap(draw_key, data)
         if bagger.features_per_member is not None:
             priority = jax.random.uniform(feature_key, (n,))
+            if features is not None:  # the padding never drawn (the data's words are the first n: the same draw)
+                priority = jnp.where(jnp.arange(n) < features, priority, -1.0)
             seen = priority >= jax.lax.top_k(priority, bagger.features_per_member)[0][-1]
             sample = sample._replace(X=jnp.where(seen[:, None], sample.X, jnp.uint32(0)))
-        return bagger.base.fit(fit_key, sample), counts
+        if features is None:
+            return bagger.base.fit(fit_key, sample), counts
+        return bagger.base.fit(fit_key, sample, features=features), counts
 
     members, counts = jax.vmap(member)(jax.random.split(key, bagger.members))
     slots = data.valid.shape[-1] * bits.WORD_BITS

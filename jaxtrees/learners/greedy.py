@@ -48,9 +48,10 @@ class GreedyTree:
     rule: GrowthRule
     access = "sample"
 
-    def fit(self, key, data: Data) -> Tree:
+    def fit(self, key, data: Data, *, features=None) -> Tree:
+        """The tree on ``data``; ``features``: :func:`grow`'s (the data's features, the rest padding)."""
         check_data(data)
-        return grow(data, self.rule, key)
+        return grow(data, self.rule, key, features=features)
 
     def reweighted(self, data: Data):
         """``fit(key, weight) -> Tree`` on ``data`` under many weightings (:func:`~jaxtrees.learners.base.reweighted`)."""
@@ -68,7 +69,7 @@ def reweighted_growth(data: Data, rule: GrowthRule):
                                      chunk=chunk)
 
 
-def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -> Tree:
+def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None, features=None) -> Tree:
     """Grow a tree on one packed data set (weighted if ``data.weight`` is set). ``key`` is needed
     only for random tie-breaks and feature bagging (``rule.random``).
 
@@ -76,7 +77,10 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -
     rule.max_depth; nodes at that depth are leaves, and where it is the same for a vmapped group
     the levels below it are not counted) and ``impurity`` (a built-in's name, its index in
     :data:`jaxtrees.core.impurity.NAMES` or a :class:`~jaxtrees.core.impurity.Selected`, replacing
-    ``rule.impurity``). The tree's arrays keep ``rule.max_depth``'s shape.
+    ``rule.impurity``), ``features`` (1 <= features <= n: the data's features are the first that many
+    rows of ``data.X``, the others padding, never chosen; ``rule.max_features`` counts the data's, and
+    with a threefry key and the lowest tie-break the tree is the one grown without the padding). The
+    tree's arrays keep ``rule.max_depth``'s shape.
 
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first
     call for each rule and data shape (``jax.jit``), so an eager call costs one compile, not one per op.
@@ -88,11 +92,16 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None) -
         depth = jnp.asarray(depth, jnp.int32)
     if impurity is not None:
         impurity = impurity_lib.selected(impurity)  # a name is checked there
-    return _grow(data, rule, check_key(rule, key), depth, impurity, chunk=loop_chunk(rule))
+    if features is not None:
+        if checks.is_concrete(features):
+            checks.integer("features", int(features), low=1, high=data.X.shape[-2])
+        features = jnp.asarray(features, jnp.int32)
+    return _grow(data, rule, check_key(rule, key), depth, impurity, chunk=loop_chunk(rule), features=features)
 
 
 @functools.partial(jax.jit, static_argnames=("rule", "chunk"))
-def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=None, chunk=None) -> Tree:
+def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=None, chunk=None,
+          features=None) -> Tree:
     if rule.random and not prng.fusible(key):  # a chunk computes its words of a level's draw: threefry only
         chunk = None
     X = data.X
@@ -129,7 +138,7 @@ def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=No
         return interleave(left, right), LevelStats(w, wy, w1, w1y, n, n1)
 
     return grow_levels(root, mask[None], children, rule, key, min_count=True, purity_tol=0.0, depth=depth,
-                       impurity=impurity, chunk=chunk)
+                       impurity=impurity, features=features, chunk=chunk)
 
 
 class Dense(NamedTuple):

@@ -162,7 +162,7 @@ class LevelStats(NamedTuple):
 
 
 def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min_count: bool,
-                purity_tol: float, depth=None, impurity=None, chunk: int | None = None) -> Tree:
+                purity_tol: float, depth=None, impurity=None, features=None, chunk: int | None = None) -> Tree:
     """The shared growth loop.
 
     ``children(state, stats, feature, split, with_features) -> (state', stats')`` gives the
@@ -171,7 +171,8 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
     min_samples_split / min_samples_leaf to the example counts (:attr:`LevelStats.counts`); a node
     whose mean label is within ``purity_tol`` of 0 or 1 is pure. ``depth`` (traced, <= rule.max_depth)
     makes the nodes at that depth leaves; ``impurity`` (an :class:`~jaxtrees.core.impurity.Selected`)
-    replaces ``rule.impurity``.
+    replaces ``rule.impurity``; ``features`` (traced) says that only the first that many features are
+    the data's (the others padding, never chosen; :func:`decide`).
 
     ``chunk`` (a power of two, or None) grows the levels in a ``lax`` loop over chunks of that many
     nodes (:func:`_grow_chunked`: the program holds one level's ops instead of D levels'; ``children``
@@ -179,7 +180,7 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
     """
     if chunk is not None and rule.max_depth >= 1:
         return _grow_chunked(root, state, children, rule, key, min_count=min_count, purity_tol=purity_tol,
-                             depth=depth, impurity=impurity, chunk=chunk)
+                             depth=depth, impurity=impurity, features=features, chunk=chunk)
     n = root.w1.shape[-1]
     stats = root
     used = jnp.zeros((1, n), bool)
@@ -193,7 +194,7 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
             levels.append((jnp.full(w.shape, -1, jnp.int32), label, w, mean, jnp.zeros_like(w)))
             break
         feature, best = decide(stats, used, rule, jax.random.fold_in(key, level), min_count=min_count,
-                               purity_tol=purity_tol, impurity=impurity)
+                               purity_tol=purity_tol, impurity=impurity, features=features)
         with_features = level + 1 < rule.max_depth
         if depth is not None:
             feature, best = jnp.where(level < depth, feature, -1), jnp.where(level < depth, best, 0.0)
@@ -207,7 +208,7 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
 
 
 def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, min_count: bool,
-                  purity_tol: float, depth, impurity, chunk: int) -> Tree:
+                  purity_tol: float, depth, impurity, features, chunk: int) -> Tree:
     """:func:`grow_levels` as a ``lax.scan`` over the levels d < D, each a ``lax.map`` over the
     2^(D-1) / C chunks of C = ``chunk`` consecutive node slots of a fixed-width level buffer; the
     max(1, 2^d / C) chunks that hold level d's nodes are grown (a narrower level is one chunk whose
@@ -233,7 +234,8 @@ def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, m
         mean = impurity_lib.ratio(wy, w)
         label = (2 * stats.wy > stats.w).astype(jnp.int32)
         feature, best = decide(stats, used, rule, jax.random.fold_in(key, d), min_count=min_count,
-                               purity_tol=purity_tol, impurity=impurity, rows=(c * C, jnp.left_shift(1, d)))
+                               purity_tol=purity_tol, impurity=impurity, features=features,
+                               rows=(c * C, jnp.left_shift(1, d)))
         feature, best = jnp.where(d < last, feature, -1), jnp.where(d < last, best, 0.0)
         split = feature >= 0
         child_state, child_stats = children(node_state, stats, feature, split, (d + 1 < D) & (d + 1 < last))
@@ -274,7 +276,7 @@ def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, m
 
 
 def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, purity_tol: float, impurity=None,
-           rows=None):
+           features=None, rows=None):
     """Split decision of every node of a level: ``(feature, gain)``, feature -1 (gain 0) for a leaf.
 
     A node splits on its best admissible feature (:func:`_choose`) unless it is empty, pure
@@ -283,10 +285,15 @@ def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, p
     marks the features already tested on each node's path; ``impurity`` replaces ``rule.impurity``.
     ``rows = (offset, L)`` (traced) says that the nodes are rows offset, offset + 1, ... of a level of
     L nodes: the random draws are then those rows of the level's (a threefry key is needed).
+    ``features`` (an int32, may be traced; 1 <= features <= n): the first ``features`` of the n features
+    are the data's, the others padding that is never chosen, and ``rule.max_features`` counts only the
+    data's. With a threefry key and the ``"lowest"`` tie-break, a node's split is then the one it has on
+    the data without the padding (the same random words: :func:`_random_subset`).
     """
     w = stats.w.astype(jnp.float32)
     wy = stats.wy.astype(jnp.float32)
-    feature, best = _choose(stats, used, rule, key, min_count, rule.impurity if impurity is None else impurity, rows)
+    feature, best = _choose(stats, used, rule, key, min_count, rule.impurity if impurity is None else impurity, rows,
+                            features)
     pure = (wy <= purity_tol * w) | (wy >= (1.0 - purity_tol) * w)
     split = (w > 0) & ~pure & (feature >= 0)
     split &= best >= rule.min_gain - rule.tie_tol * max(1.0, abs(rule.min_gain))
@@ -295,12 +302,12 @@ def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, p
     return jnp.where(split, feature, -1), jnp.where(split, best, 0.0)
 
 
-def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G, rows=None):
+def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G, rows=None, features=None):
     """Best admissible feature per node (-1 if none) and its gain.
 
     With ``rule.max_features`` = k < n the candidates are each node's random subset
     (:func:`_random_subset`, k slots in increasing feature order) and only their statistics are
-    gathered and scored; otherwise every feature is a candidate.
+    gathered and scored; otherwise every feature is a candidate. ``features``: see :func:`decide`.
     """
     w = stats.w.astype(jnp.float32)[:, None]
     wy = stats.wy.astype(jnp.float32)[:, None]
@@ -310,10 +317,15 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G, 
         n, n1 = stats.counts
         admissible &= (n1 >= rule.min_samples_leaf) & ((n[:, None] - n1) >= rule.min_samples_leaf)
     subset = rule.features_per_node(w1.shape[-1])
+    size = None
+    if features is not None:
+        admissible &= jnp.arange(w1.shape[-1]) < features
+        if subset is not None:  # k of the data's features: at most k_max = subset of the padded n
+            size = _subset_size(rule, features)
     w1y = stats.w1y.astype(jnp.float32)
     candidate = None
     if subset is not None:
-        candidate, admissible = _random_subset(jax.random.fold_in(key, 1), admissible, subset, rows)
+        candidate, admissible = _random_subset(jax.random.fold_in(key, 1), admissible, subset, rows, size)
         w1, w1y = (jnp.take_along_axis(a, candidate, axis=-1) for a in (w1, w1y))
     w0, w0y = w - w1, wy - w1y
     ratio = impurity_lib.ratio
@@ -337,7 +349,21 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G, 
     return feature, jnp.where(feature >= 0, best, 0.0)
 
 
-def _random_subset(key, admissible, k: int, rows=None):
+def _subset_size(rule: GrowthRule, features):
+    """``int32``: :meth:`GrowthRule.features_per_node` of a traced feature count (all of them where it
+    gives None): floor(sqrt n) or floor(log2 n) by integer arithmetic, at least 1."""
+    n = jnp.asarray(features, jnp.int32)
+    if rule.max_features == "sqrt":
+        k = jnp.floor(jnp.sqrt(n.astype(jnp.float32))).astype(jnp.int32)
+        k = jnp.where(k * k > n, k - 1, jnp.where((k + 1) * (k + 1) <= n, k + 1, k))  # float rounding, either way
+    elif rule.max_features == "log2":
+        k = 31 - jax.lax.clz(n)
+    else:
+        k = jnp.int32(rule.max_features)
+    return jnp.minimum(jnp.maximum(k, 1), n)
+
+
+def _random_subset(key, admissible, k: int, rows=None, size=None):
     """``(feature: int32[L, k], drawn: bool[L, k])``: per row of ``admissible: bool[L, n]``, k of its
     a admissible features uniformly at random, all a if a <= k, in increasing order (``drawn``
     marks the first min(a, k) slots; the others hold feature 0).
@@ -347,7 +373,8 @@ def _random_subset(key, admissible, k: int, rows=None):
     is in already. The subset is kept as a bitset over ranks; its t-th rank and the admissible
     feature of that rank are read off packed rows (:func:`_nth_set_bit`). Only packing
     ``admissible`` touches all n features. ``rows = (offset, L)``: the rows are rows offset, ... of
-    a level of L (the words are those rows' of the level's draw).
+    a level of L (the words are those rows' of the level's draw). ``size`` (traced, 1 <= size <= k): draw
+    that many, in k slots (the first ``size`` slots and their words are those of a draw of ``size``).
     """
     present = bits.pack(admissible)  # [L, W]
     a = bits.count(present)
@@ -357,6 +384,7 @@ def _random_subset(key, admissible, k: int, rows=None):
         offset, width = rows
         index = jnp.arange(k)[:, None] * width + offset + jnp.arange(present.shape[0])
         words = prng.words_at(key, index.astype(jnp.uint32))
+    slots, k = k, (k if size is None else size)
     slot = jnp.arange(present.shape[-1], dtype=jnp.uint32)
     bit = lambda r: jnp.where(slot == (r[:, None] >> 5), jnp.uint32(1) << (r[:, None] & 31), 0)  # noqa: E731
 
@@ -365,12 +393,13 @@ def _random_subset(key, admissible, k: int, rows=None):
         j = (a - k + t).astype(jnp.uint32)
         u = _below(word, j + 1)
         has_u = jnp.any(taken & bit(u) != 0, axis=-1)
-        return taken | bit(jnp.where(has_u, j, u)), None
+        grown = taken | bit(jnp.where(has_u, j, u))
+        return (grown if size is None else jnp.where(t < k, grown, taken)), None
 
-    taken, _ = jax.lax.scan(add, jnp.zeros_like(present), (jnp.arange(k), words))
+    taken, _ = jax.lax.scan(add, jnp.zeros_like(present), (jnp.arange(slots), words))
     taken = jnp.where((a <= k)[:, None], bits.prefix_mask(present.shape[-1], a[:, None]), taken)
-    drawn = jnp.arange(k) < a[:, None]
-    rank = _nth_set_bit(taken, jnp.broadcast_to(jnp.arange(k), drawn.shape))
+    drawn = jnp.arange(slots) < (a[:, None] if size is None else jnp.minimum(a, k)[:, None])
+    rank = _nth_set_bit(taken, jnp.broadcast_to(jnp.arange(slots), drawn.shape))
     return jnp.where(drawn, _nth_set_bit(present, rank), 0), drawn
 
 
