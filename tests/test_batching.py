@@ -65,15 +65,11 @@ def test_vmap_of_draw_and_grow_equals_loop():
     assert len({tuple(t_b.feature[b]) for b in range(B)}) > 1
 
 
-@pytest.mark.xfail(jax.default_backend() == "cpu", strict=True, reason=(  # on a GPU both round alike
-    "BUG (reproducibility) on XLA CPU: jax.jit(jax.vmap(trial)) and a loop of jax.jit(trial) differ by 1-2 "
-    "ulp in Tree.mean and Tree.gain (e.g. trial 1 of KEYS: root mean 97/150 is 0.6466667056 "
-    "batched vs the correctly rounded 0.6466666460 single). In the batched program the node "
-    "weight w = popcount(valid) is a compile-time constant broadcast over the batch; the optimized "
-    "HLO computes 1/w once (a scalar divide) where the single program divides wy / w, i.e. XLA "
-    "turns the division into a multiplication by the reciprocal. Integer fields are exact. With "
-    "the tie tolerance, a 1-ulp gain difference changes a tie decision only at its boundary."))
 def test_vmap_of_draw_and_grow_equals_loop_bitwise_floats():
+    """Tree.mean and Tree.gain, floats, are bit for bit the same batched and alone. XLA:CPU rewrote a
+    division by a broadcast value (a node weight that is a constant of the batched program) as a product
+    with its reciprocal, 1-2 ulp off (trial 1's root mean 97/150 was 0.6466667056 batched against the
+    correctly rounded 0.6466666460); impurity.ratio divides by a denominator of the quotient's shape."""
     (_, _, _, t_b), singles = batched_and_singles()
     for b, (_, _, _, t) in enumerate(singles):
         for field in ("mean", "gain"):

@@ -161,7 +161,15 @@ def ratio(a, b):
     and exactly 1 where a == b. XLA divides float32 on an NVIDIA GPU with ``div.full`` (within 2
     ulps, not correctly rounded), which can put a pure node's mean at 1 - 2^-24; G(q) = 2 sqrt(q (1 - q))
     turns that ulp into 2^-11 (a Kearns-Mansour gain 2.5e-4 off, seen on an H100)."""
-    return jnp.where(b > 0, jnp.where(a == b, 1.0, a / jnp.maximum(b, 1e-30)), 0.0)
+    return jnp.where(b > 0, jnp.where(a == b, 1.0, quotient(a, jnp.maximum(b, 1e-30))), 0.0)
+
+
+def quotient(num, den):
+    """``num / den``, rounded as the division rounds however the program batches it: XLA rewrites a
+    division by a broadcast value (a node's weight over its features, a constant weight over a vmapped
+    batch) as a product with the reciprocal, 1 ulp off, so ``jit(vmap(f))`` and a loop of ``jit(f)``
+    differed; here the denominator takes the quotient's shape by an add XLA keeps (0 * x is not 0 for floats)."""
+    return num / (den + 0.0 * num)
 
 
 #: Child means this close to the parent's count as unchanged: the split's gain is exactly 0.

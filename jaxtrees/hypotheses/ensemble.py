@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxtrees.core import bits, sampling
+from jaxtrees.core import bits, impurity, sampling
 
 
 class Ensemble(NamedTuple):
@@ -110,11 +110,4 @@ def _errors(data: sampling.Data):
     valid = bits.unpack(data.valid, slots).astype(jnp.float32)
     weight = valid if data.weight is None else valid * data.weight
     total = jnp.sum(weight)
-    return lambda predicted: _quotient(jnp.sum(jnp.where(predicted != y, weight, 0.0)), total)
-
-
-def _quotient(num, den):
-    """``num / den``, correctly rounded however it is batched: XLA turns a division by a broadcast value
-    into a product with its reciprocal (1 ulp off, e.g. the staged errors of a vmapped vote), so the
-    denominator takes the numerator's shape by an add that XLA keeps (0 * x is not 0 for floats)."""
-    return num / (den + 0.0 * num)
+    return lambda predicted: impurity.quotient(jnp.sum(jnp.where(predicted != y, weight, 0.0)), total)
