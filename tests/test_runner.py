@@ -429,6 +429,9 @@ def test_after_runs_once_outside_the_branches_and_gives_the_rows_of_the_inline_t
     rows = [_rows(runner.run(s, config, str(tmp_path / str(i)), progress=False)) for i, s in enumerate((split, alone))]
     assert rows[0] == rows[1] and len(rows[0]) == 3 * 2 * 3
     assert seen[0] == ["scale"]  # traced once, without the branch parameter n
+    seen.clear()
+    runner.run(split, runner.configure(split, quick=True, overrides={"n": 3}), str(tmp_path / "one"), progress=False)
+    assert seen == [["scale"]]  # a program of one branch passes the same parameters
 
 
 def test_partial_run_then_resume(tmp_path, reference):

@@ -404,7 +404,8 @@ def _compile(study: Study, static: dict, seed: int, devices, group: int):
         out = switch(key, dynamic, shared)
         if study.after is None:
             return out
-        out = study.after(key, {**base, **dynamic, **shared}, out)  # once, whichever branch ran
+        kept = {name: value for name, value in base.items() if name not in study.branches}  # one branch or several
+        out = study.after(key, {**kept, **dynamic, **shared}, out)  # once, whichever branch ran
         return {name: jnp.asarray(value) for name, value in out.items()}
 
     def local(hashes, replicates, dynamic, shared):

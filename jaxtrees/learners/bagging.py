@@ -31,7 +31,7 @@ from jaxtrees.core import bits, checks
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.ensemble import Ensemble, Forest
 from jaxtrees.learners.base import check_data
-from jaxtrees.learners.greedy import GreedyTree
+from jaxtrees.learners.greedy import GreedyTree, check_features
 from jaxtrees.learners.growth import GrowthRule
 
 #: How :class:`Bagging` combines its members.
@@ -83,19 +83,20 @@ class Bagging:
     def fit(self, key, data: Data, *, features=None):
         """The ensemble on ``data``. ``features`` (may be traced): only the first that many rows of ``data.X``
         are the data's features, the others padding (never chosen; ``max_features`` and ``features_per_member``
-        count the data's), and the slots past the valid ones may be padding too: with the default key the
-        members are those fitted without the padding (one program serves data sets of several shapes)."""
+        count the data's), and the slots past the valid ones may be padding too: with the default key (threefry)
+        and the lowest tie-break the members are those fitted without the padding (one program serves data sets
+        of several shapes). A traced ``features`` below ``features_per_member`` keeps every data feature."""
         check_data(data)
-        n = data.X.shape[-2] if features is None or not checks.is_concrete(features) else int(features)
-        if self.features_per_member is not None and self.features_per_member > n:
-            raise ValueError(f"features_per_member must be in [1, n] = [1, {n}], got {self.features_per_member}")
+        n = data.X.shape[-2]
         if features is not None:
+            features = check_features(features, n)
             if checks.is_concrete(features):
-                checks.integer("features", n, low=1, high=data.X.shape[-2])
+                n = int(features)
             if not _takes_features(self.base):
                 raise ValueError(f"features needs a base learner whose fit takes features= (GreedyTree), got "
                                  f"{self.base!r}")
-            features = jnp.asarray(features, jnp.int32)
+        if self.features_per_member is not None and self.features_per_member > n:
+            raise ValueError(f"features_per_member must be in [1, n] = [1, {n}], got {self.features_per_member}")
         return _fit(key, data, self, features)
 
 

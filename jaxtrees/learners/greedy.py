@@ -79,7 +79,8 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None, f
     :data:`jaxtrees.core.impurity.NAMES` or a :class:`~jaxtrees.core.impurity.Selected`, replacing
     ``rule.impurity``), ``features`` (1 <= features <= n: the data's features are the first that many
     rows of ``data.X``, the others padding, never chosen; ``rule.max_features`` counts the data's, and
-    with a threefry key and the lowest tie-break the tree is the one grown without the padding). The
+    with a threefry key (partitionable, JAX's default) and the lowest tie-break the tree is the one grown
+    without the padding; random tie-breaks draw over the padded width). The
     tree's arrays keep ``rule.max_depth``'s shape.
 
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first
@@ -93,10 +94,22 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None, f
     if impurity is not None:
         impurity = impurity_lib.selected(impurity)  # a name is checked there
     if features is not None:
-        if checks.is_concrete(features):
-            checks.integer("features", int(features), low=1, high=data.X.shape[-2])
-        features = jnp.asarray(features, jnp.int32)
+        features = check_features(features, data.X.shape[-2])
     return _grow(data, rule, check_key(rule, key), depth, impurity, chunk=loop_chunk(rule), features=features)
+
+
+def check_features(features, n: int):
+    """``features`` (the data's feature count, the other rows of ``X`` padding) as an int32 scalar: an integer
+    scalar, in [1, n] where it is concrete (a traced count must be in range: the rows past it are never chosen)."""
+    try:
+        integer = jnp.ndim(features) == 0 and jnp.issubdtype(jnp.result_type(features), jnp.integer)
+    except TypeError:
+        integer = False
+    if not integer:
+        raise ValueError(f"features must be an integer scalar in [1, {n}], got {features!r}")
+    if checks.is_concrete(features):
+        checks.integer("features", int(features), low=1, high=n)
+    return jnp.asarray(features, jnp.int32)
 
 
 @functools.partial(jax.jit, static_argnames=("rule", "chunk"))

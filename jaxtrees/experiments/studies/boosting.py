@@ -114,11 +114,12 @@ def _check(params):
 
 def _working_set(params) -> int:
     """Bytes a trial sweeps again and again: the forest's deepest level (``rounds`` trees x 2^(depth - 1) nodes x
-    n features x three int16 counts) and AdaBoost's float rows (about n + 8 of them over the training slots). Past
+    the padded n features x three int16 counts) and AdaBoost's float rows (about n + 8 of them over the training slots). Past
     the CPU's cache budget the runner vmaps fewer trials per group: one, at every built-in size (docs/studies.md)."""
     d = _data(params["data"])
     n, slots = len(d.features), -(-d.train_size // bits.WORD_BITS) * bits.WORD_BITS
-    return params["rounds"] * 2 ** (params["forest_depth"] - 1) * n * 6 + 4 * (n + 8) * slots
+    padded = _padded(tuple(available()))[0]  # the forest's features: the largest data set's
+    return params["rounds"] * 2 ** (params["forest_depth"] - 1) * padded * 6 + 4 * (n + 8) * slots
 
 
 def _rounds(params):
