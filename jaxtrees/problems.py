@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees.core import bits, checks, sampling
+from jaxtrees.core import bits, checks, prng, sampling
 from jaxtrees.hypotheses.base import sample_error
 
 #: What a learner may ask a problem for: a sample (a Data set), the population itself, or
@@ -176,7 +176,7 @@ def fit_and_evaluate(key, learner, problem, m: int) -> Score:
 
     Keys: ``data_key, fit_key = split(key)``; the test data (when needed) is ``problem.test(data_key, m)``.
     """
-    data_key, fit_key = jax.random.split(key)
+    data_key, fit_key = prng.split(key)
     hypothesis = learner.fit(fit_key, data_for(learner, problem, data_key, m))
     test = None if (hypothesis.exact and problem.exact) else problem.test(data_key, m)
     return evaluate(hypothesis, problem, test)

@@ -66,6 +66,22 @@ def test_fold_in_equals_jax_random(key):
                                   jax.random.key_data(jax.random.fold_in(rbg, 3)))
 
 
+@pytest.mark.parametrize("key", [jax.random.key(5), jax.random.PRNGKey(5)], ids=["typed", "legacy"])
+def test_split_equals_jax_random(key):
+    data = lambda k: jax.random.key_data(k) if jnp.issubdtype(k.dtype, jax.dtypes.prng_key) else k  # noqa: E731
+    for num in (0, 1, 2, 3, 100):
+        np.testing.assert_array_equal(data(prng.split(key, num)), data(jax.random.split(key, num)))
+    np.testing.assert_array_equal(data(prng.split(key)), data(jax.random.split(key)))
+    keys = jax.random.split(jax.random.key(1), 4)
+    ours = jax.jit(jax.vmap(lambda k: jax.random.key_data(prng.split(k, 5))))(keys)
+    np.testing.assert_array_equal(ours, jax.vmap(lambda k: jax.random.key_data(jax.random.split(k, 5)))(keys))
+    rbg = jax.random.key(5, impl="rbg")  # other implementations: jax.random itself
+    np.testing.assert_array_equal(jax.random.key_data(prng.split(rbg, 3)),
+                                  jax.random.key_data(jax.random.split(rbg, 3)))
+    with jax.threefry_partitionable(False):
+        np.testing.assert_array_equal(data(prng.split(key, 3)), data(jax.random.split(key, 3)))
+
+
 def test_jit_vmap_and_nested_vmap():
     keys = jax.random.split(jax.random.key(0), 6)
     ours = jax.jit(jax.vmap(lambda k: prng.uniform(k, (4, 9))))(keys)

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees.core import checks
+from jaxtrees.core import checks, prng
 
 
 class Uniform(NamedTuple):
@@ -50,7 +50,7 @@ class AlphaC(NamedTuple):
     c: float
 
     def marginals(self, key, n: int):
-        k_sign, k_mag = jax.random.split(key)
+        k_sign, k_mag = prng.split(key)
         sign = jnp.where(jax.random.bernoulli(k_sign, 0.5, (n,)), 1.0, -1.0)
         u = jax.random.uniform(k_mag, (n,), jnp.float32)
         dist = self.c + u * (0.5 - self.alpha - self.c)  # |p - 1/2| in [c, 1/2 - alpha)
@@ -117,4 +117,4 @@ def marginals(family: Family, key, n: int, batch: int | None = None):
     if batch is None:
         return family.marginals(key, n)
     batch = checks.integer("batch", batch, low=1)
-    return jax.vmap(lambda k: family.marginals(k, n))(jax.random.split(key, batch))
+    return jax.vmap(lambda k: family.marginals(k, n))(prng.split(key, batch))

@@ -163,7 +163,7 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
 @functools.partial(jax.jit, static_argnames=("m", "precision_bits", "noiseless"))
 def _draw(key, p, target, m: int, noise, precision_bits: int | None, noiseless: bool) -> Data:
     n = jnp.shape(p)[-1]
-    k_x, k_noise = jax.random.split(key)
+    k_x, k_noise = prng.split(key)
     if precision_bits is None:
         X = bits.pack(prng.uniform(k_x, (n, m)) < jnp.asarray(p)[:, None])
     else:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxtrees.core import bits, checks
+from jaxtrees.core import bits, checks, prng
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.ensemble import Ensemble, Forest
 from jaxtrees.learners.base import check_data
@@ -143,7 +143,7 @@ def _fit(key, data: Data, bagger: Bagging, features=None):
     n = data.X.shape[-2]
 
     def member(key):
-        draw_key, feature_key, fit_key = jax.random.split(key, 3)
+        draw_key, feature_key, fit_key = prng.split(key, 3)
         sample, counts = bootstrap(draw_key, data)
         if bagger.features_per_member is not None:
             priority = jax.random.uniform(feature_key, (n,))
@@ -155,7 +155,7 @@ def _fit(key, data: Data, bagger: Bagging, features=None):
             return bagger.base.fit(fit_key, sample), counts
         return bagger.base.fit(fit_key, sample, features=features), counts
 
-    members, counts = jax.vmap(member)(jax.random.split(key, bagger.members))
+    members, counts = jax.vmap(member)(prng.split(key, bagger.members))
     slots = data.valid.shape[-1] * bits.WORD_BITS
     x = bits.unpack(data.X, slots).T
     if bagger.vote == "average":

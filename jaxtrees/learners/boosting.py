@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxtrees.core import bits, checks
+from jaxtrees.core import bits, checks, prng
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.ensemble import Ensemble
 from jaxtrees.learners.base import check_data, reweighted
@@ -117,5 +117,5 @@ def _boost(key, data: Data, booster: AdaBoost) -> Ensemble:
         return carry, (h, alpha, gamma, train_error, jnp.exp(log_bound))
 
     carry = (start, jnp.zeros_like(start), jnp.bool_(True), jnp.float32(0.0), jnp.float32(0.0))
-    _, (members, alpha, gamma, train_error, bound) = lax.scan(round_, carry, jax.random.split(key, booster.rounds))
+    _, (members, alpha, gamma, train_error, bound) = lax.scan(round_, carry, prng.split(key, booster.rounds))
     return Ensemble(members, alpha, Rounds(gamma, train_error, bound))

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxtrees.core import bits, checks
+from jaxtrees.core import bits, checks, prng
 from jaxtrees.hypotheses.polynomial import Polynomial
 from jaxtrees.problems import Queries
 
@@ -164,7 +164,7 @@ def _fit(key, queries: Queries, learner: KushilevitzMansour, samples) -> Polynom
     is row t mod B of chunk t // B, drawn from ``fold_in(level_key[j], t // B)`` (B = learner.chunk()),
     so a longer budget extends a shorter one's triples."""
     n, width, words, chunk = queries.n, learner.frontier, bits.n_words(queries.n), learner.chunk()
-    level_keys = jax.random.split(key, n + 1)
+    level_keys = prng.split(key, n + 1)
     cut = learner.theta**2 / 2
     chunks = (samples + chunk - 1) // chunk
     scale = 1.0 / samples.astype(jnp.float32)

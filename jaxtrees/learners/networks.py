@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees.core import bits, checks
+from jaxtrees.core import bits, checks, prng
 
 ACTIVATIONS = {"relu": jax.nn.relu, "gelu": jax.nn.gelu, "tanh": jnp.tanh}
 INITS = ("auto", "he", "lecun", "glorot")
@@ -79,7 +79,7 @@ def _mlp(widths: tuple, activation: str, init: str) -> Model:
 
     def init_fn(key, n: int):
         sizes = (n,) + widths + (1,)
-        keys = jax.random.split(key, len(sizes) - 1)
+        keys = prng.split(key, len(sizes) - 1)
         layers = []
         for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
             s = scheme if i < len(widths) else ("glorot" if scheme == "glorot" else "lecun")

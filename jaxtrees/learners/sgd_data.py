@@ -56,7 +56,7 @@ def _data(key, p, target, config):
 
         return next_batch, ()
     m = config.m
-    k_sample, k_shuffle = jax.random.split(key)
+    k_sample, k_shuffle = prng.split(key)
     X = inputs(k_sample, p, m, config.precision_bits)
     Y = target(X)
     per_epoch = m // b

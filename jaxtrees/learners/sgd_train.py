@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxtrees.core import bits, checks, sampling
+from jaxtrees.core import bits, checks, prng, sampling
 from jaxtrees.learners.networks import ENCODINGS, LOSSES, Model, encode, margin_loss, mlp  # noqa: F401
 from jaxtrees.learners.sgd_data import _data, _scorer, _test_set
 
@@ -205,9 +205,9 @@ def train(key, p, target, config: TrainConfig, *, data_key=None, budget=None, in
     if jnp.ndim(p) != 1:
         raise ValueError(f"p must be a 1-d array of marginals (vmap for a batch), got shape {jnp.shape(p)}")
     p = jnp.asarray(p, jnp.float32)
-    k_init, k_data, k_test = jax.random.split(key, 3)
+    k_init, k_data, k_test = prng.split(key, 3)
     if data_key is not None:
-        k_data, k_test = jax.random.split(data_key)
+        k_data, k_test = prng.split(data_key)
     next_batch, data0 = _data(k_data, p, target, config)
     score = _scorer(*_test_set(k_test, p, target, config), config)
     return _descend(k_init, p.shape[0], next_batch, data0, score, target.support_mask(p.shape[0]), config,
@@ -229,7 +229,7 @@ def train_on(key, data, config: TrainConfig, **hyperparams) -> Result:
     valid = bits.unpack(data.valid, slots)
     w = jnp.where(valid, 1.0 if data.weight is None else data.weight.astype(jnp.float32), 0.0)
     w = w / jnp.sum(w)
-    k_init, k_data = jax.random.split(key)
+    k_init, k_data = prng.split(key)
 
     def next_batch(state, t):
         idx = jax.random.choice(jax.random.fold_in(k_data, t), slots, (config.batch_size,), p=w)

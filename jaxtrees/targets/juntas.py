@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees.core import bits, checks
+from jaxtrees.core import bits, checks, prng
 from jaxtrees.targets.base import indices_mask, leading_shape, scatter_support, select
 
 
@@ -215,7 +215,7 @@ def random_junta(key, n: int, k, *, nondegenerate: bool = True, k_max: int | Non
                          f"(2^{k} would need {2**k / 2**30:.3g} GiB per target); got k = {k}. For parities "
                          f"of any k use random_parity")
     n, k = _check_n_k(n, k)
-    k_support, k_table = jax.random.split(key)
+    k_support, k_table = prng.split(key)
     support = _random_support(k_support, n, k)
 
     def draw(key):
@@ -228,7 +228,7 @@ def random_junta(key, n: int, k, *, nondegenerate: bool = True, k_max: int | Non
 
         def body(state):
             tries, key, _ = state
-            key, sub = jax.random.split(key)
+            key, sub = prng.split(key)
             return tries + 1, key, draw(sub)
 
         _, _, table = jax.lax.while_loop(cond, body, (0, jax.random.fold_in(k_table, 1), table))
@@ -249,7 +249,7 @@ def _random_padded_junta(key, n: int, k, k_max: int, nondegenerate: bool) -> Jun
     if checks.is_concrete(k):
         checks.integer("k", int(k), low=1, high=k_max)
     k = jnp.asarray(k, jnp.int32)
-    k_support, k_table = jax.random.split(key)
+    k_support, k_table = prng.split(key)
     support, real, index = _padded_support(k_support, n, k, k_max)
 
     def draw(key):
@@ -265,7 +265,7 @@ def _random_padded_junta(key, n: int, k, k_max: int, nondegenerate: bool) -> Jun
 
         def body(state):
             tries, key, _ = state
-            key, sub = jax.random.split(key)
+            key, sub = prng.split(key)
             return tries + 1, key, draw(sub)
 
         _, _, table = jax.lax.while_loop(cond, body, (0, jax.random.fold_in(k_table, 1), table))

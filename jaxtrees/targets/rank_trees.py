@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees.core import checks
+from jaxtrees.core import checks, prng
 from jaxtrees.hypotheses import node_tree
 from jaxtrees.hypotheses.node_tree import NodeTree
 from jaxtrees.targets.base import leading_shape
@@ -117,7 +117,7 @@ def random_rank_tree(key, n: int, r, length: int = 2, *, r_max: int | None = Non
         raise ValueError(f"length must be in [1, n // r] = [1, {n // r}]: the tree has depth r * length <= n")
     t = _template(r, length)
     C = t.left.size
-    k_var, k_side, k_label = jax.random.split(key, 3)
+    k_var, k_side, k_label = prng.split(key, 3)
     internal = jnp.asarray(t.left >= 0)
     swap = jnp.asarray(t.spine) & jax.random.bernoulli(k_side, 0.5, (C,))
     left = jnp.where(swap, jnp.asarray(t.right), jnp.asarray(t.left))

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees.core import checks
+from jaxtrees.core import checks, prng
 from jaxtrees.hypotheses import tree as tree_lib
 from jaxtrees.targets.base import indices_mask, leading_shape
 
@@ -97,7 +97,7 @@ def random_tree(key, n: int, d: int) -> DecisionTree:
     variable not tested by its ancestors; leaf labels are uniform random bits."""
     n = checks.integer("n", n, low=1)
     d = checks.integer("d", d, low=0, high=n)
-    k_leaf, k_var = jax.random.split(key)
+    k_leaf, k_var = prng.split(key)
     used = jnp.zeros((1, n), bool)
     features = []
     for level in range(d):

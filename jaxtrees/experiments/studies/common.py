@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxtrees.core import checks, sampling
+from jaxtrees.core import checks, prng, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
@@ -24,7 +24,7 @@ def trial_keys(key, *names: str) -> dict:
     Every study derives its keys here, so that studies drawing the same things in the same
     order (e.g. ``"distribution", "target", "sample"``) see the same p and f for the same trial key.
     """
-    return dict(zip(names, jax.random.split(key, len(names))))
+    return dict(zip(names, prng.split(key, len(names))))
 
 
 #: Exact errors at most this count as 0.
