@@ -174,35 +174,36 @@ def _split(key, n: int, m: int):
     return sampling.from_arrays(X[:m], y[:m]), sampling.from_arrays(X[m:], y[m:])
 
 
-@pytest.mark.parametrize("max_features", ["sqrt", "log2", 4, 30])
-@pytest.mark.parametrize("chunk", [None, 4])
-def test_padded_forest_grows_the_unpadded_trees(max_features, chunk):
+@pytest.mark.parametrize("chunk, max_features", [(None, "sqrt"), (None, "log2"), (None, 4), (None, 30), (4, "sqrt"),
+                                                  (4, 4)])
+def test_padded_forest_grows_the_unpadded_trees(chunk, max_features):
     """Bagging.fit(features=n) on data padded with zero features and empty slots (one program for data
     sets of several shapes, the boosting study's forest) grows the trees of the unpadded data: the same
     bootstraps, per-node feature subsets (k counted among the data's n features) and splits; the same
     staged test errors and out-of-bag error; unrolled levels and the level loop."""
     n, m = 23, 150
     train, test = _split(jax.random.key(3), n, m)
-    forest = jt.learners.Bagging(greedy.GreedyTree(jt.GrowthRule(max_depth=6, impurity="gini",
+    depth = 6 if chunk else 4  # the level loop grows rules of depth >= 6 (growth.LOOP_MIN_DEPTH)
+    forest = jt.learners.Bagging(greedy.GreedyTree(jt.GrowthRule(max_depth=depth, impurity="gini",
                                                                   max_features=max_features)), members=12)
     with jt.learners.growth.level_loop(chunk):
-        plain = jax.jit(forest.fit)(jax.random.key(8), train)
-        padded = jax.jit(lambda key, data, test, n: forest.fit(key, data, features=n).staged_errors(test)
-                         )(jax.random.key(8), _padded(train, 50, 9), _padded(test, 50, 7), jnp.int32(n))
-        trees = jax.jit(lambda key, data, n: forest.fit(key, data, features=n))(jax.random.key(8),
-                                                                               _padded(train, 50, 9), jnp.int32(n))
+        plain, errors = jax.jit(lambda key, data, test: (lambda h: (h, h.staged_errors(test)))(forest.fit(key, data)))(
+            jax.random.key(8), train, test)
+        trees, padded = jax.jit(lambda key, data, test, n: (lambda h: (h, h.staged_errors(test)))(
+            forest.fit(key, data, features=n)))(jax.random.key(8), _padded(train, 50, 9), _padded(test, 50, 7),
+                                                 jnp.int32(n))
     for field in ("feature", "label", "weight", "mean", "gain"):
         np.testing.assert_array_equal(getattr(trees.members, field), getattr(plain.members, field), err_msg=field)
     assert int(jnp.max(trees.members.feature)) < n
     np.testing.assert_array_equal(trees.oob.error, plain.oob.error)
-    np.testing.assert_array_equal(padded, plain.staged_errors(test))  # impurity.quotient: however it is batched
+    np.testing.assert_array_equal(padded, errors)  # impurity.quotient: however it is batched
 
 
 def test_padded_features_per_member_and_the_subset_size():
     """features_per_member draws among the data's features only; the traced subset size is
     GrowthRule.features_per_node's for every n (all n where it gives None); features is checked."""
     train, _ = _split(jax.random.key(4), 23, 100)
-    forest = jt.learners.Bagging(greedy.GreedyTree(jt.GrowthRule(max_depth=4, max_features="sqrt")), members=8,
+    forest = jt.learners.Bagging(greedy.GreedyTree(jt.GrowthRule(max_depth=3, max_features="sqrt")), members=8,
                                  features_per_member=9)
     plain = forest.fit(jax.random.key(1), train)
     padded = jax.jit(lambda key, data, n: forest.fit(key, data, features=n))(jax.random.key(1), _padded(train, 40, 4),
@@ -210,7 +211,7 @@ def test_padded_features_per_member_and_the_subset_size():
     np.testing.assert_array_equal(padded.members.feature, plain.members.feature)
     for rule in ("sqrt", "log2", 1, 7):
         growth_rule = jt.GrowthRule(max_depth=2, max_features=rule)
-        sizes = jax.jit(jax.vmap(lambda n: jt.learners.growth._subset_size(growth_rule, n)))(jnp.arange(1, 2000))
+        sizes = jax.vmap(lambda n: jt.learners.growth._subset_size(growth_rule, n))(jnp.arange(1, 2000))
         expected = [growth_rule.features_per_node(n) or n for n in range(1, 2000)]
         np.testing.assert_array_equal(sizes, expected)
     unpadded = jax.jit(lambda key, data, n: forest.fit(key, data, features=n))(jax.random.key(1), train, jnp.int32(23))
