@@ -161,11 +161,6 @@ def test_traced_impurity_follows_the_static_path(impurity):
     np.testing.assert_allclose(traced.error, static.error, rtol=1e-6, atol=1e-7)
 
 
-def _padded(data: sampling.Data, n: int, words: int) -> sampling.Data:
-    grow = lambda a, shape: jnp.zeros(shape, a.dtype).at[tuple(slice(0, s) for s in a.shape)].set(a)  # noqa: E731
-    return sampling.Data(grow(data.X, (n, words)), grow(data.y, (words,)), grow(data.valid, (words,)))
-
-
 def _split(key, n: int, m: int):
     """A random data set of m examples over n features (a 3-junta with 10% label noise) and a test set."""
     kx, ky, kn = jax.random.split(key, 3)
@@ -186,12 +181,14 @@ def test_padded_forest_grows_the_unpadded_trees(chunk, max_features):
     depth = 6 if chunk else 4  # the level loop grows rules of depth >= 6 (growth.LOOP_MIN_DEPTH)
     forest = jt.learners.Bagging(greedy.GreedyTree(jt.GrowthRule(max_depth=depth, impurity="gini",
                                                                   max_features=max_features)), members=12)
+    def fitted(key, data, test, **features):  # the forest and its staged test errors, one program
+        h = forest.fit(key, data, **features)
+        return h, h.staged_errors(test)
+
     with jt.learners.growth.level_loop(chunk):
-        plain, errors = jax.jit(lambda key, data, test: (lambda h: (h, h.staged_errors(test)))(forest.fit(key, data)))(
-            jax.random.key(8), train, test)
-        trees, padded = jax.jit(lambda key, data, test, n: (lambda h: (h, h.staged_errors(test)))(
-            forest.fit(key, data, features=n)))(jax.random.key(8), _padded(train, 50, 9), _padded(test, 50, 7),
-                                                 jnp.int32(n))
+        plain, errors = jax.jit(fitted)(jax.random.key(8), train, test)
+        trees, padded = jax.jit(fitted)(jax.random.key(8), sampling.pad(train, 50, 9), sampling.pad(test, 50, 7),
+                                        features=jnp.int32(n))
     for field in ("feature", "label", "weight", "mean", "gain"):
         np.testing.assert_array_equal(getattr(trees.members, field), getattr(plain.members, field), err_msg=field)
     assert int(jnp.max(trees.members.feature)) < n
@@ -206,7 +203,8 @@ def test_padded_features_per_member_and_the_subset_size():
     forest = jt.learners.Bagging(greedy.GreedyTree(jt.GrowthRule(max_depth=3, max_features="sqrt")), members=8,
                                  features_per_member=9)
     plain = forest.fit(jax.random.key(1), train)
-    padded = jax.jit(lambda key, data, n: forest.fit(key, data, features=n))(jax.random.key(1), _padded(train, 40, 4),
+    padded = jax.jit(lambda key, data, n: forest.fit(key, data, features=n))(jax.random.key(1),
+                                                                             sampling.pad(train, 40, 4),
                                                                              jnp.int32(23))
     np.testing.assert_array_equal(padded.members.feature, plain.members.feature)
     for rule in ("sqrt", "log2", 1, 7):
@@ -218,10 +216,10 @@ def test_padded_features_per_member_and_the_subset_size():
     np.testing.assert_array_equal(unpadded.members.feature, plain.members.feature)  # features = n: no padding
     for bad in (41, 0, 23.0, True, "23", jnp.ones(2, jnp.int32)):
         with pytest.raises(ValueError, match=r"features must be"):
-            forest.fit(jax.random.key(1), _padded(train, 40, 4), features=bad)
+            forest.fit(jax.random.key(1), sampling.pad(train, 40, 4), features=bad)
         with pytest.raises(ValueError, match=r"features must be"):
-            greedy.grow(_padded(train, 40, 4), jt.GrowthRule(max_depth=2), features=bad)
+            greedy.grow(sampling.pad(train, 40, 4), jt.GrowthRule(max_depth=2), features=bad)
     with pytest.raises(ValueError, match="features_per_member must be in"):
-        forest.fit(jax.random.key(1), _padded(train, 40, 4), features=8)
+        forest.fit(jax.random.key(1), sampling.pad(train, 40, 4), features=8)
     with pytest.raises(ValueError, match="features needs a base learner"):
         jt.learners.Bagging(jt.learners.Stump(), members=2).fit(jax.random.key(1), train, features=10)

@@ -104,9 +104,7 @@ def split(key, num: int = 2):
     words = _threefry_key_words(key)
     if words is None:
         return jax.random.split(key, num)
-    y0, y1 = threefry2x32(*words, jnp.uint32(0), lax.iota(jnp.uint32, num))
-    new = jnp.stack([y0, y1], axis=-1)
-    return jax.random.wrap_key_data(new, impl="threefry2x32") if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else new
+    return _like(key, *threefry2x32(*words, jnp.uint32(0), lax.iota(jnp.uint32, num)))
 
 
 def fold_in(key, data):
@@ -122,7 +120,11 @@ def fold_in(key, data):
     words = _threefry_key_words(key)
     if words is None or jnp.ndim(data) != 0:
         return jax.random.fold_in(key, data)
-    y0, y1 = threefry2x32(*words, jnp.uint32(0), jnp.asarray(data).astype(jnp.uint32))
+    return _like(key, *threefry2x32(*words, jnp.uint32(0), jnp.asarray(data).astype(jnp.uint32)))
+
+
+def _like(key, y0, y1):
+    """Keys of words (y0, y1), typed like ``key`` (a threefry key array, or legacy uint32 words)."""
     new = jnp.stack([y0, y1], axis=-1)
     return jax.random.wrap_key_data(new, impl="threefry2x32") if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else new
 

@@ -222,6 +222,21 @@ def head(sample: Data, m: int) -> Data:
     return Data(part.X[..., :w], part.y[..., :w], part.valid[..., :w], weight)
 
 
+def pad(data: Data, n: int, words: int) -> Data:
+    """``data`` (unweighted) with zero feature rows up to n features and empty slots up to ``words`` words:
+    one shape for data sets of several (a learner told the data's own count, ``features=``, fits the
+    same hypothesis).
+
+    >>> d = pad(from_arrays([[0, 1], [1, 1]], [0, 1]), 5, 3)
+    >>> d.X.shape, int(d.m)
+    ((5, 3), 2)
+    """
+    if data.weight is not None:
+        raise ValueError("pad takes unweighted data (weight None)")
+    widen = lambda a, shape: jnp.pad(a, [(0, t - s) for s, t in zip(a.shape, shape)])  # noqa: E731
+    return Data(widen(data.X, (n, words)), widen(data.y, (words,)), widen(data.valid, (words,)))
+
+
 def from_arrays(X, y) -> Data:
     """Pack a plain data set: ``X: {0,1}[m, n]`` (rows are examples) and ``y: {0,1}[m]``."""
     X = np.asarray(X)

@@ -379,6 +379,7 @@ def _compile(study: Study, static: dict, seed: int, devices, group: int):
     of devices."""
 
     base = {name: value for name, value in static.items() if name != "branches"}
+    unbranched = {name: value for name, value in base.items() if name not in study.branches}  # after's: 1 branch or more
 
     def trial(key, values, dynamic, shared):
         out = study.trial(key, {**base, **values, **dynamic, **shared})
@@ -404,8 +405,7 @@ def _compile(study: Study, static: dict, seed: int, devices, group: int):
         out = switch(key, dynamic, shared)
         if study.after is None:
             return out
-        kept = {name: value for name, value in base.items() if name not in study.branches}  # one branch or several
-        out = study.after(key, {**kept, **dynamic, **shared}, out)  # once, whichever branch ran
+        out = study.after(key, {**unbranched, **dynamic, **shared}, out)  # once, whichever branch ran
         return {name: jnp.asarray(value) for name, value in out.items()}
 
     def local(hashes, replicates, dynamic, shared):

@@ -151,9 +151,7 @@ def _fit(key, data: Data, bagger: Bagging, features=None):
                 priority = jnp.where(jnp.arange(n) < features, priority, -1.0)
             seen = priority >= jax.lax.top_k(priority, bagger.features_per_member)[0][-1]
             sample = sample._replace(X=jnp.where(seen[:, None], sample.X, jnp.uint32(0)))
-        if features is None:
-            return bagger.base.fit(fit_key, sample), counts
-        return bagger.base.fit(fit_key, sample, features=features), counts
+        return bagger.base.fit(fit_key, sample, **({} if features is None else {"features": features})), counts
 
     members, counts = jax.vmap(member)(prng.split(key, bagger.members))
     slots = data.valid.shape[-1] * bits.WORD_BITS

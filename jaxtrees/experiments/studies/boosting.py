@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxtrees import datasets
-from jaxtrees.core import bits, checks
+from jaxtrees.core import bits, checks, sampling
 from jaxtrees.core.sampling import Data
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
@@ -64,12 +64,6 @@ def _padded(names: tuple) -> tuple:
     return tuple(max(s[i] for s in shapes) for i in range(3))
 
 
-def _pad(data: Data, n: int, words: int) -> Data:
-    """``data`` with zero feature rows and empty slots up to n features and ``words`` words."""
-    grow = lambda a, shape: jnp.zeros(shape, a.dtype).at[tuple(slice(0, s) for s in a.shape)].set(a)  # noqa: E731
-    return Data(grow(data.X, (n, words)), grow(data.y, (words,)), grow(data.valid, (words,)))
-
-
 #: The trial's outputs that carry the padded split to the forest (:func:`_forest`), not rows.
 FOREST_INPUTS = ("forest_features",) + tuple(f"forest_{part}_{field}" for part in ("train", "test")
                                              for field in ("X", "y", "valid"))
@@ -80,8 +74,8 @@ def _trial(key, params):
     problem = d.problem()
     train, test = problem.train(key, d.train_size), problem.test(key, d.train_size)
     n, train_words, test_words = _padded(tuple(available()))
-    padded = (jnp.int32(len(d.features)),) + _pad(train, n, train_words)[:3] + _pad(test, n, test_words)[:3]
-    out = dict(zip(FOREST_INPUTS, padded))
+    padded = sampling.pad(train, n, train_words)[:3] + sampling.pad(test, n, test_words)[:3]
+    out = dict(zip(FOREST_INPUTS, (jnp.int32(len(d.features)),) + padded))
     for name in WEAK:
         if name == "parity3" and params["max_degree"] < 3:
             out |= {f"parity3_{what}": jnp.full(params["rounds"], jnp.nan) for what in ("test_error", "train_error",
@@ -114,8 +108,9 @@ def _check(params):
 
 def _working_set(params) -> int:
     """Bytes a trial sweeps again and again: the forest's deepest level (``rounds`` trees x 2^(depth - 1) nodes x
-    the padded n features x three int16 counts) and AdaBoost's float rows (about n + 8 of them over the training slots). Past
-    the CPU's cache budget the runner vmaps fewer trials per group: one, at every built-in size (docs/studies.md)."""
+    the padded n features x three int16 counts) and AdaBoost's float rows (about n + 8 of them over the training
+    slots). Past the CPU's cache budget the runner vmaps fewer trials per group: one, at every built-in size
+    (docs/studies.md)."""
     d = _data(params["data"])
     n, slots = len(d.features), -(-d.train_size // bits.WORD_BITS) * bits.WORD_BITS
     padded = _padded(tuple(available()))[0]  # the forest's features: the largest data set's
@@ -202,7 +197,7 @@ BOOSTING = Study(
     trial=_trial,
     after=_forest,
     replicates=(2, 20),
-    level_loop=False,  # the forest is compiled once (``after``): unrolled, it runs 5-10x faster than in a loop
+    level_loop=False,  # the forest is compiled once (``after``), unrolled: 6-30x faster than looped (benchmarks.md)
     check=_check,
     working_set_per_trial=_working_set,
     plot=_plot,
