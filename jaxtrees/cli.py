@@ -200,7 +200,15 @@ def _run(args) -> int:
         seed = args.seed
     config = runner.configure(study, quick=args.quick, overrides=overrides, seed=seed)
     t0 = time.perf_counter()
-    results = runner.run(study, config, args.out, chunk=args.chunk, group=args.group, progress=not args.no_progress)
+    from jaxtrees.experiments import store
+
+    with store.reuse_written():  # the rows just written feed the figures and the report without a second read
+        results = runner.run(study, config, args.out, chunk=args.chunk, group=args.group, progress=not args.no_progress)
+        return _after_run(study, results, t0)
+
+
+def _after_run(study, results: str, t0: float) -> int:
+    """Figures and report from a finished run's results (process 0), or why there are none."""
     directory = os.path.dirname(results)
     import jax
 

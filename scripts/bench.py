@@ -71,9 +71,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxtrees as jt  # noqa: E402
+from jaxtrees.core import programs  # noqa: E402
+from jaxtrees.core.programs import jit  # noqa: E402
 from jaxtrees.experiments import runner  # noqa: E402
 from jaxtrees.experiments.studies.common import PRECISION_BITS  # noqa: E402
-
 
 def best_time(fn, reps):
     """Best of ``reps`` timed calls after one call that compiles and warms up."""
@@ -212,7 +213,7 @@ def main(argv=None):
 
     def batched(fn):
         """All trials in one compiled call: ``lax.map`` over groups of G vmapped trials."""
-        return jax.jit(lambda xs: jax.lax.map(fn, xs, batch_size=G))
+        return jit(lambda xs: jax.lax.map(fn, xs, batch_size=G))
 
     trials_fn = batched(lambda kk: trial(kk, args.precision_bits))
 
@@ -235,7 +236,8 @@ def main(argv=None):
            "device": str(jax.devices()[0]), "device_kind": jax.devices()[0].device_kind,
            "backend": jax.default_backend(), "jax": jax.__version__, "n_devices": jax.device_count(),
            "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-           "loadavg_at_start": os.getloadavg(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
+           "loadavg_at_start": os.getloadavg(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+           "compiler_options": programs.compiler_options()}
     keys = jax.random.split(jax.random.key(0), B)
     stage(f"growth: sampling and compiling (B = {B}, groups of {G})")
 
@@ -247,10 +249,10 @@ def main(argv=None):
             grow_compiled[r] = batched(lambda x: jt.grow(x, r))
         return grow_compiled[r](s)
 
-    sample_base = jax.jit(jax.vmap(make))
+    sample_base = jit(jax.vmap(make))
     samples = jax.block_until_ready(sample_base(keys))
     trees = grow_fn(samples, rule)
-    grow_vmap = jax.jit(jax.vmap(lambda s: jt.grow(s, rule)))
+    grow_vmap = jit(jax.vmap(lambda s: jt.grow(s, rule)))
     jax.block_until_ready(grow_vmap(samples))
     temp_vmap = temp_bytes(grow_vmap, samples)
     temp_grouped = temp_bytes(grow_compiled[rule], samples)
@@ -262,7 +264,7 @@ def main(argv=None):
     words = B * rows_per_trial * n * W
     masks = jax.random.bits(jax.random.key(1), (B, rows_per_trial, W), jnp.uint32)
     roof_grouped = batched(lambda mx: jt.bits.count_and(mx[0][:, None, :], mx[1][None, :, :]))
-    roof_whole = jax.jit(lambda a, b: jt.bits.count_and(a[:, :, None, :], b[:, None, :, :]))
+    roof_whole = jit(lambda a, b: jt.bits.count_and(a[:, :, None, :], b[:, None, :, :]))
     jax.block_until_ready((roof_grouped((masks, samples.X)), roof_whole(masks, samples.X)))
     times = interleaved_best({"grow": lambda: grow_fn(samples, rule), "grow_vmap": lambda: grow_vmap(samples),
                               "roof_grouped": lambda: roof_grouped((masks, samples.X)),
@@ -277,14 +279,14 @@ def main(argv=None):
                            jt.bits.unpack(s.y, m).astype(jnp.float32), D)
 
     stage("growth: one-hot matmul")
-    onehot_fn = jax.jit(lambda s: jax.lax.map(onehot_one, s, batch_size=min(args.onehot_batch, B)))
+    onehot_fn = jit(lambda s: jax.lax.map(onehot_one, s, batch_size=min(args.onehot_batch, B)))
     t_onehot = best_time(lambda: onehot_fn(samples), min(args.reps, 2))  # ~100x slower: 2 suffice
     oh_features = onehot_fn(samples)
     oh_root_agree = float(jnp.mean(oh_features[:, 0] == trees.feature[:, 0]))
 
     T = min(args.sklearn_trials, B)
     stage(f"growth: scikit-learn, {T} fits")
-    unpack = jax.jit(jax.vmap(lambda s: (jt.bits.unpack(s.X, m).T, jt.bits.unpack(s.y, m))))
+    unpack = jit(jax.vmap(lambda s: (jt.bits.unpack(s.X, m).T, jt.bits.unpack(s.y, m))))
     Xs, ys = unpack(jax.tree.map(lambda x: x[:T], samples))
     Xs = [np.asfortranarray(x, dtype=np.float32) for x in np.asarray(Xs)]
     ys = np.asarray(ys).astype(np.float64)
@@ -292,7 +294,7 @@ def main(argv=None):
     fitted = [DecisionTreeClassifier(criterion="entropy", max_depth=D).fit(Xs[i], ys[i], check_input=False)
               for i in range(T)]
     t_sk = (time.perf_counter() - t0) / T * B
-    preds = jax.jit(jax.vmap(jt.predict))(jax.tree.map(lambda x: x[:T], trees), jnp.asarray(np.stack(Xs), jnp.int32))
+    preds = jit(jax.vmap(jt.predict))(jax.tree.map(lambda x: x[:T], trees), jnp.asarray(np.stack(Xs), jnp.int32))
     sk_agree = float(np.mean([np.array_equal(np.asarray(preds[i]), fitted[i].predict(Xs[i]).astype(int))
                               for i in range(T)]))
     del Xs, ys, fitted, preds
@@ -306,7 +308,7 @@ def main(argv=None):
     stage("end to end: compiling and timing")
     pb = args.precision_bits
     trials_float = batched(trial)
-    trials_vmap = jax.jit(jax.vmap(lambda kk: trial(kk, pb)))
+    trials_vmap = jit(jax.vmap(lambda kk: trial(kk, pb)))
     started = time.perf_counter()  # a fresh jit of the same program: its compile time, not a cache hit
     batched(lambda kk: trial(kk, pb)).lower(keys).compile()
     t_compile_e2e = time.perf_counter() - started
@@ -346,7 +348,7 @@ def main(argv=None):
 
     # --- population growth --------------------------------------------------------------------
     stage("population growth")
-    ps, fs = jax.block_until_ready(jax.jit(jax.vmap(problem))(keys))
+    ps, fs = jax.block_until_ready(jit(jax.vmap(problem))(keys))
     exact_fn = batched(lambda pf: jt.grow_exact(pf[0], pf[1], rule))
     t_pop = best_time(lambda: exact_fn((ps, fs)), args.reps)
     res["population"] = {"grow_exact_s": t_pop, "trees_per_s": B / t_pop}
@@ -370,7 +372,7 @@ def main(argv=None):
             s = jax.tree.map(lambda *xs: jnp.concatenate(xs), *[sample_base(q) for q in kk])
         else:
             kk = jax.random.split(jax.random.key(3), B_)
-            s = jax.jit(jax.vmap(lambda q: make(q, n_, m_)))(kk)
+            s = jit(jax.vmap(lambda q: make(q, n_, m_)))(kk)
         jax.block_until_ready(grow_fn(s, r))  # compile
         return lambda: grow_fn(s, r)
 
@@ -426,7 +428,8 @@ def main(argv=None):
     ]
     print(f"workload: B={B} m={m} n={n} k={k} depth={D} entropy, smoothed c={args.c}, random {k}-juntas")
     print(f"device: {res['device']} ({res['backend']}, {res['device_kind']}), jax {jax.__version__}, "
-          f"{os.cpu_count()} cpus, load {res['loadavg_at_start'][0]:.2f} at start; XLA_FLAGS={res['xla_flags']!r}")
+          f"{os.cpu_count()} cpus, load {res['loadavg_at_start'][0]:.2f} at start; XLA_FLAGS={res['xla_flags']!r}, "
+          f"compiler options {res['compiler_options']}")
     print(f"{'section':<11} {'engine':<30} {'time ms':>10} {'per s':>10}  note")
     for sec, eng, t, note in rows:
         print(f"{sec:<11} {eng:<30} {t * 1e3:10.1f} {B / t:10.0f}  {note}")

@@ -35,6 +35,7 @@ import jax
 import numpy as np
 
 import jaxtrees as jt
+from jaxtrees.core.programs import jit
 from jaxtrees import datasets
 from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.parities import Parities
@@ -55,7 +56,7 @@ def parity_rounds(reps):
     data = jt.with_weights(jt.from_arrays(X, y), rng.uniform(0.1, 2.0, PARITY_M).astype(np.float32))
     key = jax.random.key(0)
     fits = {"parity3": Parities(3), "parity2": Parities(2), "lowdegree2": jt.LowDegree(degree=2, max_terms=1)}
-    fits = {name: jax.jit(learner.fit).lower(key, data).compile() for name, learner in fits.items()}
+    fits = {name: jit(learner.fit).lower(key, data).compile() for name, learner in fits.items()}
     return interleaved_best({name: functools.partial(fit, key, data) for name, fit in fits.items()}, reps)
 
 
@@ -85,7 +86,7 @@ def main(argv=None):
         H = booster.fit(key, problem.train(key, train))
         return H.staged_errors(problem.test(key, train))
 
-    boost = jax.jit(jax.vmap(split))
+    boost = jit(jax.vmap(split))
     started = time.perf_counter()
     boost = boost.lower(keys).compile()
     compile_s = time.perf_counter() - started

@@ -29,6 +29,7 @@ import jax
 import numpy as np
 
 from jaxtrees import datasets
+from jaxtrees.core.programs import jit
 from jaxtrees.learners.bagging import random_forest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -61,7 +62,7 @@ def main(argv=None):
     def split(key):
         return forest.fit(key, problem.train(key, train)).staged_errors(problem.test(key, train))[-1]
 
-    grow = jax.jit(lambda keys: jax.lax.map(split, keys))
+    grow = jit(lambda keys: jax.lax.map(split, keys))
     started = time.perf_counter()
     grow = grow.lower(keys).compile()
     compile_s = time.perf_counter() - started

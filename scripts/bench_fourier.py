@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxtrees as jt
+from jaxtrees.core.programs import jit
 from jaxtrees.core import bits
 from jaxtrees.fourier import walsh_hadamard
 from jaxtrees.hypotheses.polynomial import subsets
@@ -73,7 +74,7 @@ def data_sets(key, B, m, n, c):
         kp, kf, ks = jax.random.split(key, 3)
         return jt.draw(ks, jt.smoothed(c=c).marginals(kp, n), jt.random_parity(kf, n, 2), m)
 
-    return jax.jit(jax.vmap(one))(jax.random.split(key, B))
+    return jit(jax.vmap(one))(jax.random.split(key, B))
 
 
 def main(argv=None):
@@ -109,7 +110,7 @@ def main(argv=None):
     B, G, T = args.B, min(args.group, args.B), min(args.numpy_trials, args.B)
     data = data_sets(jax.random.key(1), B, args.m, args.n, args.c)
     learner = LowDegree(degree=2)
-    fit = jax.jit(lambda d: jax.lax.map(lambda x: learner.fit(None, x).values, d, batch_size=G))
+    fit = jit(lambda d: jax.lax.map(lambda x: learner.fit(None, x).values, d, batch_size=G))
     estimates = np.asarray(fit(data))
     host = jax.device_get(data)
     sets = subsets(args.n, 2)

@@ -57,6 +57,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jaxtrees.core import distributions, prng  # noqa: E402
+from jaxtrees.core.programs import jit  # noqa: E402
 from jaxtrees.learners import sgd  # noqa: E402
 from jaxtrees import targets  # noqa: E402
 
@@ -109,7 +110,7 @@ def main(argv=None):
     flops = B * S * (4 * b * n * h + 6 * b * h)
 
     # Loop of the same jitted single training (dispatched back to back, blocked once at the end).
-    single = jax.jit(lambda key, p, f, lr: sgd.train(key, p, f, cfg, learning_rate=lr))
+    single = jit(lambda key, p, f, lr: sgd.train(key, p, f, cfg, learning_rate=lr))
     members = [(keys[i], p[i], jax.tree.map(lambda x: x[i], f), lr[i]) for i in range(B)]
     t_loop = best_time(lambda: [single(*m) for m in members], args.reps, "loop")
     t_vmap = best_time(lambda: sgd.train_many(keys, p, f, cfg, learning_rate=lr), args.reps, "vmapped")
@@ -131,13 +132,13 @@ def main(argv=None):
 
     # What bounds it: a large matmul, the batched layer-1 matmuls alone, the RNG alone.
     A = jax.random.normal(jax.random.key(4), (1024, 1024), jnp.float32)
-    mm = jax.jit(lambda a: a @ a)
+    mm = jit(lambda a: a @ a)
     t_mm = best_time(lambda: mm(A), max(args.reps, 3))
     X = jax.random.normal(jax.random.key(5), (B, b, n), jnp.float32)
     XT = jnp.swapaxes(X, 1, 2)
     W = jax.random.normal(jax.random.key(6), (B, n, h), jnp.float32)
 
-    @jax.jit
+    @jit
     def bmm(X, XT, W):
         def body(W, _):
             Z = jnp.einsum("bin,bnh->bih", X, W)
@@ -146,7 +147,7 @@ def main(argv=None):
 
     t_bmm = best_time(lambda: bmm(X, XT, W), args.reps)
 
-    @jax.jit
+    @jit
     def rng(keys, p):
         def body(count, t):
             x = jax.vmap(lambda k, p: sgd.inputs(prng.fold_in(k, t), p, b))(keys, p)

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxtrees as jt
+from jaxtrees.core.programs import jit
 from jaxtrees.learners import rank, rank_reference
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -69,16 +70,16 @@ def main(argv=None):
         return jt.draw(jax.random.fold_in(key, 1), jnp.full((args.n,), 0.5), f, args.m)
 
     keys = jax.random.split(jax.random.key(0), args.batch)
-    data = jax.block_until_ready(jax.jit(jax.vmap(sample))(keys))
+    data = jax.block_until_ready(jit(jax.vmap(sample))(keys))
     learner = rank.FindMin(max_rank=args.max_rank)
-    run = jax.jit(jax.vmap(learner.search))
+    run = jit(jax.vmap(learner.search))
     started = time.perf_counter()
     run = run.lower(data).compile()
     compile_s = time.perf_counter() - started
     out = jax.device_get(run(data))
 
     k = min(args.reference_samples, args.batch)
-    unpack = jax.jit(jax.vmap(lambda X, y: (jt.bits.unpack(X, args.m).T, jt.bits.unpack(y, args.m))))
+    unpack = jit(jax.vmap(lambda X, y: (jt.bits.unpack(X, args.m).T, jt.bits.unpack(y, args.m))))
     X, y = (np.asarray(a) for a in unpack(data.X[:k], data.y[:k]))
 
     def reference_loop():

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxtrees as jt
+from jaxtrees.core.programs import jit
 
 IMPLS = ("threefry2x32", "rbg", "unsafe_rbg")
 
@@ -56,16 +57,16 @@ def main(argv=None):
             kp, kf, ks = jax.random.split(key, 3)
             return jt.draw(ks, family.marginals(kp, n), jt.random_junta(kf, n, k), m,
                            precision_bits=precision_bits)
-        return jax.jit(jax.vmap(make))
+        return jit(jax.vmap(make))
 
     words = B * 8 * n * W
     configs = {}  # name -> (thunk, kind, amount)
     for impl in IMPLS:
         keys = jax.random.split(jax.random.key(0, impl=impl), B)
-        bits_fn = jax.jit(jax.vmap(lambda kk: jax.random.bits(kk, (8, n, W), jnp.uint32)))
+        bits_fn = jit(jax.vmap(lambda kk: jax.random.bits(kk, (8, n, W), jnp.uint32)))
         configs[f"prng {impl}"] = (lambda f=bits_fn, kk=keys: f(kk), "uint32", words)
         if jt.prng.fusible(keys[0]):  # the same words from jaxtrees.core.prng (unrolled, fusible threefry)
-            ours = jax.jit(jax.vmap(lambda kk: jt.prng.bits(kk, (8, n, W))))
+            ours = jit(jax.vmap(lambda kk: jt.prng.bits(kk, (8, n, W))))
             configs[f"prng {impl} jaxtrees.prng"] = (lambda f=ours, kk=keys: f(kk), "uint32", words)
     precisions = [None] + [int(b) for b in args.precisions.split(",") if b]
     for impl in IMPLS[:2]:

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxtrees as jt
+from jaxtrees.core.programs import jit
 from jaxtrees.core import bits
 from jaxtrees.learners.greedy import weighted_counts
 
@@ -52,7 +53,7 @@ def data_sets(key, B, m, n, k, c):
         u = 1.0 - jax.random.uniform(ku, (m,))  # (0, 1]
         return jt.with_weights(data, u)
 
-    return jax.jit(jax.vmap(one))(jax.random.split(key, B))
+    return jit(jax.vmap(one))(jax.random.split(key, B))
 
 
 def matmul_counts(masks, X, y, u):
@@ -96,17 +97,17 @@ def main(argv=None):
           f"weights U(0, 1]")
     data = data_sets(jax.random.key(0), B, args.m, args.n, args.k, args.c)
     rule = jt.GrowthRule(max_depth=args.depth, impurity="gini")
-    grow = jax.jit(lambda d: jax.lax.map(lambda x: jt.grow(x, rule), d, batch_size=G))
+    grow = jit(lambda d: jax.lax.map(lambda x: jt.grow(x, rule), d, batch_size=G))
     unweighted = data._replace(weight=None)
 
     # counting: the node masks of each data set's weighted tree, all levels, as one [L, W] array
     trees = grow(data)
-    masks = jax.jit(jax.vmap(lambda t, d: _node_masks(t, d.X, d.valid)))(trees, data)
+    masks = jit(jax.vmap(lambda t, d: _node_masks(t, d.X, d.valid)))(trees, data)
     counts = jax.random.randint(jax.random.key(1), data.weight.shape, 0, 2**args.bits)
     counts = jnp.where(data.weight > 0, counts, 0)
-    mm = jax.jit(lambda M, d, c: jax.lax.map(lambda a: matmul_counts(a[0], a[1].X, a[1].y, a[2].astype(jnp.float32)),
+    mm = jit(lambda M, d, c: jax.lax.map(lambda a: matmul_counts(a[0], a[1].X, a[1].y, a[2].astype(jnp.float32)),
                                               (M, d, c), batch_size=G))
-    bs = jax.jit(lambda M, d, c: jax.lax.map(lambda a: bitsliced_counts(a[0], a[1].X, a[1].y, a[2], args.bits),
+    bs = jit(lambda M, d, c: jax.lax.map(lambda a: bitsliced_counts(a[0], a[1].X, a[1].y, a[2], args.bits),
                                               (M, d, c), batch_size=G))
     same = bool(jnp.all(mm(masks, data, counts) == bs(masks, data, counts)))
 

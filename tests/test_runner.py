@@ -680,3 +680,66 @@ def test_study_figures_leave_the_callers_backend_and_rcparams_alone(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["pdf", "True"]
     assert (tmp_path / "j.png").stat().st_size > 10_000
+
+
+GPU = types.SimpleNamespace(platform="gpu", device_kind="a GPU")
+
+
+def test_gpu_programs_compile_without_the_fusion_autotuner(monkeypatch):
+    """On a GPU every program (the runner's, the benchmarks' ``programs.jit``) turns XLA's fusion autotuner
+    off, which compiled reduce fusions through Triton for minutes; CPU programs keep their options."""
+    from jaxtrees.core import programs
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    off = {programs.FUSION_AUTOTUNER: False}
+    assert programs.compiler_options(GPU) == off  # this jaxlib's XLA knows the option
+    assert programs.compiler_options(jax.devices("cpu")[0]) is None
+    study = studies.get("juntas")
+    assert runner.compiler_options(study, GPU) == off
+    assert runner.compiler_options(study, jax.devices("cpu")[0]) == {runner.OPT_LEVEL_FLAG: study.cpu_opt_level}
+    monkeypatch.setenv("XLA_FLAGS", f"--{programs.FUSION_AUTOTUNER}=true")  # the user's flag wins
+    assert programs.compiler_options(GPU) is None and runner.compiler_options(study, GPU) is None
+
+
+def test_compiler_options_an_xla_does_not_know_are_left_out():
+    from jaxtrees.core import programs
+
+    assert programs._accepted(((programs.FUSION_AUTOTUNER, False),))
+    assert not programs._accepted((("xla_gpu_no_such_option_in_any_xla", False),))
+    assert int(programs.jit(lambda x: x + 1)(jnp.int32(1))) == 2  # CPU: jax.jit without options
+
+
+def test_run_hands_the_rows_it_wrote_to_the_figures_and_report(tmp_path, reference, monkeypatch):
+    """``jaxtrees run`` reads the parts once and never results.csv (``store.reuse_written``); nothing is held after."""
+    from jaxtrees.experiments import store
+
+    reads, read = [], store.read_checked
+    monkeypatch.setattr(store, "read_checked", lambda path, config=None: reads.append(path) or read(path, config))
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS]) == 0
+    results = tmp_path / "juntas" / "results.csv"
+    assert reads and str(results) not in reads and store._written is None
+    assert _rows(results) == reference
+
+
+def test_reused_rows_only_for_the_unchanged_file_and_the_same_configuration(tmp_path, reference_file):
+    from jaxtrees.experiments import store
+
+    directory = str(reference_file.parent)
+    config = json.loads((reference_file.parent / "metadata.json").read_text())["config"]
+    rows = store.read_results(directory, config)
+    results = store.Store(str(tmp_path), "juntas")
+    results.config = config
+    with store.reuse_written():
+        os.makedirs(results.directory)
+        results.write_results(rows)
+        held = store._written[results.results_path][2]
+        assert store.read_results(results.directory, config) is held  # handed back once
+        assert store.read_results(results.directory, config) == held and store._written == {}
+        results.write_results(rows)
+        with pytest.raises(ValueError, match="seed"):  # another configuration: read and checked
+            store.read_results(results.directory, {**config, "seed": 1})
+        results.write_results(rows)
+        held = store._written[results.results_path][2]
+        os.utime(results.results_path, ns=(0, 0))  # the file changed since: read afresh
+        assert store.read_results(results.directory, config) is not held
+    assert store._written is None and rows == store.read_results(directory, config)

@@ -15,7 +15,9 @@ False
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
+import os
 import sys
 
 # What a program costs: three memory maps per kernel (code, constants, data); a depth-3
@@ -36,6 +38,48 @@ MAP_SHARE = 0.25
 
 #: Used where /proc/sys/vm/max_map_count cannot be read.
 DEFAULT_MAP_LIMIT = 65530
+
+
+#: XLA's GPU fusion autotuner (on by default in recent jaxlibs) compiles every reduce and transpose
+#: fusion once more through the Triton block-level emitter and times both; jaxtrees' programs have
+#: hundreds of reductions, some with a whole Threefry hash fused in, and those Triton compiles take
+#: minutes (docs/benchmarks.md). Off in :func:`compiler_options`: the native emitter, as before.
+FUSION_AUTOTUNER = "xla_gpu_experimental_enable_fusion_autotuner"
+
+
+def compiler_options(device=None) -> dict | None:
+    """XLA options for jaxtrees' programs on ``device`` (default: JAX's first): on a GPU the fusion
+    autotuner off (``FUSION_AUTOTUNER``), unless XLA_FLAGS names it or this XLA lacks it; else None.
+
+    Pass to ``jax.jit(f, compiler_options=...)`` or ``lowered.compile(...)``; results are unchanged.
+    """
+    import jax
+
+    device = jax.devices()[0] if device is None else device
+    if device.platform != "gpu" or FUSION_AUTOTUNER in os.environ.get("XLA_FLAGS", ""):
+        return None
+    options = {FUSION_AUTOTUNER: False}
+    return options if _accepted(tuple(options.items())) else None
+
+
+def jit(fun, **kwargs):
+    """``jax.jit(fun, **kwargs)`` compiled with :func:`compiler_options`, as the study runner compiles."""
+    import jax
+
+    return jax.jit(fun, compiler_options=compiler_options(), **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _accepted(options: tuple) -> bool:
+    """Whether the default backend's XLA compiles a trivial program with ``options``."""
+    import jax
+    import jax.numpy as jnp
+
+    try:
+        jax.jit(lambda x: x + 1).lower(jnp.zeros((), jnp.int32)).compile(dict(options))
+    except Exception:  # an XLA without the option: "No such compile option"
+        return False
+    return True
 
 
 def holds_programs(cached):

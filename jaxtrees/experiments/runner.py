@@ -344,8 +344,10 @@ class _Job:
 
 def compiler_options(study: Study, device) -> dict | None:
     """XLA options for ``study``'s programs on ``device``: its ``cpu_opt_level`` on a CPU, unless
-    XLA_FLAGS sets the level itself."""
-    if study.cpu_opt_level is None or device.platform != "cpu" or OPT_LEVEL_FLAG in os.environ.get("XLA_FLAGS", ""):
+    XLA_FLAGS sets the level itself; on a GPU :func:`jaxtrees.core.programs.compiler_options`."""
+    if device.platform != "cpu":
+        return programs.compiler_options(device)
+    if study.cpu_opt_level is None or OPT_LEVEL_FLAG in os.environ.get("XLA_FLAGS", ""):
         return None
     return {OPT_LEVEL_FLAG: study.cpu_opt_level}
 
