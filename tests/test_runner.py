@@ -710,15 +710,14 @@ def test_compiler_options_an_xla_does_not_know_are_left_out():
 
 
 def test_run_hands_the_rows_it_wrote_to_the_figures_and_report(tmp_path, reference, monkeypatch):
-    """``jaxtrees run`` reads the parts once and never results.csv (``store.reuse_written``); nothing is held after."""
+    """``jaxtrees run`` reads back none of the parts and results it wrote (``store.reuse_written``); nothing is held after."""
     from jaxtrees.experiments import store
 
     reads, read = [], store.read_checked
     monkeypatch.setattr(store, "read_checked", lambda path, config=None: reads.append(path) or read(path, config))
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS]) == 0
-    results = tmp_path / "juntas" / "results.csv"
-    assert reads and str(results) not in reads and store._written is None
-    assert _rows(results) == reference
+    assert reads == [] and store._written is None
+    assert _rows(tmp_path / "juntas" / "results.csv") == reference
 
 
 def test_reused_rows_only_for_the_unchanged_file_and_the_same_configuration(tmp_path, reference_file):
@@ -743,3 +742,26 @@ def test_reused_rows_only_for_the_unchanged_file_and_the_same_configuration(tmp_
         os.utime(results.results_path, ns=(0, 0))  # the file changed since: read afresh
         assert store.read_results(results.directory, config) is not held
     assert store._written is None and rows == store.read_results(directory, config)
+
+
+def test_reused_parts_read_as_their_files_do(tmp_path, reference):
+    """A part's rows as the runner makes them (ints, floats, nan, strings) come back from ``read_parts`` as
+    its CSV text reads, held or read afresh; the runner's parts inside ``reuse_written`` are taken, not read."""
+    from jaxtrees.experiments import store
+
+    study = studies.get("juntas")
+    with store.reuse_written():
+        results = runner.run(study, runner.configure(study, quick=True, overrides={
+            "n": [8], "k": [2], "c": [0.0, 0.2], "m_min": [16], "m_max": [64], "replicates": 6}), str(tmp_path), progress=False)
+        assert list(store._written) == [results] and _rows(results) == reference  # every part taken; results held
+        directory = os.path.dirname(results)
+        config = json.loads(open(os.path.join(directory, "metadata.json")).read())["config"]
+        part = store.Store(str(tmp_path / "other"), "juntas")
+        part.config = config
+        os.makedirs(part.parts)
+        typed = [{**row, "cell": int(row["cell"]), "replicate": int(row["replicate"]), "seed": 0, "c": float(row["c"]),
+                  "exact_error": float(row["exact_error"]) if i else float("nan"), "m": int(row["m"])}
+                 for i, row in enumerate(reference[:5])]
+        part.write_part(typed)
+        held = store.read_parts(part.directory, config)
+    assert store.read_parts(part.directory, config) == held and held[0]["exact_error"] == "nan" and len(held) == 5
