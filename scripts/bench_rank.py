@@ -5,6 +5,8 @@ each labelled by its own random rank-2 tree (``random_rank_tree(key, n, r=2, len
 leaves, depth 6). jaxtrees: ``FindMin(max_rank=3).search`` vmapped over the samples (one
 ``while_loop`` over the batch: jaxtrees.learners.rank). Reference:
 ``jaxtrees.learners.rank_reference.findmin`` on --reference-samples of them, scaled to the batch.
+The batch is split over the devices (``shard_map``; on a CPU one device per core, as ``jaxtrees run``
+splits it), each running its share in its own loop.
 Both return the same trees (checked here on the reference's samples, and in tests/test_rank.py).
 Timings after compilation, best of --reps interleaved rounds.
 
@@ -24,17 +26,23 @@ The last lines are ``findmin_speedup_vs_reference: <ratio>`` and ``findmin_ms_10
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from jaxtrees.cli import split_cpu
 
-import jaxtrees as jt
-from jaxtrees.core.programs import jit
-from jaxtrees.learners import rank, rank_reference
+split_cpu()  # before JAX starts: one CPU device per core, as ``jaxtrees run`` (JAXTREES_CPU_DEVICES=1: off)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import Mesh, PartitionSpec  # noqa: E402
+
+import jaxtrees as jt  # noqa: E402
+from jaxtrees.core.programs import jit  # noqa: E402
+from jaxtrees.learners import rank, rank_reference  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import interleaved_best  # noqa: E402
@@ -72,7 +80,9 @@ def main(argv=None):
     keys = jax.random.split(jax.random.key(0), args.batch)
     data = jax.block_until_ready(jit(jax.vmap(sample))(keys))
     learner = rank.FindMin(max_rank=args.max_rank)
-    run = jit(jax.vmap(learner.search))
+    devices = jax.devices()[:math.gcd(args.batch, jax.device_count())]  # each its share of the batch, its own loop
+    mesh, spec = Mesh(devices, ("batch",)), PartitionSpec("batch")
+    run = jit(jax.shard_map(jax.vmap(learner.search), mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False))
     started = time.perf_counter()
     run = run.lower(data).compile()
     compile_s = time.perf_counter() - started
@@ -90,7 +100,7 @@ def main(argv=None):
     times = interleaved_best({"jaxtrees": lambda: run(data), "reference": reference_loop}, args.reps)
     t_jt, t_ref = times["jaxtrees"], times["reference"] / k * args.batch
     calls = np.asarray(out.calls)
-    print(f"device: {jax.devices()[0]} ({jax.default_backend()}), jax {jax.__version__}")
+    print(f"device: {len(devices)} x {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}")
     print(f"workload: {args.batch} samples, m = {args.m}, n = {args.n}, random rank-{args.rank} trees "
           f"(spines of {args.length}), FINDMIN up to rank {args.max_rank}; r(S) found: "
           f"{dict(zip(*np.unique(out.rank, return_counts=True)))}")

@@ -26,8 +26,8 @@ MAX_CALLS = 2**20
 
 # A frame's phases: entered, waiting for its call on S_0^v (then S_1^v), re-executing one side at rank r.
 _ENTER, _WAIT0, _WAIT1, _REDO0, _REDO1 = range(5)
-# Node columns.
-_FEATURE, _LEFT, _RIGHT, _LABEL = range(4)
+# Node columns: the test and children, the label, the node's examples and positive examples.
+_FEATURE, _LEFT, _RIGHT, _LABEL, _COUNT, _POSITIVE = range(6)
 # Search status.
 _RUNNING, _FOUND, _NONE, _BUDGET = range(4)
 
@@ -66,12 +66,14 @@ def _frame(rank) -> _Frame:
     return _Frame(*(jnp.asarray(v, jnp.int32) for v in (rank, -1, _ENTER, -1, -1, -1)))
 
 
-def _at(frames: _Frame, i) -> _Frame:
-    return jax.tree.map(lambda a: a[i], frames)
+def _at(frames, i) -> _Frame:
+    """Frame ``i`` of the stack ``frames`` (int32[depth, 6]: a frame per row, the fields in ``_Frame``'s order)."""
+    return _Frame(*frames[i])
 
 
-def _set(frames: _Frame, i, frame: _Frame) -> _Frame:
-    return jax.tree.map(lambda a, v: a.at[i].set(v), frames, frame)
+def _set(frames, i, frame: _Frame):
+    """The stack with row ``i`` set to ``frame``: one row write per step, not one per field."""
+    return frames.at[i].set(jnp.stack(frame))
 
 
 def _select(flag, a, b):
@@ -81,12 +83,11 @@ def _select(flag, a, b):
 class _Machine(NamedTuple):
     """The stack machine's state for one sample (see :func:`_run`)."""
 
-    frames: _Frame  # the call stack, each field [depth]
+    frames: jax.Array  # int32[depth, 6]: the call stack, a _Frame per row
     masks: jax.Array  # uint32[depth, W]: each frame's sample as a bitset
     top: jax.Array  # the top frame's index (-1: the root returned)
     ret: jax.Array  # the slot the last returning call found (-1: it failed)
-    nodes: jax.Array  # int32[C, 4]: the tree's nodes (feature, left, right, label)
-    stats: jax.Array  # float32[C, 2]: each node's weight and mean label
+    nodes: jax.Array  # int32[C, 6]: the tree's nodes (feature, left, right, label, examples, positive examples)
     ptr: jax.Array  # the next free slot
     calls: jax.Array  # FIND's invocations so far
     bound: jax.Array  # the rank bound of the root's current FIND
@@ -191,7 +192,7 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
         return jnp.where(jnp.any(flags), jnp.argmax(flags), -1).astype(jnp.int32)
 
     def leaf_row(positives, total):
-        return jnp.stack([jnp.int32(-1), -1, -1, (2 * positives > total).astype(jnp.int32)])
+        return jnp.stack([jnp.int32(-1), -1, -1, (2 * positives > total).astype(jnp.int32), total, positives])
 
     def step(s: _Machine, X, y) -> _Machine:
         active = s.status == _RUNNING
@@ -253,22 +254,18 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
         masks = s.masks.at[top + 1].set(jnp.where(push, child_mask, s.masks[top + 1]))
         frames = _set(frames, top + 1, _select(push, _frame(child_rank), _at(frames, top + 1)))
 
-        # Node writes, one scatter: this frame's node (its statistics on entering; its test and
+        # Node writes, one scatter: this frame's node (its label and counts on entering; its test and
         # children on success) and the pure leaves of a rank-1 step.
-        label = jnp.where(entering, (2 * pos > m).astype(jnp.int32), s.nodes[own, _LABEL])
+        kept_row = s.nodes[own]
+        label = jnp.where(entering, (2 * pos > m).astype(jnp.int32), kept_row[_LABEL])
+        counts = jnp.where(entering, jnp.stack([m, pos]), kept_row[_COUNT:])
         test = jnp.where(succeed & ~(entering & pure), jnp.stack([new_var, q0, q1]), -1)
-        rows = jnp.stack([jnp.concatenate([test, label[None]]), leaf_row(zeros_y[v], zeros[v]),
+        rows = jnp.stack([jnp.concatenate([test, label[None], counts]), leaf_row(zeros_y[v], zeros[v]),
                           leaf_row(ones_y[v], ones[v])])
-        side_weight = jnp.stack([zeros[v], ones[v]]).astype(jnp.float32)
-        side_mean = jnp.stack([zeros_y[v], ones_y[v]]) / jnp.maximum(side_weight, 1.0)
-        stat_rows = jnp.stack([jnp.stack([m.astype(jnp.float32), pos / jnp.maximum(m, 1)]),
-                               jnp.stack([side_weight[0], side_mean[0]]), jnp.stack([side_weight[1], side_mean[1]])])
         targets = jnp.stack([jnp.where(entering | succeed, own, C), jnp.where(bulk_one | bulk_both, q0, C),
                              jnp.where(bulk_one | bulk_both, q1, C)])
         targets = jnp.where(targets >= 0, targets, C)
         nodes = s.nodes.at[targets].set(rows, mode="drop")
-        stat_targets = targets.at[0].set(jnp.where(entering, own, C))
-        stats = s.stats.at[stat_targets].set(stat_rows, mode="drop")
         ptr = jnp.where(fail, own, jnp.where(entering, ptr + 1 + bulk_one + 2 * bulk_both, ptr))
 
         # Pop on return; at the root, FINDMIN moves on to the next rank or stops.
@@ -282,15 +279,15 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
         status = jnp.where(root_done & (result >= 0), _FOUND, jnp.where(root_done & ~retry, _NONE, _RUNNING))
         status = jnp.where((status == _RUNNING) & (calls >= max_calls) & ~retry, _BUDGET, status)
         kept = lambda new, old: jnp.where(active, new, old)  # noqa: E731  (a finished lane writes nothing)
-        return _Machine(frames, masks, kept(jnp.where(retry, 0, new_top), s.top), kept(result, s.ret), nodes, stats,
+        return _Machine(frames, masks, kept(jnp.where(retry, 0, new_top), s.top), kept(result, s.ret), nodes,
                         kept(jnp.where(retry, 0, ptr), s.ptr), kept(calls, s.calls), kept(bound, s.bound),
                         kept(status, s.status))
 
     def start(valid, weight) -> _Machine:
         sample = valid if weight is None else valid & bits.pack(weight > 0)
-        frames = _set(jax.tree.map(lambda v: jnp.zeros((D,), jnp.int32), _frame(0)), 0, _frame(min_rank))
+        frames = _set(jnp.zeros((D, len(_Frame._fields)), jnp.int32), 0, _frame(min_rank))
         return _Machine(frames, jnp.zeros((D, W), jnp.uint32).at[0].set(sample), top=jnp.int32(0), ret=jnp.int32(-1),
-                        nodes=jnp.full((C, 4), -1, jnp.int32), stats=jnp.zeros((C, 2), jnp.float32),
+                        nodes=jnp.full((C, 6), -1, jnp.int32).at[:, _COUNT:].set(0),
                         ptr=jnp.int32(0), calls=jnp.int32(0), bound=jnp.int32(min_rank), status=jnp.int32(_RUNNING))
 
     state = jax.vmap(start)(data.valid, data.weight)
@@ -304,16 +301,17 @@ def _finish(s: _Machine) -> Search:
     found = s.status == _FOUND
     size = jnp.where(found, s.ptr, 1)
     used = jnp.arange(C) < size
-    nodes = jnp.where(used[:, None], s.nodes, jnp.array([-1, -1, -1, 0], jnp.int32))
+    nodes = jnp.where(used[:, None], s.nodes, jnp.array([-1, -1, -1, 0, 0, 0], jnp.int32))
     # Without a tree, slot 0 is a leaf labelled by the sample's majority (set on entering the root).
     nodes = nodes.at[0, :_LABEL].set(jnp.where(found, nodes[0, :_LABEL], -1))
-    feature, left, right, label = (nodes[:, c] for c in range(4))
+    feature, left, right, label, count, positive = (nodes[:, c] for c in range(6))
     internal = feature >= 0
     parent = jnp.full((C,), -1, jnp.int32)
     for child in (left, right):  # each node's parent: one scatter of the children's slots
         parent = parent.at[jnp.where(internal, child, C)].set(jnp.arange(C, dtype=jnp.int32), mode="drop")
-    stats = jnp.where(used[:, None], s.stats, 0.0)
-    tree = NodeTree(feature, left, right, parent, jnp.where(used, label, 0), stats[:, 0], stats[:, 1], size)
+    weight = count.astype(jnp.float32)
+    mean = positive.astype(jnp.float32) / jnp.maximum(weight, 1.0)
+    tree = NodeTree(feature, left, right, parent, jnp.where(used, label, 0), weight, mean, size)
     return Search(tree, jnp.where(found, s.bound, -1), found, s.status == _BUDGET, s.calls)
 
 
