@@ -4,7 +4,7 @@ Reference workload (defaults): B = 4096 trials (65536 on a GPU or TPU), each wit
 U[0.4, 0.6]), a random 6-junta, m = 1024 examples on n = 64 features, max depth 6, entropy.
 All timings are after compilation, best of --reps; the same data sets feed every engine.
 
-How jaxtrees runs here: ``jax.jit(lambda xs: jax.lax.map(f, xs, batch_size=G))`` with f the
+How jaxtrees runs here: ``programs.jit(lambda xs: jax.lax.map(f, xs, batch_size=G))`` with f the
 single-trial function and G = --group trials vmapped per step, by default the study runner's
 group (``runner.group_size``: 32 on a CPU, 1024 on a GPU or TPU). One ``jax.vmap`` over all B trials computes the same values but keeps every
 intermediate of all B trials alive at once (fresh pages on every call on a CPU, out of cache;
@@ -75,6 +75,7 @@ from jaxtrees.core import programs  # noqa: E402
 from jaxtrees.core.programs import jit  # noqa: E402
 from jaxtrees.experiments import runner  # noqa: E402
 from jaxtrees.experiments.studies.common import PRECISION_BITS  # noqa: E402
+
 
 def best_time(fn, reps):
     """Best of ``reps`` timed calls after one call that compiles and warms up."""

@@ -106,9 +106,9 @@ def main(argv=None):
     counts = jax.random.randint(jax.random.key(1), data.weight.shape, 0, 2**args.bits)
     counts = jnp.where(data.weight > 0, counts, 0)
     mm = jit(lambda M, d, c: jax.lax.map(lambda a: matmul_counts(a[0], a[1].X, a[1].y, a[2].astype(jnp.float32)),
-                                              (M, d, c), batch_size=G))
+                                          (M, d, c), batch_size=G))
     bs = jit(lambda M, d, c: jax.lax.map(lambda a: bitsliced_counts(a[0], a[1].X, a[1].y, a[2], args.bits),
-                                              (M, d, c), batch_size=G))
+                                          (M, d, c), batch_size=G))
     same = bool(jnp.all(mm(masks, data, counts) == bs(masks, data, counts)))
 
     thunks = {"grow weighted": lambda: grow(data), "grow unweighted": lambda: grow(unweighted),

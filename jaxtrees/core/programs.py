@@ -15,7 +15,6 @@ False
 from __future__ import annotations
 
 import ctypes
-import functools
 import gc
 import os
 import sys
@@ -51,7 +50,9 @@ def compiler_options(device=None) -> dict | None:
     """XLA options for jaxtrees' programs on ``device`` (default: JAX's first): on a GPU the fusion
     autotuner off (``FUSION_AUTOTUNER``), unless XLA_FLAGS names it or this XLA lacks it; else None.
 
-    Pass to ``jax.jit(f, compiler_options=...)`` or ``lowered.compile(...)``; results are unchanged.
+    Pass to ``jax.jit(f, compiler_options=...)`` or ``lowered.compile(...)``. The autotuner picks
+    kernels by timing, so floats may round differently from a program compiled with it on; the
+    study runner keeps a resumed run's first options (``jaxtrees.experiments.runner``).
     """
     import jax
 
@@ -62,24 +63,38 @@ def compiler_options(device=None) -> dict | None:
     return options if _accepted(tuple(options.items())) else None
 
 
-def jit(fun, **kwargs):
-    """``jax.jit(fun, **kwargs)`` compiled with :func:`compiler_options`, as the study runner compiles."""
+_defaults = compiler_options  # for jit, whose keyword takes the name
+
+
+def jit(fun, *, compiler_options=None, **kwargs):
+    """``jax.jit(fun, **kwargs)`` compiled with :func:`compiler_options` (``compiler_options``: more, or
+    overriding), as the study runner compiles."""
     import jax
 
-    return jax.jit(fun, compiler_options=compiler_options(), **kwargs)
+    options = {**(_defaults() or {}), **(compiler_options or {})}
+    return jax.jit(fun, compiler_options=options or None, **kwargs)
 
 
-@functools.lru_cache(maxsize=None)
+#: Options :func:`_accepted` has settled: tuple of (name, value) -> whether this XLA knows them.
+_ACCEPTED: dict = {}
+
+
 def _accepted(options: tuple) -> bool:
-    """Whether the default backend's XLA compiles a trivial program with ``options``."""
+    """Whether the default backend's XLA knows ``options`` (a trivial program compiled with them). Only
+    XLA's "No such compile option" is remembered as a no; another failure says no this time only."""
     import jax
     import jax.numpy as jnp
 
-    try:
-        jax.jit(lambda x: x + 1).lower(jnp.zeros((), jnp.int32)).compile(dict(options))
-    except Exception:  # an XLA without the option: "No such compile option"
-        return False
-    return True
+    if options not in _ACCEPTED:
+        try:
+            jax.jit(lambda x: x + 1).lower(jax.ShapeDtypeStruct((), jnp.int32)).compile(dict(options))
+        except Exception as e:  # noqa: BLE001  (XLA raises its runtime error type)
+            if "No such compile option" not in str(e):
+                return False
+            _ACCEPTED[options] = False
+        else:
+            _ACCEPTED[options] = True
+    return _ACCEPTED[options]
 
 
 def holds_programs(cached):

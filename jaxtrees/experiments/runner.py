@@ -235,9 +235,13 @@ class _Job:
     progress: bool
 
     def __post_init__(self):
-        self.record = {"started": now(), "environment": environment(), "chunk": {}, "group": {},
+        env = environment()
+        # A resumed run compiles as the first run on this backend did (as it keeps the group): the same rows.
+        earlier = [r["compiler_options"] for r in self.metadata["runs"]
+                   if "compiler_options" in r and r.get("environment", {}).get("backend") == env["backend"]]
+        self.record = {"started": now(), "environment": env, "chunk": {}, "group": {},
                        "compile_seconds": {}, "compile_wait_seconds": {}, "run_seconds": {}, "trials_run": {},
-                       "compiler_options": compiler_options(self.study, self.devices[0])}
+                       "compiler_options": earlier[0] if earlier else compiler_options(self.study, self.devices[0])}
         self.metadata["runs"].append(self.record)
         self.metadata["columns"] = column_descriptions(self.study, self.config)
         self.store.write_metadata(self.metadata)

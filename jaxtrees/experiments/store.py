@@ -146,8 +146,9 @@ class Store:
     def write_part(self, rows: list[dict]):
         """One finished chunk's rows, as a new file in ``parts/`` (atomic)."""
         name = f"{time.time_ns():020d}-{jax.process_index():04d}-{uuid.uuid4().hex[:8]}.csv"
-        write_atomic(os.path.join(self.parts, name), csv_text(rows))
-        _hold(os.path.join(self.parts, name), self.config, rows, as_text=False)
+        text = csv_text(rows)
+        write_atomic(os.path.join(self.parts, name), text)
+        _hold(os.path.join(self.parts, name), self.config, text=text)
 
     def read_parts(self) -> list[dict]:
         """Every row written so far (whole chunks only), unsorted, checked against the configuration."""
@@ -156,11 +157,13 @@ class Store:
     def write_results(self, rows: list[dict]):
         """``results.csv``: the rows sorted by (cell, replicate), the axis order kept."""
         rows = sorted(rows, key=lambda r: (int(r["cell"]), int(r["replicate"])))
-        write_atomic(self.results_path, csv_text(rows))
-        _hold(self.results_path, self.config, rows, as_text=True)
+        text = csv_text(rows)
+        write_atomic(self.results_path, text)
+        as_read = rows and all(isinstance(value, str) for value in rows[0].values())  # read_parts' rows
+        _hold(self.results_path, self.config, rows=rows if as_read else None, text=None if as_read else text)
 
 
-#: Inside :func:`reuse_written`: file -> (its signature, the configuration, the rows, whether as read back).
+#: Inside :func:`reuse_written`: file -> (its signature, the configuration, its rows as read back, or its text).
 _written: dict | None = None
 
 
@@ -182,21 +185,25 @@ def _signature(path: str) -> tuple:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def _hold(path: str, config, rows: list[dict], as_text: bool):
-    """Inside :func:`reuse_written`, keep the rows just written to ``path``; ``as_text``: already strings."""
+def _hold(path: str, config, rows: list[dict] | None = None, text: str | None = None):
+    """Inside :func:`reuse_written`, keep what was just written to ``path``: its CSV ``text``, or
+    ``rows`` that are already what reading it gives (``read_parts``' rows: every value a string)."""
     if _written is not None:
-        _written[path] = (_signature(path), json.dumps(config, sort_keys=True), rows, as_text)
+        _written[path] = (_signature(path), json.dumps(config, sort_keys=True), rows, text)
 
 
 def _take(path: str, config) -> list[dict] | None:
-    """The rows held for ``path`` as :func:`read_checked` reads them (every value its CSV text), if the
-    file is unchanged and ``config`` the one they were written for; else None (read the file)."""
+    """The rows held for ``path``, as :func:`read_checked` reads them, if the file is unchanged and
+    ``config`` the one they were written for; else None (read the file)."""
     held = (_written or {}).pop(path, None)
     if held is None or not os.path.exists(path) or held[:2] != (_signature(path), json.dumps(config, sort_keys=True)):
         return None
-    rows, as_text = held[2:]
-    return rows if as_text else [{name: value if isinstance(value, str) else str(value) for name, value in row.items()}
-                                 for row in rows]
+    rows, text = held[2:]
+    if rows is not None:
+        return rows
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader)
+    return [dict(zip(header, values)) for values in reader if values]
 
 
 def read_parts(directory: str, config: dict | None = None) -> list[dict]:

@@ -51,7 +51,7 @@ class Search(NamedTuple):
 
 
 class _Frame(NamedTuple):
-    """One call FIND(S', r) on the machine's stack (int32 scalars; the stack holds [depth] arrays)."""
+    """One call FIND(S', r) on the machine's stack (int32 scalars; the stack holds them as rows)."""
 
     rank: jax.Array  # r, its rank bound
     var: jax.Array  # the variable v it tries (-1: none yet)

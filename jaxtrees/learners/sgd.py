@@ -139,10 +139,10 @@ def _batched_train(config, names, with_data_key, in_axes, shards: int, group: in
 
     batched = jax.vmap(one, in_axes=in_axes) if group is None else _in_groups(one, in_axes, group)
     if shards == 1:
-        return jax.jit(batched)
+        return programs.jit(batched)
     mesh = Mesh(np.asarray(jax.local_devices()[:shards]), ("members",))
     specs = tuple(PartitionSpec() if axis is None else PartitionSpec("members") for axis in in_axes)
-    return jax.jit(jax.shard_map(batched, mesh=mesh, in_specs=specs, out_specs=PartitionSpec("members"),
+    return programs.jit(jax.shard_map(batched, mesh=mesh, in_specs=specs, out_specs=PartitionSpec("members"),
                                  check_vma=False))
 
 
