@@ -315,20 +315,30 @@ class _Job:
         return compiled, time.perf_counter() - started
 
     def run(self, program: _Program, compiled, bar: Progress):
-        """Every slot of the program, call by call, each call's rows written as one part."""
+        """Every slot of the program, call by call, each call's rows written as one part: a call's rows
+        are made and written while the next call runs (JAX dispatches it before they are read)."""
         started = time.perf_counter()
+        running = None
         for start in range(0, len(program.slots), program.size):
             part = program.slots[start:start + program.size]
             outputs = compiled(*_inputs(self.study, program.static, self.cells, part, program.size, program.group))
-            real = [t for t, (_, padding) in enumerate(part) if not padding]
-            outputs = {key: np.asarray(value)[real] for key, value in outputs.items()}
-            trials = [part[t][0] for t in real]
-            self.store.write_part(_rows(self.study, self.config, self.cells, trials, outputs))
-            bar.update(len(trials))
+            if running is not None:
+                self._write(*running, bar)
+            running = part, outputs
+        if running is not None:
+            self._write(*running, bar)
         self.record["run_seconds"][program.name] = round(time.perf_counter() - started, 3)
         self.record["trials_run"][program.name] = program.trials
         self.record["seconds"] = bar.elapsed
         self.store.write_metadata(self.metadata)  # a run killed later keeps this program's timings
+
+    def _write(self, part, outputs, bar: Progress):
+        """One call's rows (its real slots, not the padding) as one part."""
+        real = [t for t, (_, padding) in enumerate(part) if not padding]
+        outputs = {key: np.asarray(value)[real] for key, value in outputs.items()}
+        trials = [part[t][0] for t in real]
+        self.store.write_part(_rows(self.study, self.config, self.cells, trials, outputs))
+        bar.update(len(trials))
 
     def finish(self, trials: int, seconds: float):
         """Record the run's end; after every process is done, process 0 writes ``results.csv``."""
