@@ -11,7 +11,8 @@ other processes hits all alike):
             and ``jaxtrees.core.prng.bits`` for threefry keys (the same words, written to memory here;
             inside the sampler they are consumed where they are made).
   draw      G Bernoulli bits/s = B * n * m / time for the default path (one float uniform per bit)
-            and for ``precision_bits=b`` (b random words per 32 bits; marginals rounded to 2^-b).
+            and for ``precision_bits=b`` (b random words per 32 bits, both words of b/2 Threefry
+            hashes; marginals rounded to 2^-b).
 The last line is ``sampling_speedup_b8: <ratio>`` (threefry, precision_bits=8 vs default).
 
     python scripts/bench_sampling.py            # reference workload

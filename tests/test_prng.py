@@ -42,6 +42,21 @@ def test_words_at_is_the_flat_index():
     np.testing.assert_array_equal(prng.words_at(key, index), full[np.asarray(index)])
 
 
+def test_pair_at_is_both_words_of_the_hash():
+    """pair_at's two words xor to words_at's word, and are the hash's two outputs."""
+    key = jax.random.key(11)
+    index = jnp.array([[41, 0], [5, 17]], jnp.uint32)
+    x0, x1 = prng.pair_at(key, index)
+    np.testing.assert_array_equal(np.asarray(x0) ^ np.asarray(x1), prng.words_at(key, index))
+    k0, k1 = np.asarray(jax.random.key_data(key))
+    w0, w1 = prng.threefry2x32(k0, k1, np.uint32(0), index)
+    np.testing.assert_array_equal(x0, w0)
+    np.testing.assert_array_equal(x1, w1)
+    assert not np.array_equal(x0, x1)
+    with pytest.raises(TypeError, match="threefry"):
+        prng.pair_at(jax.random.key(0, impl="rbg"), index)
+
+
 def test_uniform_at_is_uniform_at_the_flat_index():
     key = jax.random.key(12)
     full = np.asarray(prng.uniform(key, (6, 7))).ravel()

@@ -27,7 +27,7 @@ import pytest
 
 import jaxtrees as jt
 from helpers import np_pack, np_unpack
-from jaxtrees.core import bits, sampling
+from jaxtrees.core import bits, prng, sampling
 
 Z = 5.0  # per-cell two-sided z bound; with the cell counts below the family-wise rate is < 1e-6
 CHI2_3DF_1E6 = 30.66  # scipy.stats.chi2.isf(1e-6, 3)
@@ -63,18 +63,44 @@ def test_carry_out_random_digits(b):
     words = np.stack([lane_digits(v, b) for v in V], axis=1)  # uint32[b, 6, 2]
     got = np.asarray(bits.carry_out(words, P.astype(np.uint32)))
     np.testing.assert_array_equal(got, np_pack(V + P >= 2 ** b))
+    if b % 2 == 0:  # digits made two per call, as from one hash
+        pairs = lambda j: (jnp.asarray(words)[2 * j], jnp.asarray(words)[2 * j + 1])  # noqa: E731
+        got = np.asarray(bits.carry_out(pairs, P.astype(np.uint32), n_digits=b))
+        np.testing.assert_array_equal(got, np_pack(V + P >= 2 ** b))
+    else:
+        with pytest.raises(ValueError, match="multiple"):
+            bits.carry_out(lambda j: (jnp.asarray(words)[j], jnp.asarray(words)[j]), P.astype(np.uint32), n_digits=b)
+
+
+def threefry_digits(key, shape, b):
+    """The documented layout for a threefry key: digits 2t, 2t + 1 of output word q are the two
+    words of Threefry-2x32(key, (0, q h + t)), h = ceil(b / 2) (``prng.threefry2x32``, checked
+    against Random123's known answers in test_prng.py). uint32[b, *shape]."""
+    h = (b + 1) // 2
+    k0, k1 = np.asarray(jax.random.key_data(key), np.uint32)
+    q = np.arange(int(np.prod(shape)), dtype=np.uint32).reshape(shape)
+    words = []
+    for t in range(h):
+        x0, x1 = prng.threefry2x32(k0, k1, np.uint32(0), q * np.uint32(h) + np.uint32(t))
+        words += [np.asarray(x0), np.asarray(x1)]
+    return np.stack(words[:b])
 
 
 @pytest.mark.parametrize("impl", ["threefry2x32", "rbg"])  # words made in the adder / drawn first
-@pytest.mark.parametrize("b", [1, 2, 5])
+@pytest.mark.parametrize("b", [1, 2, 5, 8])
 def test_packed_bernoulli_is_the_threshold_of_its_own_words(b, impl):
     """Every grid point p = P / 2^b, P = 0..2^b: output bit t == [V_t >= 2^b - P], V_t read in
-    numpy from ``jax.random.bits(key, (rows, W, b))`` (the documented digit layout)."""
+    numpy from the documented digit layout: for a threefry key both words of ceil(b / 2) hashes
+    per output word (:func:`threefry_digits`), for another key ``jax.random.bits(key, (rows, W, b))``."""
     P = np.arange(2 ** b + 1)
     p = (P / 2 ** b).astype(np.float32)
     m, key = 100, jax.random.key(7, impl=impl)
     got = np.asarray(sampling.packed_bernoulli(key, p, m, precision_bits=b))
-    digits = np.moveaxis(np.asarray(jax.random.bits(key, (p.size, bits.n_words(m), b), jnp.uint32)), -1, 0)
+    shape = (p.size, bits.n_words(m))
+    if impl == "threefry2x32":
+        digits = threefry_digits(key, shape, b)
+    else:
+        digits = np.moveaxis(np.asarray(jax.random.bits(key, shape + (b,), jnp.uint32)), -1, 0)
     lanes = np_unpack(digits, m).astype(np.int64)  # [b, rows, m]
     V = sum(lanes[j] << (b - 1 - j) for j in range(b))
     np.testing.assert_array_equal(got, np_pack(V >= 2 ** b - P[:, None]))

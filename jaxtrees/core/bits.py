@@ -141,7 +141,8 @@ def carry_out(digits, addend, *, n_digits: int | None = None):
     the b-bit integer ``V_t`` (``digits[0]`` the most significant). ``digits`` may instead be a
     function ``j -> digit word j`` (j a traced int32) with ``n_digits = b`` (ignored for an
     array): the words are then made inside the loop, one at a time, and never stored together.
-    ``addend`` is a non-negative
+    Such a function may return a tuple of g words, digits ``g j .. g j + g - 1`` (b a multiple
+    of g), e.g. both words of one hash. ``addend`` is a non-negative
     integer array broadcasting against a digit word; only its low b bits are read. Returns
     ``uint32[...]`` whose bit t is ``[V_t + (addend mod 2^b) >= 2^b]``.
 
@@ -164,23 +165,29 @@ def carry_out(digits, addend, *, n_digits: int | None = None):
             raise TypeError("carry_out: pass n_digits = b with a digit function")
         b = n_digits
 
-        def digit(j):
-            return jnp.asarray(digits(j), jnp.uint32)
+        def group(j):
+            out = digits(j)
+            return tuple(jnp.asarray(w, jnp.uint32) for w in (out if isinstance(out, (tuple, list)) else (out,)))
 
-        shape = jax.eval_shape(digit, 0).shape
+        out = jax.eval_shape(group, 0)
+        g, shape = len(out), out[0].shape
+        if b % g:
+            raise ValueError(f"carry_out: n_digits = {b} is not a multiple of the {g} digits per call")
     else:
         words = jnp.asarray(digits, jnp.uint32)
-        b, shape = words.shape[0], words.shape[1:]
+        b, shape, g = words.shape[0], words.shape[1:], 1
 
-        def digit(j):
-            return lax.dynamic_index_in_dim(words, j, keepdims=False)
+        def group(j):
+            return (lax.dynamic_index_in_dim(words, j, keepdims=False),)
 
     addend = jnp.asarray(addend).astype(jnp.uint32)
 
-    def step(i, r):  # i = 0 is the least significant digit, index b - 1
-        a_i = ((addend >> i.astype(jnp.uint32)) & jnp.uint32(1)).astype(bool)
-        v = digit(b - 1 - i)
-        return jnp.where(a_i, v | r, v & r)
+    def step(i, r):  # call i = 0 holds the least significant digits, ending at index b - 1
+        j = b // g - 1 - i
+        for d, v in reversed(list(enumerate(group(j)))):  # digit g j + d, least significant first
+            a = ((addend >> (b - 1 - g * j - d).astype(jnp.uint32)) & jnp.uint32(1)).astype(bool)
+            r = jnp.where(a, v | r, v & r)
+        return r
 
     r = jnp.zeros(jnp.broadcast_shapes(shape, jnp.shape(addend)), jnp.uint32)
-    return lax.fori_loop(0, b, step, r)
+    return lax.fori_loop(0, b // g, step, r)

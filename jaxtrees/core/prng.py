@@ -92,6 +92,17 @@ def words_at(key, index):
     return x0 ^ x1
 
 
+def pair_at(key, index):
+    """Both words of the hash behind :func:`words_at` (their xor is ``words_at(key, index)``):
+    ``(x0, x1)``, two independent uniform words per hash, as Random123 and JAX's non-partitionable
+    threefry use them. Half the hashing of :func:`words_at` per random word; not a stream that
+    ``jax.random`` draws. Same conditions as :func:`words_at`."""
+    words = _threefry_key_words(key)
+    if words is None:
+        raise TypeError("pair_at needs a threefry key and jax_threefry_partitionable=True")
+    return threefry2x32(*words, jnp.uint32(0), index)
+
+
 def split(key, num: int = 2):
     """``jax.random.split(key, num)`` as fusible array code where possible: under partitionable threefry
     key i's words are Threefry-2x32(key, (0, i)), which JAX lowers to a rolled loop on CPU (several

@@ -89,7 +89,8 @@ def packed_bernoulli(key, p, m: int, *, precision_bits: int | None = None):
     its 23-bit uniform resolves p to about 2^-23). Costs 32 random words per output word.
 
     ``precision_bits=b`` (1..31): exact Bernoulli(P / 2^b) with P = round(p 2^b) (see
-    :func:`quantize`), from b random words per output word. Construction and proof: draw b i.i.d.
+    :func:`quantize`), from b random words per output word (both words of ceil(b/2) Threefry
+    hashes for a threefry key, :func:`jaxtrees.core.prng.pair_at`). Construction and proof: draw b i.i.d.
     uniform words D_1..D_b; lane t of the b words spells a b-bit integer V_t (D_1 the most
     significant digit), and since the b * 32 lane bits are i.i.d. fair bits, V_t is uniform on
     {0, ..., 2^b - 1} and V_0, ..., V_31 are independent. Output bit t is the carry out of the
@@ -113,16 +114,19 @@ def packed_bernoulli(key, p, m: int, *, precision_bits: int | None = None):
     b = _precision(precision_bits)
     W = bits.n_words(m)
     P = _grid_numerator(p, b)[..., None]  # uint32[..., 1], broadcast over the words
-    # Digit j of output word w of row i is word (i W + w) b + j of ``jax.random.bits(key, p.shape
-    # + (W, b))``; each digit is generated where the adder reads it (``prng.words_at``).
-    shape = p.shape + (W,)
-    if prng.fusible(key) and math.prod(shape) * b < prng.MAX_WORDS:
-        first = lax.iota(jnp.uint32, math.prod(shape)).reshape(shape) * jnp.uint32(b)
-        digits = lambda j: prng.words_at(key, first + j.astype(jnp.uint32))  # noqa: E731
-    else:  # drawn first, digit axis moved to the front as carry_out reads arrays
-        digits = jnp.moveaxis(jax.random.bits(key, shape + (b,), jnp.uint32), -1, 0)
     ones = jnp.where(P >> jnp.uint32(b) != 0, bits.ALL_ONES, jnp.uint32(0))  # p rounds to 1
-    return (bits.carry_out(digits, P, n_digits=b) | ones) & bits.valid_mask(m)
+    shape = p.shape + (W,)
+    h = (b + 1) // 2  # hashes per output word
+    if prng.fusible(key) and math.prod(shape) * h < prng.MAX_WORDS:
+        # Digits 2t and 2t + 1 of output word q (row-major over p.shape + (W,)) are the two words of
+        # hash q h + t (``prng.pair_at``), made where the adder reads them. An odd b gets a last,
+        # least significant digit with addend digit 0: its carry is 0, so the result is unchanged.
+        first = lax.iota(jnp.uint32, math.prod(shape)).reshape(shape) * jnp.uint32(h)
+        digits = lambda t: prng.pair_at(key, first + t.astype(jnp.uint32))  # noqa: E731
+        carry = bits.carry_out(digits, P << jnp.uint32(2 * h - b), n_digits=2 * h)
+    else:  # other keys: digit j of output word q is word q b + j of jax.random.bits(key, shape + (b,))
+        carry = bits.carry_out(jnp.moveaxis(jax.random.bits(key, shape + (b,), jnp.uint32), -1, 0), P)
+    return (carry | ones) & bits.valid_mask(m)
 
 
 def _precision(precision_bits) -> int:
