@@ -486,24 +486,27 @@ def _inputs(study: Study, static: dict, cells, slots, per_call, group: int):
 
 
 def _rows(study: Study, config: Config, cells, trials, outputs) -> list[dict]:
+    names = list(outputs)
+    columns = [_python(outputs[name]) for name in names]  # one conversion per output, not per value
     rows = []
     for t, (i, r) in enumerate(trials):
         base = {"study": study.name, "seed": config.seed, "cell": i, "replicate": r, **cells[i]}
         if study.axis is None:
-            rows.append({**base, **{name: _scalar(value[t]) for name, value in outputs.items()}})
+            rows.append({**base, **{name: column[t] for name, column in zip(names, columns)}})
             continue
+        values = [column[t] for column in columns]
+        nested = [isinstance(v, list) for v in values]
         for a, axis_value in enumerate(study.axis.values(cells[i])):
             row = {**base, study.axis.name: axis_value}
-            for name, value in outputs.items():
-                row[name] = _scalar(value[t][a] if value.ndim > 1 else value[t])
+            row.update(zip(names, (v[a] if deep else v for v, deep in zip(values, nested))))
             rows.append(row)
     return rows
 
 
-def _scalar(v):
-    v = np.asarray(v)
-    if v.dtype == bool:
-        return int(v)
-    if np.issubdtype(v.dtype, np.integer):
-        return int(v)
-    return float(v)
+def _python(value):
+    """An output array as nested Python lists: bools and integers as int, floats as float (exactly the
+    array's values, as ``float(np.float32(x))``)."""
+    value = np.asarray(value)
+    if value.dtype == bool or np.issubdtype(value.dtype, np.integer):
+        value = value.astype(np.int64)
+    return value.tolist()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections import defaultdict
 
 import numpy as np
@@ -49,7 +50,7 @@ def typed(rows) -> list[dict]:
         return rows
     parsers = {}
     for name in rows[0]:
-        values = {r[name] for r in rows}
+        values = set(map(operator.itemgetter(name), rows))
         if all(isinstance(v, str) for v in values):
             kind = _column_type(values)
             parsers[name] = {v: kind(v) for v in values}  # each distinct value parsed once
@@ -80,9 +81,16 @@ def split(rows, by) -> dict[tuple, list]:
     {('0.05',): 1, ('0.1',): 2}
     """
     parts: dict[tuple, list] = {}
+    key = _key(by)
     for r in rows:
-        parts.setdefault(tuple(r[b] for b in by), []).append(r)
+        parts.setdefault(key(r), []).append(r)
     return {cell: parts[cell] for cell in sorted(parts, key=lambda cell: tuple(map(natural_key, cell)))}
+
+
+def _key(by):
+    """``row -> tuple of its by values`` (itemgetter: a million rows in a fraction of a generator's time)."""
+    by = tuple(by)
+    return operator.itemgetter(*by) if len(by) > 1 else (lambda r: tuple(r[name] for name in by))
 
 
 def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -102,9 +110,9 @@ def rates(rows, by, metric: str) -> list[dict]:
     Returns dicts with the ``by`` values (strings), ``trials``, ``successes``, ``rate``, ``low``,
     ``high``, in order of first appearance.
     """
-    groups = defaultdict(list)
+    groups, key = defaultdict(list), _key(by)
     for r in rows:
-        groups[tuple(r[b] for b in by)].append(float(r[metric]))
+        groups[key(r)].append(float(r[metric]))
     out = []
     for values, xs in groups.items():
         k, n = int(round(sum(xs))), len(xs)
@@ -115,9 +123,9 @@ def rates(rows, by, metric: str) -> list[dict]:
 
 def means(rows, by, metric: str) -> list[dict]:
     """Mean of ``metric`` per group with its standard error (``mean``, ``sem``, ``trials``)."""
-    groups = defaultdict(list)
+    groups, key = defaultdict(list), _key(by)
     for r in rows:
-        groups[tuple(r[b] for b in by)].append(float(r[metric]))
+        groups[key(r)].append(float(r[metric]))
     out = []
     for values, xs in groups.items():
         xs = np.asarray(xs)
