@@ -158,7 +158,7 @@ def test_pack_unpack_roundtrip(x):
 # Word counts at the edges of count_and's cases (one reduction up to REDUCE_SPAN; blocks of one
 # step up to REDUCE_SPAN * BLOCKS_PER_STEP; a loop of steps beyond, with and without padding).
 _SPAN, _STEP = bits.REDUCE_SPAN, bits.REDUCE_SPAN * bits.BLOCKS_PER_STEP
-WORDS = [1, 2, _SPAN - 1, _SPAN, _SPAN + 1, 3 * _SPAN - 5, _STEP, _STEP + 1, 2 * _STEP + 37, 700]
+WORDS = [1, 2, _SPAN - 1, _SPAN, _SPAN + 1, 3 * _SPAN - 5, _STEP, _STEP + 1, 2 * _STEP + 37, 700, bits.PREFIX_MIN_WORDS + 45]
 
 
 @settings(max_examples=20, deadline=None, derandomize=True, database=None,
@@ -173,6 +173,22 @@ def test_count_and_equals_numpy_popcount(words, rows, seed):
     expected = np.bitwise_count(a & b).sum(axis=-1, dtype=np.int64)
     np.testing.assert_array_equal(bits.count_and(a, b), expected)
     np.testing.assert_array_equal(bits.count_and(b[0], a[:, 0:1, :]), np.bitwise_count(b[0] & a[:, 0:1, :]).sum(-1))
+
+
+@settings(max_examples=20, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(words=st.sampled_from(WORDS), used=st.integers(0, 800), seed=st.integers(0, 2**31 - 1))
+def test_count_and_of_a_prefix(words, used, seed):
+    """``count_and(a, b, words=k)`` of arrays zero past k words equals the full count, for k traced and
+    batched under vmap (each row its own k), k = 0 and k past the axis included."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2**32, (3, words), dtype=np.uint32)
+    b = rng.integers(0, 2**32, (3, words), dtype=np.uint32)
+    ks = np.array([used, used // 3, min(used, words)], np.int32)
+    a = np.where(np.arange(words)[None, :] < ks[:, None], a, 0).astype(np.uint32)  # zero past each row's k
+    expected = np.bitwise_count(a & b).sum(axis=-1, dtype=np.int64)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(bits.count_and))(a, b, ks), expected)
+    np.testing.assert_array_equal(bits.count_and(a, b, int(ks.max())), expected)
 
 
 def test_count_and_broadcasts_a_single_word_and_rejects_mismatched_lengths():

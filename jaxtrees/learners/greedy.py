@@ -200,13 +200,15 @@ def counting(data: Data, shared: Dense | None = None):
         dtype = jnp.int16 if X.shape[-1] * bits.WORD_BITS < 2**15 else jnp.int32
 
         ones_y = jnp.where(jnp.arange(2)[:, None] == 0, bits.ALL_ONES, y[None, :])  # [2, W]: all ones, then y
+        # The words up to the last valid one: a prefix of a sample (sampling.prefix) counts only its own words.
+        words = jnp.max(jnp.where(valid != 0, jnp.arange(1, valid.shape[-1] + 1, dtype=jnp.int32), 0))
 
         def count(masks):
             # [masks; masks & y] by a select, not a concatenate: XLA:CPU fuses this operand into the
             # counting reduction, where a concatenate is a branch in the word loop that LLVM
             # vectorizes only at -O3 (docs/benchmarks.md, "LLVM optimization level").
             both = (ones_y[:, None, :] & masks[None]).reshape(2 * masks.shape[0], -1)  # [2L, W]
-            c = bits.count_and(both[:, None, :], X[None, :, :]).astype(dtype)  # [2L, n]
+            c = bits.count_and(both[:, None, :], X[None, :, :], words).astype(dtype)  # [2L, n]
             return c[: masks.shape[0]], c[masks.shape[0]:], None
 
         return valid, count, lambda masks: (bits.count(masks), bits.count(masks & y), None)
