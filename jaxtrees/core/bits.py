@@ -104,18 +104,22 @@ def count_and(a, b, words=None):
     ran 4.5x slower than at m = 1024.
 
     ``words`` (an int32 scalar, may be traced): ``a & b`` is zero past its first ``words`` words (a
-    prefix of a sample), so on an axis of at least ``PREFIX_MIN_WORDS`` the loop stops after the ``PREFIX_BLOCKS_PER_STEP`` blocks per step that
+    prefix of a sample). On an axis of at least ``PREFIX_MIN_WORDS`` the loop then adds
+    ``PREFIX_BLOCKS_PER_STEP`` blocks of ``REDUCE_SPAN`` words per step and stops after the steps that
     hold them: a fit on the first m examples costs about m, not the axis' length. The result is the same.
     """
     a, b = jnp.asarray(a), jnp.asarray(b)
     length = jnp.broadcast_shapes(a.shape, b.shape)[-1]  # raises if they do not broadcast
-    if words is not None and length >= PREFIX_MIN_WORDS:
-        return _count_and_prefix(a, b, length, words)
+    prefix = words is not None and length >= PREFIX_MIN_WORDS
     if length <= REDUCE_SPAN:
         return count(a & b)
-    steps = -(-length // (REDUCE_SPAN * BLOCKS_PER_STEP))
-    blocks = min(-(-length // REDUCE_SPAN), BLOCKS_PER_STEP)  # per step
-    span = -(-length // (steps * blocks))
+    if prefix:
+        blocks, span = PREFIX_BLOCKS_PER_STEP, REDUCE_SPAN
+        steps = -(-length // (blocks * span))
+    else:
+        steps = -(-length // (REDUCE_SPAN * BLOCKS_PER_STEP))
+        blocks = min(-(-length // REDUCE_SPAN), BLOCKS_PER_STEP)  # per step
+        span = -(-length // (steps * blocks))
     a, b = (v if v.shape[-1] == 1 else jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, steps * blocks * span - length)])
             for v in (a, b))
 
@@ -127,6 +131,9 @@ def count_and(a, b, words=None):
         return total
 
     total = jnp.zeros(jnp.broadcast_shapes(a.shape[:-1], b.shape[:-1]), jnp.int32)
+    if prefix:  # the steps that hold the first ``words`` words
+        used = jnp.clip((jnp.asarray(words, jnp.int32) + blocks * span - 1) // (blocks * span), 0, steps)
+        return lax.fori_loop(0, used, step, total)
     return step(0, total) if steps == 1 else lax.fori_loop(0, steps, step, total)
 
 
@@ -136,28 +143,6 @@ PREFIX_BLOCKS_PER_STEP = 4
 #: Shorter axes ignore ``count_and``'s ``words``: a loop of fewer steps cost more than it saved (at 256 words,
 #: 2.5 ms as one step against 4.8-5.6 ms as a loop of two, 32 vmapped depth-6 trees, n = 64).
 PREFIX_MIN_WORDS = 4 * PREFIX_BLOCKS_PER_STEP * REDUCE_SPAN
-
-
-def _count_and_prefix(a, b, length: int, words):
-    """:func:`count_and` of arrays that are zero past ``words`` words: ``PREFIX_BLOCKS_PER_STEP`` blocks of
-    ``REDUCE_SPAN`` words per step, as many steps as the prefix needs."""
-    g = min(PREFIX_BLOCKS_PER_STEP, -(-length // REDUCE_SPAN))
-    steps = -(-length // (g * REDUCE_SPAN))
-    a, b = (v if v.shape[-1] == 1 else jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, steps * g * REDUCE_SPAN - length)])
-            for v in (a, b))
-
-    def step(j, total):
-        for i in range(g):
-            start = (j * g + i) * REDUCE_SPAN
-            a_j, b_j = (v if v.shape[-1] == 1 else lax.dynamic_slice_in_dim(v, start, REDUCE_SPAN, axis=-1)
-                        for v in (a, b))
-            total = total + count(a_j & b_j)
-        return total
-
-    blocks = steps
-    used = jnp.clip((jnp.asarray(words, jnp.int32) + g * REDUCE_SPAN - 1) // (g * REDUCE_SPAN), 0, blocks)
-    total = jnp.zeros(jnp.broadcast_shapes(a.shape[:-1], b.shape[:-1]), jnp.int32)
-    return lax.fori_loop(0, used, step, total)
 
 
 def reduce_or(words, axis=0):
