@@ -124,7 +124,7 @@ def packed_bernoulli(key, p, m: int, *, precision_bits: int | None = None):
         first = lax.iota(jnp.uint32, math.prod(shape)).reshape(shape) * jnp.uint32(h)
         digits = lambda t: prng.pair_at(key, first + t.astype(jnp.uint32))  # noqa: E731
         carry = bits.carry_out(digits, P << jnp.uint32(2 * h - b), n_digits=2 * h)
-    else:  # other keys: digit j of output word q is word q b + j of jax.random.bits(key, shape + (b,))
+    else:  # other keys, or 2^32 hashes or more: digit j of word q is word q b + j of jax.random.bits(key, ...)
         carry = bits.carry_out(jnp.moveaxis(jax.random.bits(key, shape + (b,), jnp.uint32), -1, 0), P)
     return (carry | ones) & bits.valid_mask(m)
 
