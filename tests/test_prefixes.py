@@ -51,3 +51,37 @@ def test_runs_of_widths_give_the_single_width_results(monkeypatch, learner):
     np.testing.assert_allclose(np.asarray(three["error"]), np.asarray(one_width["error"]), rtol=0, atol=1e-6)
     if learner == "id3-entropy":
         np.testing.assert_array_equal(np.asarray(three["error"]), np.asarray(one_width["error"]))
+
+
+def test_growth_on_a_prefix_counts_only_its_words(monkeypatch):
+    """On a sample of >= bits.PREFIX_MIN_WORDS words, growth on ``prefix(sample, m)`` counts only the words the
+    prefix holds (``count_and``'s ``words``): the trees equal those counted over every word, and those grown on
+    the prefix cut out (``head``), for m below, at and past a step of the loop, under vmap with m traced."""
+    import jax.numpy as jnp
+
+    import jaxtrees as jt
+    from jaxtrees.core import bits, sampling
+
+    n, m_max = 8, 32 * bits.PREFIX_MIN_WORDS
+    rule = jt.GrowthRule(max_depth=4, impurity="entropy")
+
+    def sample(key):
+        kp, kf, ks = jax.random.split(key, 3)
+        return jt.draw(ks, jt.smoothed(c=0.2).marginals(kp, n), jt.random_junta(kf, n, 3), m_max)
+
+    data = jax.jit(jax.vmap(sample))(jax.random.split(jax.random.key(3), 6))
+    ms = [100, 32 * 32 * bits.PREFIX_BLOCKS_PER_STEP, 32 * 32 * bits.PREFIX_BLOCKS_PER_STEP + 1, m_max // 2 + 7, m_max]
+
+    def grown(d, m):
+        return jt.grow(sampling.prefix(d, m), rule).feature
+
+    def fits():
+        return jax.jit(jax.vmap(lambda d: jax.lax.map(lambda m: grown(d, m), jnp.asarray(ms))))(data)
+
+    prefix_counted = np.asarray(fits())
+    monkeypatch.setattr(bits, "PREFIX_MIN_WORDS", 10**9)  # every word counted
+    np.testing.assert_array_equal(prefix_counted, np.asarray(fits()))
+    for j, m in enumerate(ms):
+        cut = jax.jit(jax.vmap(lambda d, m=m: jt.grow(sampling.head(d, -(-m // 32) * 32), rule).feature))(
+            jax.vmap(lambda d, m=m: sampling.prefix(d, m))(data))
+        np.testing.assert_array_equal(prefix_counted[:, j], np.asarray(cut), err_msg=f"m = {m}")
