@@ -243,6 +243,7 @@ def test_rank_trees_oracle_matches_enumeration():
         mu, mu1 = f.means(jnp.asarray(p, jnp.float32), jnp.asarray(fixed), jnp.asarray(vals))
         w = np.prod(np.where(allx == 1, p, 1 - p), axis=1) * np.all(allx[:, fixed] == vals[fixed], axis=1)
         assert abs(float(mu) - (w * values).sum() / w.sum()) < 2e-6
+        assert abs(float(f.mean(jnp.asarray(p, jnp.float32), jnp.asarray(fixed), jnp.asarray(vals))) - float(mu)) < 2e-7
         for i in np.flatnonzero(~fixed):
             wi = w * allx[:, i]
             assert abs(float(mu1[i]) - (wi * values).sum() / wi.sum()) < 2e-6
@@ -279,6 +280,43 @@ def test_reduce_keeps_the_function_and_removes_repeated_tests(seed):
     assert_lemma_1(r, n)
     assert int(r.size) == int(node_tree.n_leaves(r)) * 2 - 1
     assert int(node_tree.rank(r)) <= int(node_tree.rank(t))
+
+
+def padded(t: node_tree.NodeTree, capacity: int) -> node_tree.NodeTree:
+    """``t`` in ``capacity`` slots (the extra ones unused)."""
+    extra = capacity - t.capacity
+    return node_tree.NodeTree(*(jnp.pad(a, (0, extra), constant_values=-1 if i < 4 else 0)
+                                for i, a in enumerate(t[:-1])), t.size)
+
+
+def test_exact_error_is_the_enumerated_error_for_any_tree():
+    """The exact error of heap trees and node trees (the node trees' oracle means computed
+    node_tree.EXACT_CHUNK slots at a time, over the slots in use) is Pr[t(x) != f(x)] summed over every x:
+    for trees that test a variable twice on a path (the contradicting side unreachable), for node trees
+    of several chunks and of one, padded to one capacity and batched."""
+    n, capacity = 6, 300
+    allx = np.array(list(itertools.product([0, 1], repeat=n)))
+    rng = np.random.default_rng(7)
+    f = jt.random_rank_tree(jax.random.key(2), n, 2, 2)
+    fx = np.asarray(f(jnp.asarray(allx)))
+    p = rng.uniform(0.1, 0.9, n).astype(np.float32)
+    w = np.prod(np.where(allx == 1, p, 1 - p), axis=1)
+    heaps = [random_node_tree(rng, n, depth) for depth in (7, 1, 4)]  # 255 slots (4 chunks of 64), 3, 31
+    assert 255 > 2 * node_tree.EXACT_CHUNK
+    nodes = jax.tree.map(lambda *a: jnp.stack(a), *[padded(t, capacity) for t in heaps])
+    errors = jax.jit(jax.vmap(lambda t: t.exact_error(jnp.asarray(p), f)))(nodes)
+    for b, t in enumerate(heaps):
+        enumerated = float((w * (np.asarray(t.predict(jnp.asarray(allx))) != fx)).sum())
+        assert abs(float(errors[b]) - enumerated) < 1e-6, b
+    depth = 4  # heap trees with repeated tests, directly
+    size = tree.heap_size(depth)
+    for _ in range(2):
+        feature = np.where(tree.node_levels(depth) < depth, rng.integers(0, n, size), -1)
+        label = rng.integers(0, 2, size)
+        h = tree.Tree(jnp.asarray(feature, jnp.int32), jnp.asarray(label, jnp.int32), jnp.ones(size, jnp.float32),
+                      jnp.asarray(label, jnp.float32), jnp.zeros(size, jnp.float32))
+        enumerated = float((w * (np.asarray(h.predict(jnp.asarray(allx))) != fx)).sum())
+        assert abs(float(h.exact_error(jnp.asarray(p), f)) - enumerated) < 1e-6
 
 
 def test_conversions_to_heap_and_to_scikit_learn_arrays():

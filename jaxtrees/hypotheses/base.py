@@ -41,6 +41,14 @@ class Hypothesis(Protocol):
     def predict_bits(self, X): ...
 
 
+def target_mean(target, p, fixed, values):
+    """mu = E[f(x) | x_j = v_j for fixed j] alone, all that exact scoring needs: ``target.mean`` where the
+    target has that cheaper oracle (``means`` adds mu1, one more conditional mean per variable), else
+    ``target.means(p, fixed, values)[0]``."""
+    own = getattr(target, "mean", None)
+    return own(p, fixed, values) if own is not None else target.means(p, fixed, values)[0]
+
+
 def sample_error(hypothesis: Hypothesis, data):
     """Fraction of ``data``'s examples that ``hypothesis`` mislabels (float32; weighted by
     ``data.weight`` when the data carries weights)."""

@@ -28,7 +28,7 @@ import numpy as np
 
 from jaxtrees.core import bits
 from jaxtrees.hypotheses import tree as heap
-from jaxtrees.hypotheses.base import TreeMethods
+from jaxtrees.hypotheses.base import TreeMethods, target_mean
 
 
 class _Arrays(NamedTuple):
@@ -188,19 +188,21 @@ def predict_bits(t: NodeTree, X):
 
 
 def node_restrictions(t: NodeTree, p) -> heap.Restrictions:
-    """The restriction ``fixed, values: bool[C, n]`` of every node and its probability under p."""
+    """The restriction ``fixed, values: bool[C, n]`` of every node and its probability under p (0 for a
+    node whose path tests a variable again with the other value: a hand-built tree may)."""
     p = jnp.asarray(p, jnp.float32)
     n = p.shape[-1]
 
     def step(r, parent, node):
-        fixed, values = r
+        fixed, values, dead = r
         f, bit = _branch(t, parent, node)
         onehot = f[:, None] == jnp.arange(n)
-        return fixed | onehot, jnp.where(onehot, bit[:, None], values)
+        clash = jnp.any(onehot & fixed & (values != bit[:, None]), axis=-1)
+        return fixed | onehot, jnp.where(onehot, bit[:, None], values), dead | clash
 
     none = jnp.zeros((n,), bool)
-    fixed, values = top_down(t, (none, none), step)
-    prob = jnp.prod(jnp.where(fixed, jnp.where(values, p, 1.0 - p), 1.0), axis=-1)
+    fixed, values, dead = top_down(t, (none, none, jnp.asarray(False)), step)
+    prob = jnp.where(dead, 0.0, jnp.prod(jnp.where(fixed, jnp.where(values, p, 1.0 - p), 1.0), axis=-1))
     return heap.Restrictions(fixed, values, prob)
 
 
@@ -224,6 +226,25 @@ def means(t: NodeTree, p, fixed, values):
     return total[n], total[:n]
 
 
+def mean(t: NodeTree, p, fixed, values):
+    """mu of :func:`means` alone (the oracle's :func:`~jaxtrees.hypotheses.base.target_mean`): one path
+    probability per node instead of n + 1."""
+    q1 = jnp.where(fixed, values.astype(p.dtype), p)  # Pr[x_j = 1 | restriction]
+
+    def step(prob, parent, node):
+        f, bit = _branch(t, parent, node)
+        q = q1[jnp.maximum(f, 0)]
+        return prob * jnp.where(bit, q, 1.0 - q)
+
+    prob = top_down(t, jnp.ones((), p.dtype), step)
+    return jnp.sum(jnp.where(is_leaf(t) & (t.label == 1), prob, 0.0).astype(p.dtype))
+
+
+#: Slots whose oracle means one step of :func:`_exact_error`'s loop computes: the loop covers the slots
+#: in use, so a tree of C slots but few nodes (FINDMIN's capacity bounds the worst case) costs its size.
+EXACT_CHUNK = 64
+
+
 def exact_error(t: NodeTree, p, target):
     """Pr_{x ~ p}[t(x) != f(x)], exactly (float32), from the target's oracle at every leaf."""
     p = heap.checked_marginals(t.feature, p, target)
@@ -233,7 +254,18 @@ def exact_error(t: NodeTree, p, target):
 @jax.jit
 def _exact_error(t: NodeTree, p, target):
     r = node_restrictions(t, p)
-    mu, _ = jax.vmap(target.means, in_axes=(None, 0, 0))(p, r.fixed, r.values)
+    C = t.capacity
+    K = min(C, EXACT_CHUNK)
+    padded = -(-C // K) * K
+    fixed, values = (jnp.pad(a, ((0, padded - C), (0, 0))) for a in (r.fixed, r.values))
+    oracle = jax.vmap(lambda *a: target_mean(target, *a), in_axes=(None, 0, 0))
+
+    def chunk(i, mu):
+        at = i * K
+        part = oracle(p, *(jax.lax.dynamic_slice_in_dim(a, at, K) for a in (fixed, values)))
+        return jax.lax.dynamic_update_slice_in_dim(mu, part, at, 0)
+
+    mu = jax.lax.fori_loop(0, (t.size + K - 1) // K, chunk, jnp.zeros((padded,), p.dtype))[:C]
     return jnp.sum(jnp.where(is_leaf(t), r.weight * jnp.abs(t.label - mu), 0.0))
 
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxtrees.core import bits, checks
-from jaxtrees.hypotheses.base import TreeMethods
+from jaxtrees.hypotheses.base import TreeMethods, target_mean
 
 
 class _Arrays(NamedTuple):
@@ -203,27 +203,32 @@ def node_restrictions(tree: Tree, p) -> Restrictions:
     """The restriction of every heap slot and its probability Pr[node] under p.
 
     ``fixed, values: bool[N, n]``, ``weight: float32[N]``; slots that are not nodes of the tree
-    get the restriction of the path to them (see :func:`reached`).
+    get the restriction of the path to them (see :func:`reached`). Where a path tests a variable again
+    (a hand-built tree may), the child that contradicts the first test is unreachable: probability 0.
     """
     p = jnp.asarray(p, jnp.float32)
     n = p.shape[-1]
     fixed = [jnp.zeros((1, n), bool)]
     values = [jnp.zeros((1, n), bool)]
+    dead = [jnp.zeros((1,), bool)]
     for level in range(tree.max_depth):
         lo, hi = 2**level - 1, 2 ** (level + 1) - 1
         onehot = tree.feature[lo:hi, None] == jnp.arange(n)
+        again, was = onehot & fixed[-1], values[-1]  # a variable the path fixed already, and its value
         f = fixed[-1] | onehot
         fixed.append(interleave(f, f))
-        values.append(interleave(values[-1] & ~onehot, values[-1] | onehot))
-    fixed, values = jnp.concatenate(fixed), jnp.concatenate(values)
-    prob = jnp.prod(jnp.where(fixed, jnp.where(values, p, 1.0 - p), 1.0), axis=-1)
+        values.append(interleave(was & ~onehot, was | onehot))
+        dead.append(interleave(dead[-1] | jnp.any(again & was, axis=-1), dead[-1] | jnp.any(again & ~was, axis=-1)))
+    fixed, values, dead = jnp.concatenate(fixed), jnp.concatenate(values), jnp.concatenate(dead)
+    prob = jnp.where(dead, 0.0, jnp.prod(jnp.where(fixed, jnp.where(values, p, 1.0 - p), 1.0), axis=-1))
     return Restrictions(fixed, values, prob)
 
 
 def node_errors(tree: Tree, p, target):
     """``float32[N]``: Pr[v] |label(v) - E[f | v]| for every node v of the tree (0 elsewhere)."""
     r = node_restrictions(tree, p)
-    mu, _ = jax.vmap(target.means, in_axes=(None, 0, 0))(jnp.asarray(p, jnp.float32), r.fixed, r.values)
+    mu = jax.vmap(lambda *a: target_mean(target, *a), in_axes=(None, 0, 0))(jnp.asarray(p, jnp.float32), r.fixed,
+                                                                          r.values)
     return jnp.where(reached(tree), r.weight * jnp.abs(tree.label - mu), 0.0)
 
 

@@ -35,7 +35,8 @@ class Target(Protocol):
     - ``f.means(p, fixed, values) -> (mu, mu1)``: the exact oracle under a product distribution
       ``p: float32[n]`` for one restriction (``fixed, values: bool[n]``),
       mu = E[f(x) | x_j = v_j for fixed j] and mu1[i] = E[f(x) | the same and x_i = 1]; all that
-      exact (population) growth and exact scoring need;
+      exact (population) growth and exact scoring need; optionally ``f.mean(p, fixed, values) -> mu``
+      alone, a cheaper oracle for exact scoring (:func:`~jaxtrees.hypotheses.base.target_mean`);
     - ``f.support_mask(n)``: ``bool[n]``, the variables f may depend on (a superset of the
       relevant ones; for juntas and parities exactly the support J);
     - ``f.batch_shape``: the leading batch axes of its leaves (``()`` for one target).

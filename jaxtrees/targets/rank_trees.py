@@ -51,6 +51,9 @@ class NodeTreeTarget(NamedTuple):
     def means(self, p, fixed, values):
         return node_tree.means(self.tree, p, fixed, values)
 
+    def mean(self, p, fixed, values):
+        return node_tree.mean(self.tree, p, fixed, values)
+
 
 class _Template(NamedTuple):
     """The shape of T(r) with spine length L, in creation order (parents before children)."""
