@@ -85,3 +85,23 @@ def test_growth_on_a_prefix_counts_only_its_words(monkeypatch):
         cut = jax.jit(jax.vmap(lambda d, m=m: jt.grow(sampling.head(d, -(-m // 32) * 32), rule).feature))(
             jax.vmap(lambda d, m=m: sampling.prefix(d, m))(data))
         np.testing.assert_array_equal(prefix_counted[:, j], np.asarray(cut), err_msg=f"m = {m}")
+
+
+def test_findmin_on_a_prefix_counts_only_its_words():
+    """FINDMIN on ``prefix(sample, m)`` of a >= bits.PREFIX_MIN_WORDS-word sample counts only the prefix's words: its
+    trees and calls equal those on the prefix cut out, for m below, at and past a step of the count's loop."""
+    import jax.numpy as jnp
+
+    import jaxtrees as jt
+    from jaxtrees.core import bits, sampling
+
+    n, m_max = 6, 32 * bits.PREFIX_MIN_WORDS
+    learner = jt.FindMin(max_rank=2)
+    data = jax.jit(jax.vmap(lambda k: jt.draw(k, jnp.full((n,), 0.5), jt.random_rank_tree(k, n, 2, 2), m_max)))(
+        jax.random.split(jax.random.key(4), 3))
+    for m in (40, 32 * 32 * bits.PREFIX_BLOCKS_PER_STEP + 1):
+        on_prefix = jax.jit(jax.vmap(lambda d, m=m: learner.search(sampling.prefix(d, m))))(data)
+        cut = jax.jit(jax.vmap(lambda d, m=m: learner.search(sampling.head(sampling.prefix(d, m), -(-m // 32) * 32))))(
+            data)
+        for a, b in zip(jax.tree.leaves(on_prefix), jax.tree.leaves(cut)):  # the tree (capacity 43 both), rank, calls
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=f"m = {m}")

@@ -194,7 +194,7 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
     def leaf_row(positives, total):
         return jnp.stack([jnp.int32(-1), -1, -1, (2 * positives > total).astype(jnp.int32), total, positives])
 
-    def step(s: _Machine, X, y) -> _Machine:
+    def step(s: _Machine, X, y, words) -> _Machine:
         active = s.status == _RUNNING
         top, ptr = s.top, s.ptr
         f = _at(s.frames, top)
@@ -202,10 +202,11 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
         rank, var, phase = f.rank, f.var, f.phase
 
         # The top frame's sample, split on every variable: S_1^v has ones[v] examples, ones_y[v] positive.
-        m = bits.count(mask)
-        pos = bits.count_and(mask, y)
-        ones = bits.count_and(mask[None], X)
-        ones_y = bits.count_and((mask & y)[None], X)
+        # One count of [mask; mask & y] against [X; all ones] (the last column: m and pos), over the
+        # words that hold the sample.
+        c = bits.count_and(jnp.stack([mask, mask & y])[:, None, :], X[None], words)  # [2, n + 1]
+        ones, ones_y, m, pos = c[0, :n], c[1, :n], c[0, n], c[1, n]
+        X = X[:n]
         zeros, zeros_y = m - ones, pos - ones_y
         informative = (ones > 0) & (ones < m)
         pure0 = informative & ((zeros_y == 0) | (zeros_y == zeros))
@@ -290,8 +291,12 @@ def _run(data: Data, min_rank: int, max_rank: int, max_calls: int) -> Search:
                         nodes=jnp.full((C, 6), -1, jnp.int32).at[:, _COUNT:].set(0),
                         ptr=jnp.int32(0), calls=jnp.int32(0), bound=jnp.int32(min_rank), status=jnp.int32(_RUNNING))
 
-    state = jax.vmap(start)(data.valid, data.weight)
-    s = jax.lax.while_loop(lambda s: jnp.any(s.status == _RUNNING), lambda s: jax.vmap(step)(s, data.X, data.y), state)
+    s = jax.vmap(start)(data.valid, data.weight)
+    X = jnp.concatenate([data.X, jnp.full(data.X.shape[:-2] + (1, W), bits.ALL_ONES)], axis=-2)  # [B, n + 1, W]
+    # The words up to the batch's last valid one: a prefix of a sample counts only its own words.
+    words = jnp.max(jnp.where(data.valid != 0, jnp.arange(1, W + 1, dtype=jnp.int32), 0))
+    s = jax.lax.while_loop(lambda s: jnp.any(s.status == _RUNNING),
+                           lambda s: jax.vmap(step, in_axes=(0, 0, 0, None))(s, X, data.y, words), s)
     return jax.vmap(_finish)(s)
 
 
