@@ -33,19 +33,24 @@ def noisy_data(seed, m=150, n=8):
     return sampling.from_arrays(X, y.astype(int))
 
 
-def test_bootstrap_is_the_data_with_each_example_repeated_by_its_count():
-    data = noisy_data(0, m=77)
+@pytest.mark.parametrize("n", [8, 31, 40])  # an example's features and label in one word, exactly one, two
+def test_bootstrap_is_the_data_with_each_example_repeated_by_its_count(n):
+    data = sampling.with_weights(noisy_data(0, m=77, n=n), np.linspace(0.5, 2.0, 77, dtype=np.float32))
     sample, counts = jax.jit(bootstrap)(KEY, data)
     counts = np.asarray(counts)
     assert counts.sum() == 77 and counts[77:].sum() == 0 and int(sample.m) == 77
     X, y = plain(data)
     Xs, ys = plain(sample)
-    expected = np.column_stack([np.repeat(X, counts[:77], 0), np.repeat(y, counts[:77])])
-    drawn = np.column_stack([Xs, ys])
+    w = np.asarray(data.weight)[:77]
+    expected = np.column_stack([np.repeat(X, counts[:77], 0), np.repeat(y, counts[:77]), np.repeat(w, counts[:77])])
+    drawn = np.column_stack([Xs, ys, np.asarray(sample.weight)[:77]])
     assert sorted(map(tuple, drawn)) == sorted(map(tuple, expected))
-    rule = jt.GrowthRule(max_depth=4, impurity="gini")
-    weighted = jt.grow(sampling.with_weights(data, counts[:77]), rule)
-    np.testing.assert_array_equal(jt.grow(sample, rule).feature, weighted.feature)
+    if n == 8:  # unweighted, a tree grown on the resample is the one grown with the counts as weights
+        data = data._replace(weight=None)
+        sample = jax.jit(bootstrap)(KEY, data)[0]
+        rule = jt.GrowthRule(max_depth=4, impurity="gini")
+        weighted = jt.grow(sampling.with_weights(data, counts[:77]), rule)
+        np.testing.assert_array_equal(jt.grow(sample, rule).feature, weighted.feature)
 
 
 @pytest.mark.parametrize("vote", ["average", "majority"])
