@@ -128,11 +128,10 @@ def bootstrap(key, data: Data):
     # Each example's features and label as the bits of a row of words (one word for n < 32), a row gathered
     # per draw, and the draws' bits packed back along their 32 slots per word (1.5x the bit-by-bit gather).
     table = jnp.concatenate([data.X, data.y[None]])  # [n + 1, W]
-    bit = jnp.arange(table.shape[0], dtype=jnp.uint32)
     rows = bits.pack(bits.unpack(table, slots).T)[column]  # [slots, ceil((n + 1) / 32)]
-    rows = jnp.where(drawn[:, None], rows, 0)[:, bit >> 5].reshape(-1, bits.WORD_BITS, table.shape[0])
-    packed = jnp.sum(((rows >> (bit & 31)) & 1) << jnp.arange(bits.WORD_BITS, dtype=jnp.uint32)[:, None], axis=1,
-                     dtype=jnp.uint32).T  # [n + 1, W]
+    rows = bits.unpack(jnp.where(drawn[:, None], rows, 0), table.shape[0])  # [slots, n + 1]
+    rows = rows.astype(jnp.uint32).reshape(-1, bits.WORD_BITS, table.shape[0])
+    packed = jnp.sum(rows << jnp.arange(bits.WORD_BITS, dtype=jnp.uint32)[:, None], axis=1, dtype=jnp.uint32).T
     weight = None if data.weight is None else jnp.where(drawn, data.weight[column], 0)
     sample = Data(packed[:-1], packed[-1], bits.pack(drawn), weight)
     counts = jnp.zeros(slots + 1, jnp.int32).at[source].add(1)[:slots]  # a scatter-add: 10x a sort and two searches
