@@ -31,7 +31,8 @@ from jaxtrees.targets.base import leading_shape
 
 
 class NodeTreeTarget(NamedTuple):
-    """A node-list tree as a target: f(x) is the label of the leaf x reaches."""
+    """A node-list tree as a target: f(x) is the label of the leaf x reaches. Its oracle multiplies the
+    tests of a path, so the tree must not test a variable twice on a path (``node_tree.reduce`` makes it so)."""
 
     tree: NodeTree
 
