@@ -46,7 +46,7 @@ def target_mean(target, p, fixed, values):
     target has that cheaper oracle (``means`` adds mu1, one more conditional mean per variable), else
     ``target.means(p, fixed, values)[0]``."""
     own = getattr(target, "mean", None)
-    return own(p, fixed, values) if own is not None else target.means(p, fixed, values)[0]
+    return own(p, fixed, values) if callable(own) else target.means(p, fixed, values)[0]
 
 
 def sample_error(hypothesis: Hypothesis, data):
