@@ -126,7 +126,8 @@ def bootstrap(key, data: Data):
     source = jnp.where(drawn, where[jax.random.randint(key, (slots,), 0, m)], slots)  # slot `slots`: no draw
     column = jnp.minimum(source, slots - 1)
     # Each example's features and label as the bits of a row of words (one word for n < 32), a row gathered
-    # per draw, and the draws' bits packed back along their 32 slots per word (1.5x the bit-by-bit gather).
+    # per draw, and the draws' bits packed back along their 32 slots per word: not a gather per bit
+    # (docs/benchmarks.md, "Exact scoring of node trees, FINDMIN's counts and the bootstrap").
     table = jnp.concatenate([data.X, data.y[None]])  # [n + 1, W]
     rows = bits.pack(bits.unpack(table, slots).T)[column]  # [slots, ceil((n + 1) / 32)]
     rows = bits.unpack(jnp.where(drawn[:, None], rows, 0), table.shape[0])  # [slots, n + 1]
@@ -134,7 +135,7 @@ def bootstrap(key, data: Data):
     packed = jnp.sum(rows << jnp.arange(bits.WORD_BITS, dtype=jnp.uint32)[:, None], axis=1, dtype=jnp.uint32).T
     weight = None if data.weight is None else jnp.where(drawn, data.weight[column], 0)
     sample = Data(packed[:-1], packed[-1], bits.pack(drawn), weight)
-    counts = jnp.zeros(slots + 1, jnp.int32).at[source].add(1)[:slots]  # a scatter-add: 10x a sort and two searches
+    counts = jnp.zeros(slots + 1, jnp.int32).at[source].add(1)[:slots]  # a scatter-add, not a sort and two searches
     return sample, counts
 
 
