@@ -88,8 +88,8 @@ def test_growth_on_a_prefix_counts_only_its_words(monkeypatch):
 
 
 def test_findmin_on_a_prefix_counts_only_its_words():
-    """FINDMIN on ``prefix(sample, m)`` of a >= bits.PREFIX_MIN_WORDS-word sample counts only the prefix's words: its
-    trees and calls equal those on the prefix cut out, for m below, at and past a step of the count's loop."""
+    """FINDMIN on ``prefix(sample, m)`` of a >= bits.PREFIX_MIN_WORDS-word sample (its counts bounded by the prefix's
+    words) finds the trees, ranks and calls of the prefix cut out, for m below and past a step of the count's loop."""
     import jax.numpy as jnp
 
     import jaxtrees as jt

@@ -258,14 +258,18 @@ def test_random_rank_tree_bad_input():
             jt.random_rank_tree(key, **kwargs)
 
 
-def random_node_tree(rng, n: int, depth: int):
-    """A random complete tree of the given depth whose tests may repeat a variable on a path."""
+def random_heap_tree(rng, n: int, depth: int):
+    """A random complete heap tree of the given depth whose tests may repeat a variable on a path."""
     size = tree.heap_size(depth)
     feature = np.where(tree.node_levels(depth) < depth, rng.integers(0, n, size), -1)
     label = rng.integers(0, 2, size)
-    heap = tree.Tree(jnp.asarray(feature, jnp.int32), jnp.asarray(label, jnp.int32), jnp.ones(size, jnp.float32),
+    return tree.Tree(jnp.asarray(feature, jnp.int32), jnp.asarray(label, jnp.int32), jnp.ones(size, jnp.float32),
                      jnp.asarray(label, jnp.float32), jnp.zeros(size, jnp.float32))
-    return node_tree.from_heap(heap)
+
+
+def random_node_tree(rng, n: int, depth: int):
+    """:func:`random_heap_tree` as a node tree."""
+    return node_tree.from_heap(random_heap_tree(rng, n, depth))
 
 
 @settings(max_examples=10, deadline=None)
@@ -301,20 +305,15 @@ def test_exact_error_is_the_enumerated_error_for_any_tree():
     fx = np.asarray(f(jnp.asarray(allx)))
     p = rng.uniform(0.1, 0.9, n).astype(np.float32)
     w = np.prod(np.where(allx == 1, p, 1 - p), axis=1)
-    heaps = [random_node_tree(rng, n, depth) for depth in (7, 1, 4)]  # 255 slots (4 chunks of 64), 3, 31
+    trees = [random_node_tree(rng, n, depth) for depth in (7, 1, 4)]  # 255 slots (4 chunks of 64), 3, 31
     assert 255 > 2 * node_tree.EXACT_CHUNK
-    nodes = jax.tree.map(lambda *a: jnp.stack(a), *[padded(t, capacity) for t in heaps])
+    nodes = jax.tree.map(lambda *a: jnp.stack(a), *[padded(t, capacity) for t in trees])
     errors = jax.jit(jax.vmap(lambda t: t.exact_error(jnp.asarray(p), f)))(nodes)
-    for b, t in enumerate(heaps):
+    for b, t in enumerate(trees):
         enumerated = float((w * (np.asarray(t.predict(jnp.asarray(allx))) != fx)).sum())
         assert abs(float(errors[b]) - enumerated) < 1e-6, b
-    depth = 4  # heap trees with repeated tests, directly
-    size = tree.heap_size(depth)
-    for _ in range(2):
-        feature = np.where(tree.node_levels(depth) < depth, rng.integers(0, n, size), -1)
-        label = rng.integers(0, 2, size)
-        h = tree.Tree(jnp.asarray(feature, jnp.int32), jnp.asarray(label, jnp.int32), jnp.ones(size, jnp.float32),
-                      jnp.asarray(label, jnp.float32), jnp.zeros(size, jnp.float32))
+    for _ in range(2):  # heap trees with repeated tests, directly
+        h = random_heap_tree(rng, n, 4)
         enumerated = float((w * (np.asarray(h.predict(jnp.asarray(allx))) != fx)).sum())
         assert abs(float(h.exact_error(jnp.asarray(p), f)) - enumerated) < 1e-6
 

@@ -258,7 +258,7 @@ def _exact_error(t: NodeTree, p, target):
     K = min(C, EXACT_CHUNK)
     padded = -(-C // K) * K
     fixed, values = (jnp.pad(a, ((0, padded - C), (0, 0))) for a in (r.fixed, r.values))
-    oracle = jax.vmap(lambda *a: target_mean(target, *a), in_axes=(None, 0, 0))
+    oracle = jax.vmap(functools.partial(target_mean, target), in_axes=(None, 0, 0))
 
     def chunk(i, mu):
         at = i * K

@@ -15,6 +15,7 @@ a leading axis; every function here acts on one tree and is batched with ``jax.v
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import NamedTuple
 
@@ -227,8 +228,8 @@ def node_restrictions(tree: Tree, p) -> Restrictions:
 def node_errors(tree: Tree, p, target):
     """``float32[N]``: Pr[v] |label(v) - E[f | v]| for every node v of the tree (0 elsewhere)."""
     r = node_restrictions(tree, p)
-    mu = jax.vmap(lambda *a: target_mean(target, *a), in_axes=(None, 0, 0))(jnp.asarray(p, jnp.float32), r.fixed,
-                                                                          r.values)
+    oracle = jax.vmap(functools.partial(target_mean, target), in_axes=(None, 0, 0))
+    mu = oracle(jnp.asarray(p, jnp.float32), r.fixed, r.values)
     return jnp.where(reached(tree), r.weight * jnp.abs(tree.label - mu), 0.0)
 
 
