@@ -12,6 +12,10 @@ n_jobs=-1)`` and ``score`` on each split, over --sklearn-splits splits, scaled t
 after compilation, best of --reps interleaved rounds. ``--max-features none`` drops feature
 bagging on both sides (bagged trees).
 
+The bound (line ``unweighted_trees_ms``): as many trees of the same rule grown on each split's own data (no
+bootstrap, the same per-node feature bagging, one vmapped batch per split), and the bootstraps alone; printed with
+the forest's time over theirs and the time 10x scikit-learn would need.
+
 The last line is ``forest_speedup_vs_sklearn: <ratio>``.
 
     python scripts/bench_forest.py                       # reference workload
@@ -30,7 +34,8 @@ import numpy as np
 
 from jaxtrees import datasets
 from jaxtrees.core.programs import jit
-from jaxtrees.learners.bagging import random_forest
+from jaxtrees.core import prng
+from jaxtrees.learners.bagging import bootstrap, random_forest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import interleaved_best  # noqa: E402
@@ -63,6 +68,17 @@ def main(argv=None):
         return forest.fit(key, problem.train(key, train)).staged_errors(problem.test(key, train))[-1]
 
     grow = jit(lambda keys: jax.lax.map(split, keys))
+
+    def plain(key):  # the unweighted counting bound: as many trees on the split's data, no bootstrap
+        data = problem.train(key, train)
+        return jax.vmap(lambda k: forest.base.fit(k, data).feature)(prng.split(key, args.trees))
+
+    def resamples(key):  # the bootstraps alone
+        data = problem.train(key, train)
+        return jax.vmap(lambda k: bootstrap(k, data)[0].X)(prng.split(key, args.trees))
+
+    parts = {name: jit(lambda keys, f=f: jax.lax.map(f, keys)).lower(keys).compile()
+             for name, f in (("plain", plain), ("bootstrap", resamples))}
     started = time.perf_counter()
     grow = grow.lower(keys).compile()
     compile_s = time.perf_counter() - started
@@ -80,13 +96,18 @@ def main(argv=None):
         return np.asarray(out)
 
     sk_errors = sklearn_loop()
-    times = interleaved_best({"jaxtrees": lambda: grow(keys), "sklearn": sklearn_loop}, args.reps)
+    times = interleaved_best({"jaxtrees": lambda: grow(keys), "sklearn": sklearn_loop,
+                              **{name: lambda f=f: f(keys) for name, f in parts.items()}}, args.reps)
     t_jt, t_sk = times["jaxtrees"], times["sklearn"] / args.sklearn_splits * args.splits
     print(f"device: {jax.devices()[0]} ({jax.default_backend()}), jax {jax.__version__}, {os.cpu_count()} cpu cores")
     print(f"workload: {args.data} {d.X.shape[1]} features, {args.splits} splits of {train} train / "
           f"{len(d.y) - train} test, {args.trees} trees of depth <= {args.depth}, max_features {args.max_features}")
     print(f"jaxtrees  {t_jt * 1e3:10.1f} ms  (compile {compile_s:.1f} s)  mean test error {errors.mean():.4f}")
     print(f"sklearn   {t_sk * 1e3:10.1f} ms  ({args.sklearn_splits} splits scaled)  mean test error {sk_errors.mean():.4f}")
+    print(f"bound: {args.splits} x {args.trees} trees of the same rule on the splits' own data (no bootstrap) take "
+          f"{times['plain'] * 1e3:.1f} ms, the bootstraps alone {times['bootstrap'] * 1e3:.1f} ms: the forest takes "
+          f"{t_jt / (times['plain'] + times['bootstrap']):.2f}x their sum; 10x scikit-learn needs {t_sk / 10 * 1e3:.1f} ms")
+    print(f"unweighted_trees_ms: {times['plain'] * 1e3:.1f}")
     print(f"forest_speedup_vs_sklearn: {t_sk / t_jt:.2f}")
 
 

@@ -42,6 +42,10 @@ def test_bench_script_runs(capsys, name, args, last):
     if last:
         key, value = out[-1].split(": ")
         assert key == last and float(value) > 0
+    bound = {"bench_boosting": "counting_bound_ms", "bench_forest": "unweighted_trees_ms"}.get(name)
+    if bound:  # the bound the ratio is measured against, in ms
+        values = [float(line.split(": ")[1]) for line in out if line.startswith(bound + ": ")]
+        assert len(values) == 1 and values[0] > 0
     if name == "bench":
         keys = [line.split(": ")[0] for line in out[-3:-1]]
         assert keys == ["growth_speedup_vs_sklearn", "end_to_end_speedup_vs_numpy_sklearn"]
