@@ -100,3 +100,25 @@ def test_bad_input_names_the_parameter(kwargs, match):
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(ValueError, match="ocr49.names .* not found"):
         datasets.load("ocr49", str(tmp_path))
+
+
+def _damaged_copy(tmp_path, stem, data: bytes):
+    """A copy of the shipped files in ``tmp_path`` with ``stem``'s replaced by ``data``."""
+    shipped = Path(datasets.__file__).parent / "uci"
+    for f in shipped.glob("*.gz"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    (tmp_path / stem).write_bytes(data)
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("name, stem, data, why", [
+    ("heart", "heart.dat.gz", b"plain text, not gzip\n", "BadGzipFile"),
+    ("census", "census.names.gz", gzip.compress(b"\xff\xfe\xfa broken \x80\x81\n"), "UnicodeDecodeError"),
+    ("cancer", "wisconsin.dat.gz", gzip.compress(b"5,1,1\x00garbage,2\n"), "not numbers"),
+    ("ecoli", "ecoli.data.gz", b"\x1f\x8b\x08\x00" + b"\x00" * 12, "(EOFError|BadGzipFile|error)"),
+])
+def test_a_damaged_file_is_named_with_the_next_step(tmp_path, name, stem, data, why):
+    path = _damaged_copy(tmp_path, stem, data)
+    with pytest.raises(ValueError, match=f"data file .*{stem.removesuffix('.gz')}.*{why}.*(download|reinstall)") as e:
+        datasets.load(name, path)
+    assert str(tmp_path) in str(e.value)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from typing import NamedTuple
 
 import numpy as np
@@ -94,11 +95,11 @@ def load(name: str, path: str | None = None, *, ecoli_positive=ECOLI_POSITIVE) -
         columns, rows, labels, positive = _course(directory, *_COURSE[name])
         y = np.asarray([label == positive for label in labels])
     elif name == "heart":
-        table = _numbers(_lines(directory, "heart.dat"), ",")
+        table = _numbers(_lines(directory, "heart.dat"), ",", os.path.join(directory, "heart.dat"))
         rows, y = table[:, :-1], table[:, -1] == 2
         columns = [(c, "discrete" if j in _HEART_DISCRETE else "numeric") for j, c in enumerate(_HEART_COLUMNS)]
     elif name == "cancer":
-        table = _numbers(_lines(directory, "wisconsin.dat"), ",")
+        table = _numbers(_lines(directory, "wisconsin.dat"), ",", os.path.join(directory, "wisconsin.dat"))
         rows, y = table[:, :-1], table[:, -1] == 4
         columns = [(c, "numeric") for c in _CANCER_COLUMNS]
     else:
@@ -107,7 +108,7 @@ def load(name: str, path: str | None = None, *, ecoli_positive=ECOLI_POSITIVE) -
             raise ValueError(f"ecoli_positive must be a nonempty proper subset of {list(ECOLI_CLASSES)}, "
                              f"got {ecoli_positive!r}")
         fields = [line.split() for line in _lines(directory, "ecoli.data")]
-        rows = _numbers([" ".join(f[1:8]) for f in fields], None)
+        rows = _numbers([" ".join(f[1:8]) for f in fields], None, os.path.join(directory, "ecoli.data"))
         y = np.asarray([f[8] in positive for f in fields])
         columns = [(c, "numeric") for c in _ECOLI_COLUMNS]
     X, features = binarize(rows, columns)
@@ -167,13 +168,32 @@ def _lines(directory, filename):
         full = os.path.join(directory, candidate)
         if os.path.exists(full):
             opener = gzip.open if candidate.endswith(".gz") else open
-            with opener(full, "rt") as fh:
-                return [line for line in fh.read().splitlines() if line.strip()]
+            try:
+                with opener(full, "rt", encoding="utf-8") as fh:
+                    return [line for line in fh.read().splitlines() if line.strip()]
+            except (OSError, EOFError, UnicodeDecodeError, zlib.error) as e:
+                raise _damaged(full, directory, e) from e
     raise ValueError(f"{filename} (or {filename}.gz) not found in {directory}")
 
 
-def _numbers(lines, separator):
-    return np.asarray([[float(v) for v in line.split(separator)] for line in lines])
+def _damaged(full, directory, error) -> ValueError:
+    """The ValueError for a data file that cannot be read: which file, why, and how to get it back."""
+    kind = "gzip-compressed UTF-8 text" if full.endswith(".gz") else "UTF-8 text"
+    name = "zlib.error" if isinstance(error, zlib.error) else type(error).__name__
+    if os.path.abspath(directory) == _HERE:
+        step = "reinstall jaxtrees (pip install --force-reinstall jaxtrees) to restore the shipped copy"
+    else:
+        step = "download it again from its source (uci/ATTRIBUTION.md names them) or pass another path="
+    return ValueError(f"data file {full} is damaged: it is not {kind} ({name}: {error}); {step}")
+
+
+def _numbers(lines, separator, file=""):
+    """The rows of ``lines`` as floats; ValueError naming ``file`` (a damaged file) where one is not a number."""
+    try:
+        return np.asarray([[float(v) for v in line.split(separator)] for line in lines])
+    except ValueError as e:
+        raise ValueError(f"data file {file} has a row that is not numbers ({e}): the file is damaged; reinstall "
+                         f"jaxtrees (pip install --force-reinstall jaxtrees) or download it again") from e
 
 
 def _number(v):
