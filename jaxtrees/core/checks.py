@@ -18,8 +18,20 @@ def is_concrete(x) -> bool:
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x))
 
 
+def _traced(name: str, value, kind: str) -> None:
+    """Raise ValueError when ``value`` is a JAX tracer where a plain Python number is required."""
+    if isinstance(value, jax.core.Tracer):
+        raise ValueError(f"{name} must be a plain Python {kind}, not a traced JAX value ({type(value).__name__}, "
+                         f"as inside jax.jit or jax.vmap): {name} is read on the host before tracing, where it "
+                         f"fixes an array shape, a loop or the compiled program, or is checked against its range; "
+                         f"pass a Python {kind} from outside the traced function (a static argument: "
+                         f"functools.partial, or jax.jit(..., static_argnames=...))")
+
+
 def integer(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
-    """Return ``value`` as a Python int in ``[low, high]`` or raise ``ValueError``."""
+    """Return ``value`` as a Python int in ``[low, high]`` or raise ``ValueError`` (a traced value: that a
+    plain Python int is needed, and why)."""
+    _traced(name, value, "int")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     value = int(value)
@@ -29,7 +41,9 @@ def integer(name: str, value, *, low: int | None = None, high: int | None = None
 
 
 def real(name: str, value, *, low=None, high=None, low_open=False, high_open=False) -> float:
-    """Return ``value`` as a float in the given (half-)open interval or raise ``ValueError``."""
+    """Return ``value`` as a float in the given (half-)open interval or raise ``ValueError`` (a traced value:
+    that a plain Python number is needed, and why)."""
+    _traced(name, value, "number")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
     value = float(value)

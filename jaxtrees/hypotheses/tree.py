@@ -111,7 +111,19 @@ def n_leaves(tree: Tree):
 
 
 def features_used(tree: Tree, n: int):
-    """``bool[n]``: the features tested anywhere in the tree."""
+    """``bool[n]``: the features tested anywhere in the tree.
+
+    ``n`` (a Python int >= 1) must exceed every feature the tree tests: ValueError naming n and the
+    allowed range otherwise, as :func:`predict` and ``sample_error`` refuse such an n. Under ``jax.jit``
+    with a traced tree the features are unknown when tracing and cannot be checked (as there): features
+    >= n are then left out of the mask; compare ``jnp.max(tree.feature) < n`` to detect it.
+    """
+    n = checks.integer("n", n, low=1)
+    if checks.is_concrete(tree.feature):
+        top = int(np.max(np.asarray(tree.feature), initial=-1))
+        if top >= n:
+            raise ValueError(f"n must be in [{top + 1}, inf) for this tree: it tests feature {top}, which a "
+                             f"mask of n = {n} features would drop")
     return jnp.any(tree.feature[:, None] == jnp.arange(n), axis=0)
 
 
