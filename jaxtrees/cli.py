@@ -1,4 +1,4 @@
-"""Command line: ``jaxtrees list | run | plot | report``; ``jaxtrees run STUDY --help`` lists the
+"""Command line: ``jaxtrees list | run | plot | report | export | convert``; ``jaxtrees run STUDY --help`` lists the
 study's parameters (meaning, quick and full values, static or traced) and its sizes.
 
 Exit codes: 0 success, 2 bad input (unknown study or parameter, value out of range, a results
@@ -24,7 +24,7 @@ def main(argv=None) -> int:
                    epilog=STUDY_HELP)
 
     run = sub.add_parser("run", help="run (or resume) a study, then plot and report it", add_help=False,
-                         description="Run a built-in study into OUT/STUDY/ (results.csv, metadata.json, "
+                         description="Run a built-in study into OUT/STUDY/ (rows/*.parquet, metadata.json, "
                                      "STUDY.png/.svg, report.md). Rerunning the same command resumes. "
                                      + STUDY_HELP)
     run.add_argument("-h", "--help", action=_RunHelp, help="show this help and, after STUDY, the study's parameters")
@@ -39,6 +39,9 @@ def main(argv=None) -> int:
     run.add_argument("--group", type=int, default=None,
                      help="trials vmapped together per device (default: 32 on a CPU, 1024 on a GPU or TPU)")
     run.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    run.add_argument("--allow-changes", action="store_true",
+                     help="resume although settings that can change rows differ from the recorded ones (group, "
+                          "XLA_FLAGS, versions, ...); the run records them as overrides")
     hosts = run.add_argument_group("several processes (jax.distributed; each takes every P-th trial)")
     hosts.add_argument("--distributed", action="store_true",
                        help="call jax.distributed.initialize(), which finds the processes itself under SLURM, "
@@ -51,6 +54,16 @@ def main(argv=None) -> int:
                        ("report", "a markdown report with the key numbers")):
         p = sub.add_parser(name, help=text, description=f"Make {text} (OUT/STUDY written by `jaxtrees run`).")
         p.add_argument("results", help="the study's results directory, e.g. results/juntas")
+    export = sub.add_parser("export", help="write a results directory's rows as one CSV file",
+                            description="Write the rows of OUT/STUDY as one tidy CSV (sorted by cell and replicate). "
+                                        "The rows themselves are Parquet: pandas.read_parquet('OUT/STUDY/rows') reads them.")
+    export.add_argument("results", help="the study's results directory, e.g. results/juntas")
+    export.add_argument("--csv", metavar="PATH", nargs="?", const="", default="",
+                        help="the CSV file to write (default: OUT/STUDY/results.csv)")
+    convert = sub.add_parser("convert", help="convert a results directory of an earlier version (CSV) to Parquet",
+                             description="Rewrite the CSV rows (parts/*.csv, results.csv) of an earlier jaxtrees' "
+                                         "results directory as Parquet rows/; `jaxtrees run` then resumes into it.")
+    convert.add_argument("results", help="the study's results directory, e.g. results/juntas")
 
     args = ap.parse_args(argv)
     try:
@@ -200,32 +213,33 @@ def _run(args) -> int:
         seed = args.seed
     config = runner.configure(study, quick=args.quick, overrides=overrides, seed=seed)
     t0 = time.perf_counter()
-    from jaxtrees.experiments import store
-
-    with store.reuse_written():  # the rows just written feed the figures and the report without a second read
-        results = runner.run(study, config, args.out, chunk=args.chunk, group=args.group, progress=not args.no_progress)
-        return _after_run(study, results, t0)
+    directory = runner.run(study, config, args.out, chunk=args.chunk, group=args.group,
+                           progress=not args.no_progress, allow_changes=args.allow_changes)
+    return _after_run(study, directory, t0)
 
 
-def _after_run(study, results: str, t0: float) -> int:
-    """Figures and report from a finished run's results (process 0), or why there are none."""
-    directory = os.path.dirname(results)
+def _after_run(study, directory: str, t0: float) -> int:
+    """Figures and report from a finished run's rows (process 0), or why there are none."""
     import jax
 
     if jax.process_index() != 0:
-        print(f"process {jax.process_index()}: its trials are in {directory}/parts; process 0 writes the results")
+        print(f"process {jax.process_index()}: its trials are in {directory}/rows; process 0 writes the figures and report")
         return 0
-    if not os.path.exists(results):
-        print(f"run incomplete; rerun the same command to resume ({directory})", file=sys.stderr)
-        return 1
-    from jaxtrees.experiments import store, summary
+    from jaxtrees.experiments import store
 
-    # read and parsed once, for the figures and the report
-    rows = summary.typed(store.read_results(directory, _metadata(directory)["config"]))
+    metadata = _metadata(directory)
+    rows = store.read_results(directory, metadata["config"])  # read once, for the figures and the report
+    done, total = store.completeness(directory, rows)
+    if done < total:
+        print(f"run incomplete ({done:,} of {total:,} trials); rerun the same command to resume ({directory})",
+              file=sys.stderr)
+        return 1
+    t1 = time.perf_counter()
     figures = _plot_files(study, directory, rows)
     print(_write_report(study, directory, rows))
-    print(f"wrote {results}, {', '.join(figures)} and {os.path.join(directory, 'report.md')} in "
-          f"{time.perf_counter() - t0:.0f} s")
+    print(f"wrote {os.path.join(directory, 'rows')} ({len(rows):,} rows), {', '.join(figures)} and "
+          f"{os.path.join(directory, 'report.md')} in {time.perf_counter() - t0:.0f} s "
+          f"({time.perf_counter() - t1:.1f} s after the trials)")
     return 0
 
 
@@ -315,6 +329,21 @@ def _report(args) -> int:
     return 0
 
 
+def _export(args) -> int:
+    from jaxtrees.experiments import store
+
+    _metadata(args.results)
+    print(store.export_csv(args.results, args.csv or None))
+    return 0
+
+
+def _convert(args) -> int:
+    from jaxtrees.experiments import legacy
+
+    print(legacy.convert(args.results))
+    return 0
+
+
 def _study_of(directory: str):
     from jaxtrees.experiments import studies
 
@@ -325,16 +354,25 @@ def _metadata(directory: str) -> dict:
     """``directory/metadata.json``; ValueError saying what is wrong and what to do."""
     path = os.path.join(directory, "metadata.json")
     if not os.path.exists(path):
-        rebuild = (" (its parts/config.json remains: rerun `jaxtrees run` with the same arguments to rebuild it)"
-                   if os.path.exists(os.path.join(directory, "parts", "config.json")) else "")
+        rebuild = (" (its rows/_config.json remains: rerun `jaxtrees run` with the same arguments to rebuild it)"
+                   if os.path.exists(os.path.join(directory, "rows", "_config.json")) else "")
         raise ValueError(f"{directory} is not a results directory (no metadata.json){rebuild}; "
                          f"pass OUT/STUDY as written by `jaxtrees run`")
     try:
         with open(path) as fh:
             metadata = json.load(fh)
-        metadata["config"]["study"], metadata["runs"][-1]["environment"]
+        metadata["config"]["study"]
+        if not metadata.get("runs"):
+            raise ValueError(f"{path} records no run yet; rerun `jaxtrees run` with the same arguments (it resumes)")
+        metadata["runs"][-1]["environment"]
+    except ValueError as e:
+        if "records no run" in str(e):
+            raise
+        raise ValueError(f"cannot read {path} ({type(e).__name__}: {e}); delete that file and rerun `jaxtrees run` "
+                         f"with the same arguments: it is rebuilt from rows/_config.json") from None
     except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
-        raise ValueError(f"cannot read {path} ({type(e).__name__}: {e}); rerun `jaxtrees run` into a new --out") from None
+        raise ValueError(f"cannot read {path} ({type(e).__name__}: {e}); delete that file and rerun `jaxtrees run` "
+                         f"with the same arguments: it is rebuilt from rows/_config.json") from None
     return metadata
 
 
@@ -375,8 +413,7 @@ def _write_report(study, directory, rows=None) -> str:
             + study.report(rows) + _cost_table(metadata))
     path = os.path.join(directory, "report.md")
     try:
-        with open(path, "w") as fh:
-            fh.write(text)
+        store.write_atomic(path, text)
     except OSError as e:
         print(f"jaxtrees: warning: cannot write {path} ({e.strerror}); the report is printed only", file=sys.stderr)
     return text
@@ -429,7 +466,7 @@ def _cost_table(metadata) -> str:
             + summary.markdown_table([*varying, "trials", "compile s", "run s", "trials/s", "device"], table) + "\n")
 
 
-_COMMANDS = {"list": _list, "run": _run, "plot": _plot, "report": _report}
+_COMMANDS = {"list": _list, "run": _run, "plot": _plot, "report": _report, "export": _export, "convert": _convert}
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import numpy as np
 from jax.scipy.special import log_ndtr
 
 from jaxtrees.core import checks
-from jaxtrees.experiments import summary
+from jaxtrees.experiments import table as tables
 
 #: Newton iterations of a fit (the concave problem converges in well under 20 from the LS start).
 NEWTON_STEPS = 40
@@ -280,23 +280,37 @@ _fit_many = jax.jit(jax.vmap(_fit, in_axes=(None, None, None, 0)))  # one fit pe
 
 
 # ----------------------------------------------------------------------------- steps of result rows
-# Rows are typed result rows (:func:`jaxtrees.experiments.summary.typed`); a step count < 0 means
-# "not within the budget" (censored) and counts as +infinity in medians and quantiles.
+# ``rows`` is a :class:`~jaxtrees.experiments.table.Table` of results; a step count < 0 means "not
+# within the budget" (censored) and counts as +infinity in medians and quantiles.
 
 
 def censored_steps(rows, column: str = "steps") -> np.ndarray:
     """The column as floats, censored values (< 0) as +inf.
 
-    >>> censored_steps([{"steps": 40}, {"steps": -1}]).tolist()
+    >>> censored_steps(tables.Table({"steps": [40, -1]})).tolist()
     [40.0, inf]
     """
-    v = np.asarray([r[column] for r in rows], float)
+    v = np.asarray(rows[column], float)
     return np.where(v < 0, np.inf, v)
 
 
 def quartiles(s) -> np.ndarray:
     """The quartiles of ``s`` (inverted CDF: observed values, +inf where censored)."""
     return np.quantile(s, [0.25, 0.5, 0.75], method="inverted_cdf")
+
+
+def group_quartiles(rows, by, column: str = "steps") -> tuple[list[tuple], np.ndarray]:
+    """``(keys, q)``: per group of ``by``, the :func:`quartiles` of the censored steps, ``q[g] = (Q1, Q2, Q3)``."""
+    return tables.group_quantiles(rows, by, censored_steps(rows, column), (0.25, 0.5, 0.75))
+
+
+def group_first(rows, by, column: str) -> list:
+    """Per group of ``by`` (sorted as :func:`~jaxtrees.experiments.table.groups`), the column's value in the
+    group's first row (a per-cell constant such as ``max_steps``)."""
+    codes, keys = tables.groups(rows, by)
+    first = np.full(len(keys), -1, np.int64)
+    first[codes[::-1]] = np.arange(len(codes))[::-1]
+    return np.asarray(rows[column])[first].tolist()
 
 
 def median(s):
@@ -327,7 +341,7 @@ def median_count(rows, column: str) -> str:
 
 def share_within(rows, column: str, m) -> tuple[int, int]:
     """(successes, trials) of ``0 <= column <= m``."""
-    v = np.asarray([r[column] for r in rows]).astype(int)
+    v = np.asarray(rows[column]).astype(np.int64)
     return int(((v >= 0) & (v <= m)).sum()), len(v)
 
 
@@ -335,17 +349,17 @@ def log_steps(rows, column: str = "steps"):
     """``(log n, log steps, censored)`` of the trials ``rows``: a censored trial at log of its budget."""
     s = censored_steps(rows, column)
     censored = ~np.isfinite(s)
-    budget = np.asarray([r["max_steps"] for r in rows], float)
-    return np.log(np.asarray([r["n"] for r in rows], float)), np.log(np.where(censored, budget, s)), censored
+    budget = np.asarray(rows["max_steps"], float)
+    return np.log(np.asarray(rows["n"], float)), np.log(np.where(censored, budget, s)), censored
 
 
 def median_exponents(rows, by, column: str = "steps") -> dict:
     """Per group of ``by``: the slope a of log(median steps) ~ a log(n) + b over the n whose median
     is not censored (:func:`median_fit`), and those n."""
     out = {}
-    for key, sel in summary.split(rows, by).items():
+    for key, sel in tables.split(rows, by).items():
         s = censored_steps(sel, column)
-        x = np.log(np.asarray([r["n"] for r in sel], float))
+        x = np.log(np.asarray(sel["n"], float))
         fit = median_fit(x, np.log(np.where(np.isfinite(s), s, 1.0)), ~np.isfinite(s))
         if fit.converged:
             out[key] = (fit.slope, [round(math.exp(v)) for v in fit.xs])

@@ -1,38 +1,37 @@
 """Running a study: its trials, in compiled chunks, on every local device, into a :class:`Store`.
 
 :func:`run` writes one row per trial (and per entry of the study's ``axis``) into ``OUT/STUDY/``
-(:mod:`~jaxtrees.experiments.store`), one compiled program per static group (:class:`_Job`),
-showing :mod:`~jaxtrees.experiments.progress` on stderr. It also re-exports what a caller of
-:func:`run` needs: ``Study``, ``Config``, ``configure``, ``cell_hash``, ``trial_key``, ``read_results``,
-``read_parts``.
+(:mod:`~jaxtrees.experiments.store`), one compiled program per static group
+(:mod:`~jaxtrees.experiments.compiled`), showing :mod:`~jaxtrees.experiments.progress` on stderr.
+A call's inputs are gathered from per-cell arrays and its outputs go to disk as columns: no Python
+object per trial or row. It also re-exports what a caller of :func:`run` needs.
 """
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 import dataclasses
-import functools
 import json
 import os
 import resource
+import signal
 import sys
 import threading
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec
 
-from jaxtrees.core import checks, programs
+from jaxtrees.core import checks
+from jaxtrees.experiments import compiled as compiling
+from jaxtrees.experiments.compiled import LOOP_MAX_TRIALS, OPT_LEVEL_FLAG, compiler_options, loop_max_trials  # noqa: F401
+from jaxtrees.experiments.layout import Layout
 from jaxtrees.experiments.progress import Progress
-from jaxtrees.experiments.store import Store, environment, now, read_parts, read_results
+from jaxtrees.experiments.store import Store, environment, now, read_results
 from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
 from jaxtrees.learners import growth
 
-__all__ = ["ACCELERATOR_GROUP", "CPU_CACHE_BUDGET", "GROUP", "MEMORY_BUDGET", "default_compile_threads", "group_size",
-           "memory_budget", "run", "Study", "Config", "configure", "cell_hash", "trial_key", "read_results", "read_parts"]
+__all__ = ["ACCELERATOR_GROUP", "CPU_CACHE_BUDGET", "GROUP", "MEMORY_BUDGET", "Changed", "default_compile_threads",
+           "group_size", "memory_budget", "run", "Study", "Config", "configure", "cell_hash", "trial_key", "read_results"]
 
 #: Trials vmapped together on a CPU device: small groups under ``lax.map`` keep a group's working
 #: set in cache (on 2 cores, growth for 4096 trials ran 2x faster in groups of 64 than in one vmap).
@@ -85,9 +84,16 @@ def group_size(device, bytes_per_trial: int | None = None, group: int | None = N
     return size
 
 
+
+
+class Changed(ValueError):
+    """A resumed run differs from the recorded one in something that can change its rows."""
+
+
 def run(study: Study, config: Config, out: str, *, chunk: int | None = None, group: int | None = None,
-        progress: bool = True, max_trials: int | None = None, compile_threads: int | None = None) -> str:
-    """Run (or resume) ``config`` of ``study`` into ``out/<study>/``; return the results path.
+        progress: bool = True, max_trials: int | None = None, compile_threads: int | None = None,
+        allow_changes: bool = False) -> str:
+    """Run (or resume) ``config`` of ``study`` into ``out/<study>/``; return that directory.
 
     ``chunk``: trials per compiled call, rounded up to a multiple of the group x devices (default
     8 groups per device, fewer if the study's memory estimate asks); results do not depend on it.
@@ -99,131 +105,112 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     trials, and settings of a ``with`` block around the call (thread-local in JAX) do not.
     A second run into the same directory while this one writes raises ValueError.
 
-    ``config`` is a resolved :class:`~jaxtrees.experiments.study.Config` (:func:`configure`); one row
-    per trial (and per entry of the study's ``axis``, e.g. per sample size on a common-random-numbers
-    m-grid) goes into ``OUT/STUDY/`` (:mod:`jaxtrees.experiments.store`: parts written atomically,
-    resumable, locked against a second writer).
+    Everything that can change a row's value (:func:`contract`: the group of each program, compiler
+    options, versions, PRNG and precision settings, backend) is recorded in metadata.json before the
+    first call; resuming under a difference raises :class:`Changed` naming it, unless
+    ``allow_changes`` (the new values are then recorded with the run, as overrides).
 
     Execution: the trials of a static group are cut into chunks of ``chunk`` trials (padded to a
     fixed size, so one compilation serves every chunk), the chunk axis is sharded over all local
     devices (``shard_map`` over ``Mesh(devices, ("batch",))``), each device runs its rows in groups of
-    vmapped trials (:func:`group_size`: 32 on a CPU, fewer if the study's working set would overflow
-    the caches, 1024 on a GPU or TPU, fewer if the study's memory estimate asks; the same compiled
-    arithmetic for any chunk size or device count, so rows are bitwise reproducible; a resumed run
-    keeps its group). Under ``jax.distributed`` (several processes, e.g. one per host)
-    trial t of the grid runs on process t mod P, whatever was done before, so processes that start
-    at different times never take the same trial; each writes its own parts, and after a barrier
-    process 0 writes ``results.csv``.
+    vmapped trials (:func:`group_size`); the same compiled arithmetic for any chunk size or device
+    count, so rows are bitwise reproducible. Under ``jax.distributed`` (several processes, e.g. one
+    per host) trial t of the grid runs on process t mod P, whatever was done before; each writes
+    its own parts, and the run ends at a barrier.
     """
     chunk = None if chunk is None else checks.integer("chunk", chunk, low=1)
     group = None if group is None else checks.integer("group", group, low=1, high=2**16)
     threads = default_compile_threads() if compile_threads is None else checks.integer(
         "compile_threads", compile_threads, low=1, high=64)
-    store = Store(out, study.name)
-    metadata = store.open(config.as_json())
+    process, processes = jax.process_index(), jax.process_count()
+    store = Store(out, study.name, process, processes)
+    metadata = store.open(config.as_json(), _run_id(processes))
     try:
-        job = _Job(study, config, store, metadata, jax.local_devices(), chunk, group, progress)
+        job = _Job(study, config, store, metadata, jax.local_devices(), chunk, group, progress, allow_changes)
         todo = job.plan(max_trials)
-        work = job.pending(todo)
-        bar = Progress(job.label, len(todo), enabled=progress, programs=len(work))
-        ahead = _Ahead(job, work, threads)
+        work = job.start(todo)
+        bar = Progress(job.label, int(todo.size), enabled=progress, programs=len(work))
+        ahead = compiling.Ahead(job, work, threads)
         try:
-            for program, compiled in ahead.programs(bar):
-                job.run(program, compiled, bar)
-                del compiled  # this group's program, unmapped once it has run
-                ahead.release_if_crowded()  # a notebook's own jit caches past a quarter of vm.max_map_count
+            with _deferred_interrupt() as interrupted:
+                for program, executable in ahead.programs(bar):
+                    job.run(program, executable, bar, interrupted)
+                    del executable  # this group's program, unmapped once it has run
+                    ahead.release_if_crowded()  # a notebook's own jit caches past a quarter of vm.max_map_count
         finally:
             ahead.cancel()
         bar.close()
-        job.finish(len(todo), bar.elapsed)
+        job.finish(int(todo.size), bar.elapsed)
     finally:
         store.close()
-    return store.results_path
+    return store.directory
 
 
-def _describe(static: dict) -> str:
-    """A program's static values for the progress line (its branches counted, not listed)."""
-    return ", ".join(f"{k}={len(v)}" if k == "branches" else f"{k}={'/'.join(map(str, v)) if isinstance(v, tuple) else v}"
-                     for k, v in static.items())
+def _run_id(processes: int) -> str:
+    """A fresh id for this run, the same on every process (process 0's, broadcast)."""
+    value = np.frombuffer(os.urandom(4), np.uint32)
+    if processes > 1:
+        from jax.experimental import multihost_utils
+
+        value = np.asarray(multihost_utils.broadcast_one_to_all(value))
+    return f"{int(value[0]):08x}"
+
+
+class _deferred_interrupt:
+    """Inside, Ctrl-C (SIGINT) is held until the current call's part is written (a KeyboardInterrupt
+    raised inside a device-to-host copy can abort the process), then raised between calls."""
+
+    def __enter__(self):
+        self.flag = threading.Event()
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, lambda *_: self.flag.set())
+        return self.flag
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        if self.flag.is_set() and exc[0] is None:
+            raise KeyboardInterrupt
+        return False
 
 
 @dataclasses.dataclass
 class _Program:
     """One static group's program as this run sizes it: its static values (``name``: as JSON, the
     key of its entries in metadata.json), trials vmapped per device, trials per call, and the
-    slots of its pending trials (:func:`_pack`)."""
+    slots (trial ids; ``padding``: computed, never written) of its pending trials (:func:`_pack`)."""
 
     static: dict
     name: str
     group: int
     size: int
-    slots: list
+    slots: np.ndarray
+    padding: np.ndarray
     trials: int
     planned: int = 0  # the group's trials in the whole grid (resumed or not), in its largest branch
 
 
-class _Ahead:
-    """The job's programs in order, each traced and compiled on a daemon thread while earlier ones
-    run, at most ``threads`` ahead of the one running (XLA releases the GIL while it compiles). The
-    wait for a program is what compiling adds to the run (``compile_wait_seconds``, the progress
-    line's compile time); its thread's seconds are its ``compile_seconds``."""
-
-    def __init__(self, job: "_Job", work, threads: int):
-        self.job, self.work, self.threads = job, iter(work), threads
-        self.queue: collections.deque = collections.deque()
-        self.cancelled = threading.Event()
-
-    def cancel(self):
-        """Programs not yet traced or compiled are not (the run ended early: an error, an interrupt)."""
-        self.cancelled.set()
-
-    def _submit(self) -> bool:
-        item = next(self.work, None)
-        if item is None:
-            return False
-        program, future = self.job.size(*item), concurrent.futures.Future()
-
-        def compile_():
-            try:
-                future.set_result(self.job.compile(program, self.cancelled))
-            except BaseException as e:  # noqa: BLE001 (raised in the run, where the program is wanted)
-                future.set_exception(e)
-
-        threading.Thread(target=compile_, name="jaxtrees compile", daemon=True).start()
-        self.queue.append((program, future))
-        return True
-
-    def programs(self, bar: Progress):
-        """``(program, compiled)`` per static group, in order, recording each one's compile seconds."""
-        while len(self.queue) < self.threads and self._submit():
-            pass
-        record = self.job.record
-        while self.queue:
-            program, future = self.queue.popleft()
-            bar.phase("compiling " + _describe(program.static))
-            started = time.perf_counter()
-            held = list(future.result())  # [compiled, seconds]: handed on, not kept here while it runs
-            record["compile_wait_seconds"][program.name] = round(time.perf_counter() - started, 3)
-            record["compile_seconds"][program.name] = round(held.pop(), 3)
-            bar.compiled(record["compile_wait_seconds"][program.name])
-            del future
-            self._submit()  # the next one compiles while this one runs
-            yield program, held.pop()
-
-    def release_if_crowded(self):
-        """:func:`~jaxtrees.core.programs.release_if_crowded`, once the programs compiling now are
-        done (JAX's caches are not cleared under a trace); the compiled ones held stay."""
-        if programs.crowded():
-            for _, future in self.queue:
-                concurrent.futures.wait([future])
-            programs.release()
+def contract(study: Study, device) -> dict:
+    """What besides the seed and parameters can change a row's value, as recorded with a run: versions,
+    PRNG implementation and flags, x64, matmul precision, backend, compiler options and XLA_FLAGS (but
+    the device count and vector width, which do not)."""
+    env = environment()
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
+             if not f.startswith(("--xla_force_host_platform_device_count", "--xla_cpu_prefer_vector_width"))]
+    return {"jax": env["jax"], "jaxlib": env["jaxlib"], "jaxtrees": env["jaxtrees"],
+            "prng_impl": str(jax.config.jax_default_prng_impl),
+            "threefry_partitionable": bool(jax.config.jax_threefry_partitionable),
+            "x64": bool(jax.config.jax_enable_x64), "matmul_precision": jax.config.jax_default_matmul_precision,
+            "backend": jax.default_backend(), "compiler_options": compiler_options(study, device),
+            "xla_flags": " ".join(flags)}
 
 
 @dataclasses.dataclass
 class _Job:
-    """One call of :func:`run`, in steps: :meth:`plan` the trials, then per static group :meth:`size`,
-    :meth:`compile` and :meth:`run` its program, and :meth:`finish`; each step records its part of
-    this run's entry in metadata.json (``record``)."""
+    """One call of :func:`run`, in steps: :meth:`plan` the trials, :meth:`start` (size every program,
+    check and record the contract), then per program :meth:`compile` and :meth:`run`, and :meth:`finish`;
+    each step records its part of this run's entry in metadata.json (``record``)."""
 
     study: Study
     config: Config
@@ -233,280 +220,216 @@ class _Job:
     chunk: int | None
     group: int | None
     progress: bool
+    allow_changes: bool = False
 
     def __post_init__(self):
-        env = environment()
-        # A resumed run compiles as the first run on this backend did (as it keeps the group): the same rows.
-        earlier = [r["compiler_options"] for r in self.metadata["runs"]
-                   if "compiler_options" in r and r.get("environment", {}).get("backend") == env["backend"]]
-        self.record = {"started": now(), "environment": env, "chunk": {}, "group": {},
+        self.cells = self.config.cells()
+        self.layout = Layout(self.study, self.config)
+        self.replicates = self.config.replicates
+        self.process, self.processes = self.store.process, self.store.processes
+        self.label = (self.study.name if self.processes == 1
+                      else f"{self.study.name} [process {self.process} of {self.processes}]")
+        self.hashes = np.asarray([self.study.key_hash(c) for c in self.cells], np.uint32)
+        self.record = {"started": now(), "environment": environment(), "chunk": {}, "group": {},
                        "compile_seconds": {}, "compile_wait_seconds": {}, "run_seconds": {}, "trials_run": {},
-                       "compiler_options": earlier[0] if earlier else compiler_options(self.study, self.devices[0])}
+                       "host_seconds": 0.0, "rows_written": 0}
+        self._branch = {}  # program name -> each cell's branch index in it
+
+    def plan(self, max_trials: int | None) -> np.ndarray:
+        """This process's trials still to run (ids ``cell * replicates + replicate``, ascending): trial
+        t of the grid runs on process t mod P; those whole in the store's parts are done."""
+        done = self.store.trials_done(len(self.cells), self.replicates, self.layout)
+        ids = np.arange(done.size, dtype=np.int64)
+        todo = ids[(ids % self.processes == self.process) & ~done]
+        return todo if max_trials is None else todo[:max_trials]
+
+    def start(self, todo: np.ndarray) -> list[_Program]:
+        """Every program with trials in ``todo``, sized; the run's contract checked against the recorded
+        one (:class:`Changed`) and recorded, with each program's group, before the first call."""
+        cell_of = todo // self.replicates
+        work = []
+        for members in self.study.static_groups(self.cells):
+            pending = todo[np.isin(cell_of, members)]
+            if pending.size:
+                work.append(self.size(members, pending))
+        terms = contract(self.study, self.devices[0])
+        recorded = self.metadata.get("contract")
+        groups = {**(recorded or {}).get("groups", {}), **{p.name: p.group for p in work}}
+        now_terms = {**terms, "groups": groups}
+        if recorded is not None:
+            changed = [k for k in sorted(set(recorded) | set(now_terms))
+                       if k != "groups" and recorded.get(k) != now_terms.get(k)]
+            changed += [f"group of program {name}" for name, g in recorded.get("groups", {}).items()
+                        if name in groups and groups[name] != g]
+            if changed and not self.allow_changes:
+                detail = "; ".join(f"{k}: recorded {recorded.get(k)!r}, now {now_terms.get(k)!r}" for k in changed
+                                   if not k.startswith("group of"))
+                raise Changed(f"{self.store.directory} was started with other settings that can change its rows "
+                              f"({', '.join(changed)}{'; ' + detail if detail else ''}); resume with the recorded "
+                              f"ones (e.g. the same --group, XLA_FLAGS, jax version), choose another --out, or pass "
+                              f"--allow-changes to resume anyway (recorded as an override)")
+            if changed:
+                self.record["overrides"] = changed
+        self.metadata["contract"] = now_terms if recorded is None or self.allow_changes else recorded
         self.metadata["runs"].append(self.record)
         self.metadata["columns"] = column_descriptions(self.study, self.config)
         self.store.write_metadata(self.metadata)
-        self.cells = self.config.cells()
-        self.process, self.processes = jax.process_index(), jax.process_count()
-        self.label = (self.study.name if self.processes == 1
-                      else f"{self.study.name} [process {self.process} of {self.processes}]")
+        return work
 
-    def plan(self, max_trials: int | None) -> list[tuple[int, int]]:
-        """This process's trials still to run, (cell, replicate) in grid order: trial t of the grid
-        runs on process t mod P; those in the store's parts are done."""
-        done = {(int(r["cell"]), int(r["replicate"])) for r in self.store.read_parts()}
-        replicates = self.config.replicates
-        todo = [(i, r) for i in range(len(self.cells)) for r in range(replicates)
-                if (i * replicates + r) % self.processes == self.process and (i, r) not in done]
-        return todo if max_trials is None else todo[:max_trials]
-
-    def pending(self, todo) -> list[tuple[list[int], list]]:
-        """(cells of a static group, its trials in ``todo``) for each group with trials to run."""
-        out = []
-        for members in self.study.static_groups(self.cells):
-            member_set = set(members)
-            pending = [t for t in todo if t[0] in member_set]
-            if pending:
-                out.append((members, pending))
-        return out
-
-    def size(self, members: list[int], pending: list) -> _Program:
+    def size(self, members: list[int], pending: np.ndarray) -> _Program:
         """The group's program sized for the devices: trials vmapped per device (a resumed run keeps
-        the group it started with: the group is part of the arithmetic, a different one may change a
-        float in its last ulp, so the rows stay those of one run) and trials per call."""
+        the recorded group: the group is part of the arithmetic) and trials per call."""
         study, cells = self.study, [self.cells[i] for i in members]
         static = study.program(cells)
         need = None if study.bytes_per_trial is None else max(map(study.bytes_per_trial, cells))
         working = None if study.working_set_per_trial is None else max(map(study.working_set_per_trial, cells))
         name = json.dumps(static, sort_keys=True)
-        earlier = [r["group"][name] for r in self.metadata["runs"][:-1] if name in r.get("group", {})]
-        group = self.group if self.group is not None or not earlier else earlier[-1]
-        vmapped = group_size(self.devices[0], need, group, working)
+        recorded = (self.metadata.get("contract") or {}).get("groups", {}).get(name)
+        if recorded is None:  # metadata of an earlier version: the group of its last run
+            recorded = next((r["group"][name] for r in reversed(self.metadata["runs"]) if name in r.get("group", {})),
+                            None)
+        vmapped = group_size(self.devices[0], need, self.group if self.group is not None else recorded, working)
         unit = vmapped * len(self.devices)
         per_call = -(-(self.chunk or 8 * unit) // unit) * unit
         if self.chunk is not None and per_call != self.chunk and self.progress and not self.record["chunk"]:
             print(f"{study.name}: chunk {self.chunk} rounded up to {per_call} (a multiple of {vmapped} trials x "
                   f"{len(self.devices)} device(s))", file=sys.stderr)
-        slots = _pack(study, self.cells, pending, vmapped)
-        size = min(per_call, -(-len(slots) // unit) * unit)  # a small set pads to one group per device only
+        slots, padding = _pack(study, self.layout, pending, vmapped)
+        size = min(per_call, -(-slots.size // unit) * unit)  # a small set pads to one group per device only
         if self.chunk is None and need is not None:
             size = min(size, max(1, memory_budget(self.devices[0]) // (need * vmapped)) * unit)
         self.record["chunk"][name] = size
         self.record["group"][name] = vmapped
         # each branch compiles its own code: a branch's trials decide its level loop
-        branch = collections.Counter(tuple(cells_[name] for name in study.branches) for cells_ in cells)
-        return _Program(static, name, vmapped, size, slots, len(pending), max(branch.values()) * self.config.replicates)
+        branch = {}
+        for c in cells:
+            combo = tuple(c[n] for n in study.branches)
+            branch[combo] = branch.get(combo, 0) + 1
+        return _Program(static, name, vmapped, size, slots, padding, int(pending.size),
+                        max(branch.values()) * self.replicates)
 
     def compile(self, program: _Program, cancelled: threading.Event | None = None):
         """``(compiled, seconds)``: the program traced and compiled ahead of its first call (on any
         thread: it writes nothing of the job's); not started, or not compiled after tracing, once
         ``cancelled`` is set (CancelledError)."""
+        import concurrent.futures
+
         if cancelled is not None and cancelled.is_set():
             raise concurrent.futures.CancelledError
         started = time.perf_counter()
-        inputs = _inputs(self.study, program.static, self.cells, program.slots[:program.size], program.size,
-                         program.group)
-        # A program (branch) of few trials would spend more compiling unrolled tree levels than it saves running them.
-        few = program.planned <= loop_max_trials(self.study)
+        inputs = self.inputs(program, program.slots[:program.size])
+        few = program.planned <= loop_max_trials(self.study)  # few trials: a level loop compiles faster
         with growth.level_loop(growth.LOOP_CHUNK if few else None):
-            lowered = _compile(self.study, program.static, self.config.seed, self.devices, program.group).lower(*inputs)
+            lowered = compiling.build(self.study, program.static, self.config.seed, self.devices,
+                                      program.group).lower(*inputs)
         if cancelled is not None and cancelled.is_set():
             raise concurrent.futures.CancelledError
-        compiled = lowered.compile(self.record["compiler_options"])
-        return compiled, time.perf_counter() - started
+        executable = lowered.compile(self.metadata["contract"]["compiler_options"])
+        return executable, time.perf_counter() - started
 
-    def run(self, program: _Program, compiled, bar: Progress):
-        """Every slot of the program, call by call, each call's rows written as one part: a call's rows
-        are made and written while the next call runs (JAX dispatches it before they are read)."""
+    def run(self, program: _Program, executable, bar: Progress, interrupted: threading.Event | None = None):
+        """Every slot of the program, call by call, each call's rows written as one part while the next
+        call runs (JAX dispatches it before they are read); an interrupt stops after a written part."""
         started = time.perf_counter()
         running = None
-        for start in range(0, len(program.slots), program.size):
-            part = program.slots[start:start + program.size]
-            outputs = compiled(*_inputs(self.study, program.static, self.cells, part, program.size, program.group))
+        for start in range(0, program.slots.size, program.size):
+            if interrupted is not None and interrupted.is_set():
+                break
+            t0 = time.perf_counter()
+            part = slice(start, start + program.size)
+            inputs = self.inputs(program, program.slots[part])
+            self.record["host_seconds"] += time.perf_counter() - t0
+            outputs = executable(*inputs)
             if running is not None:
                 self._write(*running, bar)
-            running = part, outputs
+            running = program.slots[part], program.padding[part], outputs
         if running is not None:
             self._write(*running, bar)
         self.record["run_seconds"][program.name] = round(time.perf_counter() - started, 3)
         self.record["trials_run"][program.name] = program.trials
         self.record["seconds"] = bar.elapsed
+        self.record["host_seconds"] = round(self.record["host_seconds"], 3)
         self.store.write_metadata(self.metadata)  # a run killed later keeps this program's timings
 
-    def _write(self, part, outputs, bar: Progress):
+    def inputs(self, program: _Program, slots: np.ndarray):
+        """A call's inputs for ``slots`` (padded to the program's size with copies of the last):
+        cell hashes, replicates, the dynamic parameters per trial and the ``grouped`` ones per group."""
+        if "branches" in program.static and program.name not in self._branch:
+            combos = {tuple(combo): i for i, combo in enumerate(program.static["branches"])}
+            self._branch[program.name] = np.asarray(
+                [combos.get(tuple(c[n] for n in self.study.branches), -1) for c in self.cells], np.int32)
+        return _inputs(self.study, self.layout, self.hashes, program.static, slots, program.size, program.group,
+                       self._branch.get(program.name))
+
+    def _write(self, slots, padding, outputs, bar: Progress):
         """One call's rows (its real slots, not the padding) as one part."""
-        real = [t for t, (_, padding) in enumerate(part) if not padding]
-        outputs = {key: np.asarray(value)[real] for key, value in outputs.items()}
-        trials = [part[t][0] for t in real]
-        self.store.write_part(_rows(self.study, self.config, self.cells, trials, outputs))
-        bar.update(len(trials))
+        real = np.flatnonzero(~padding)
+        host = {key: np.asarray(value)[:slots.size][real] for key, value in outputs.items()}
+        t0 = time.perf_counter()
+        trials = slots[real]
+        columns = self.layout.columns(trials // self.replicates, trials % self.replicates, host)
+        self.store.write_part(columns, int(trials.size))
+        self.record["host_seconds"] += time.perf_counter() - t0
+        self.record["rows_written"] += int(columns["cell"].size)
+        bar.update(int(trials.size))
 
     def finish(self, trials: int, seconds: float):
-        """Record the run's end; after every process is done, process 0 writes ``results.csv``."""
+        """Record the run's end; under ``jax.distributed``, wait for every process (their parts on disk)."""
         self.record["finished"] = now()
         self.record["peak_host_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         self.record["trials"] = trials
         self.record["seconds"] = seconds
         self.store.write_metadata(self.metadata)
-        if self.processes > 1:  # every process's parts are on disk before process 0 reads them
+        if self.processes > 1:
             from jax.experimental import multihost_utils
 
             multihost_utils.sync_global_devices(f"jaxtrees run {self.study.name}")
-        rows = self.store.read_parts()
-        if self.process == 0 and len({(r["cell"], r["replicate"]) for r in rows}) == self.config.trials:
-            self.store.write_results(rows)
 
 
-def compiler_options(study: Study, device) -> dict | None:
-    """XLA options for ``study``'s programs on ``device``: its ``cpu_opt_level`` on a CPU, unless
-    XLA_FLAGS sets the level itself; on a GPU :func:`jaxtrees.core.programs.compiler_options`."""
-    if device.platform != "cpu":
-        return programs.compiler_options(device)
-    if study.cpu_opt_level is None or OPT_LEVEL_FLAG in os.environ.get("XLA_FLAGS", ""):
-        return None
-    return {OPT_LEVEL_FLAG: study.cpu_opt_level}
+def _pack(study: Study, layout: Layout, pending: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(slots, padding)``: ``pending`` trials ordered so that every group of ``group`` consecutive
+    slots shares the values of the study's ``grouped`` parameters (sorted by those values, stable), each
+    run of equal values padded to a whole number of groups with copies of its last trial."""
+    if not study.grouped:
+        return pending, np.zeros(pending.size, bool)
+    cell = pending // layout.replicates
+    key = np.zeros(pending.size, np.int64)
+    for name in study.grouped:
+        key = key * len(layout.values[name]) + layout.codes[name][cell]
+    order = np.argsort(key, kind="stable")
+    trials, key = pending[order], key[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    counts = np.diff(np.r_[starts, key.size])
+    padded = -(-counts // group) * group
+    run = np.repeat(np.arange(starts.size), padded)
+    within = np.arange(run.size) - np.repeat(np.cumsum(padded) - padded, padded)
+    return trials[starts[run] + np.minimum(within, counts[run] - 1)], within >= counts[run]
 
 
-#: Programs of at most this many trials in the grid grow their deep trees in a level loop
-#: (:func:`jaxtrees.learners.growth.level_loop`: the same trees, one level compiled, each run slower).
-LOOP_MAX_TRIALS = 512
-
-
-def loop_max_trials(study: Study) -> int:
-    """The most trials a program of ``study`` may have to grow its deep trees in a level loop (``Study.level_loop``)."""
-    if isinstance(study.level_loop, bool):
-        return LOOP_MAX_TRIALS if study.level_loop else 0
-    return study.level_loop
-
-
-#: XLA's option (and flag) for the LLVM optimization level of CPU programs.
-OPT_LEVEL_FLAG = "xla_backend_optimization_level"
-
-
-#: The input that holds a group's branch of a program of several (``Study.branches``).
-BRANCH = "branch_index"
-
-
-def _compile(study: Study, static: dict, seed: int, devices, group: int):
-    """``jit(shard_map(scan over groups of vmap over ``group`` trials))`` (``lax.map`` with
-    ``batch_size=group``, with the study's ``grouped`` parameters passed once per group, unbatched;
-    where the program serves several ``branches``, the trial is a ``lax.switch`` on the group's):
-    every device runs the same compiled group of trials however many rows it holds, so per-trial
-    arithmetic (and with it every float in a row) does not depend on the chunk size or the number
-    of devices."""
-
-    base = {name: value for name, value in static.items() if name != "branches"}
-    unbranched = {name: value for name, value in base.items() if name not in study.branches}  # after's: 1 branch or more
-
-    def trial(key, values, dynamic, shared):
-        out = study.trial(key, {**base, **values, **dynamic, **shared})
-        return {name: jnp.asarray(value) for name, value in out.items()}
-
-    def switch(key, dynamic, shared):
-        if "branches" not in static:
-            return trial(key, {}, dynamic, shared)
-        branch = shared.pop(BRANCH)  # uniform per group: one branch runs
-        branches = [functools.partial(trial, key, dict(zip(study.branches, values))) for values in static["branches"]]
-        try:
-            return jax.lax.switch(branch, branches, dynamic, shared)
-        except TypeError as e:
-            if "branch" not in str(e):
-                raise
-            raise ValueError(f"study {study.name!r}: the trial's outputs differ between the branches "
-                             f"{dict(zip(study.branches, zip(*static['branches'])))} of one program (Study.branches "
-                             f"needs one shape and dtype per output): {e}") from None
-
-    def one(cell_hash_, replicate, dynamic, shared):
-        key = study.trial_key(seed, cell_hash_, replicate)
-        shared = dict(shared)
-        out = switch(key, dynamic, shared)
-        if study.after is None:
-            return out
-        out = study.after(key, {**unbranched, **dynamic, **shared}, out)  # once, whichever branch ran
-        return {name: jnp.asarray(value) for name, value in out.items()}
-
-    def local(hashes, replicates, dynamic, shared):
-        by_group = lambda x: x.reshape((-1, group) + x.shape[1:])  # noqa: E731
-
-        def body(carry, xs):
-            return carry, jax.vmap(one, in_axes=(0, 0, 0, None))(*xs)
-
-        xs = (by_group(hashes), by_group(replicates), jax.tree.map(by_group, dynamic), shared)
-        _, out = jax.lax.scan(body, None, xs)
-        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
-
-    mesh = Mesh(np.asarray(devices), ("batch",))
-    spec = PartitionSpec("batch")
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False))
-
-
-def _pack(study: Study, cells, pending, group: int) -> list[tuple]:
-    """``pending`` trials as slots ``((cell, replicate), padding)`` in which every group of ``group``
-    consecutive slots shares the values of the study's ``grouped`` parameters: trials sorted by those
-    values (stable), each run of equal values padded to a whole number of groups with copies of its
-    last trial (padding: computed, never written)."""
-    names = study.grouped
-    if not names:
-        return [(t, False) for t in pending]
-    value = lambda t: tuple(cells[t[0]][name] for name in names)  # noqa: E731
-    slots = []
-    for t in sorted(pending, key=lambda t: json.dumps(value(t))):
-        if slots and len(slots) % group and value(slots[-1][0]) != value(t):
-            slots += [(slots[-1][0], True)] * (group - len(slots) % group)
-        slots.append((t, False))
-    return slots
-
-
-def _inputs(study: Study, static: dict, cells, slots, per_call, group: int):
-    """The chunk's slots padded to ``per_call`` (copies of the last slot): cell hashes, replicate numbers,
-    the dynamic parameters per trial and the ``grouped`` ones per group (int32 where every cell of the
-    grid has an int or bool, or for ``choices`` (the value's index in the program's ``name_choices``),
-    else float32: one dtype per parameter for the whole run, so one compilation serves every chunk)."""
-    padded = [t for t, _ in slots] + [slots[-1][0]] * (per_call - len(slots))
-    hashes = np.asarray([study.key_hash(cells[i]) for i, _ in padded], np.uint32)
-    replicates = np.asarray([r for _, r in padded], np.uint32)
+def _inputs(study: Study, layout: Layout, hashes: np.ndarray, static: dict, slots: np.ndarray, per_call: int,
+            group: int, branch: np.ndarray | None = None):
+    """The call's inputs: ``slots`` padded to ``per_call`` (copies of the last), gathered from per-cell
+    arrays: cell hashes, replicate numbers, the dynamic parameters per trial and the ``grouped`` ones per
+    group (int32 where every cell of the grid has an int or bool, or for ``choices`` (the value's index in
+    the program's ``name_choices``), else float32: one dtype per parameter for the whole run)."""
+    slots = np.concatenate([slots, np.repeat(slots[-1:], per_call - slots.size)])
+    cell = slots // layout.replicates
     dynamic, shared = {}, {}
-    for name in cells[0]:
+    for name in layout.params:
         if name in study.static:
             continue
+        values = layout.values[name]
         if name in study.choices:
-            values = [static[f"{name}_choices"].index(cells[i][name]) for i, _ in padded]
-            dtype = np.int32
+            allowed = static[f"{name}_choices"]
+            per_value = np.asarray([allowed.index(v) if v in allowed else -1 for v in values], np.int32)
         else:
-            values = [cells[i][name] for i, _ in padded]
-            dtype = np.int32 if all(isinstance(c[name], int) for c in cells) else np.float32
+            integer = all(isinstance(v, (int, np.integer)) for v in values.tolist())
+            per_value = values.astype(np.int32 if integer else np.float32)
+        column = per_value[layout.codes[name][cell]]
         if name in study.grouped:
-            shared[name] = np.asarray(values[::group], dtype)
+            shared[name] = column[::group]
         else:
-            dynamic[name] = np.asarray(values, dtype)
-    if "branches" in static:
-        combos = [tuple(combo) for combo in static["branches"]]
-        branch = [combos.index(tuple(cells[i][name] for name in study.branches)) for i, _ in padded]
-        shared[BRANCH] = np.asarray(branch[::group], np.int32)
-    return hashes, replicates, dynamic, shared
-
-
-def _rows(study: Study, config: Config, cells, trials, outputs) -> list[dict]:
-    names = list(outputs)
-    columns = [_python(outputs[name]) for name in names]  # one conversion per output, not per value
-    rows = []
-    for t, (i, r) in enumerate(trials):
-        base = {"study": study.name, "seed": config.seed, "cell": i, "replicate": r, **cells[i]}
-        if study.axis is None:
-            rows.append({**base, **{name: column[t] for name, column in zip(names, columns)}})
-            continue
-        values = [column[t] for column in columns]
-        nested = [isinstance(v, list) for v in values]
-        for a, axis_value in enumerate(study.axis.values(cells[i])):
-            row = {**base, study.axis.name: axis_value}
-            row.update(zip(names, (v[a] if deep else v for v, deep in zip(values, nested))))
-            rows.append(row)
-    return rows
-
-
-def _python(value):
-    """An output array as nested Python lists: bools and integers as int, floats as float (exactly the
-    array's values, as ``float(np.float32(x))``)."""
-    value = np.asarray(value)
-    if value.dtype == bool or np.issubdtype(value.dtype, np.integer):
-        value = value.astype(np.int64)
-    return value.tolist()
+            dynamic[name] = column
+    if branch is not None:
+        shared[compiling.BRANCH] = branch[cell][::group]
+    return hashes[cell], (slots % layout.replicates).astype(np.uint32), dynamic, shared

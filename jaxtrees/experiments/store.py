@@ -1,19 +1,17 @@
-"""Where a run's rows live: ``OUT/STUDY/``, written so that nothing is lost or doubled.
+"""Where a run's rows live: ``OUT/STUDY/``, as columns, written so that nothing is lost or doubled.
 
-:class:`Store` holds the directory (``metadata.json``, one atomically written ``parts/*.csv`` per
-chunk, ``parts/config.json``, ``results.csv`` and the writer's lock ``.lock-P``); :func:`read_parts`
-and :func:`read_results` read its rows back, each checked against the configuration.
+:class:`Store` holds the directory: ``metadata.json``, the dataset ``rows/`` (one Parquet part per
+compiled call, written atomically, and ``rows/_config.json``) and the run's lock ``.lock``;
+:func:`read_results` reads the rows back as a :class:`~jaxtrees.experiments.table.Table`, checked
+against the configuration. ``pandas.read_parquet(OUT/STUDY/rows)`` (or polars, DuckDB) reads them too.
 """
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import datetime
 import fcntl
-import io
+import hashlib
 import json
-import operator
 import os
 import platform
 import subprocess
@@ -21,120 +19,122 @@ import sys
 import time
 import uuid
 
-import jax
 import numpy as np
 
-from jaxtrees.experiments.study import Config
+from jaxtrees.experiments.layout import Layout, check_columns, columns_table
+from jaxtrees.experiments.table import Table
 
-#: What a part or results file with damage other than an unfinished last line asks the user to do.
-WAY_OUT = ("move the file out of the directory (a part's trials then run again; results.csv is written "
-           "again from the parts), or delete the results directory to start over")
+#: What a damaged or doubled part asks the user to do.
+WAY_OUT = ("move the file out of rows/ (its trials then run again), or delete the results directory to "
+           "start over")
+#: Parquet's key in a part's footer for what jaxtrees knows of it (configuration digest, rows, trials).
+PART_KEY = b"jaxtrees"
 
 
 class Store:
-    """The results directory ``out/name``: metadata, parts, results and the writer's lock.
+    """The results directory ``out/name``.
 
-    - ``metadata.json``: the configuration, when it was created, and one entry per run (start, end,
-      environment: versions, git commit, host, devices, command line).
-    - ``parts/*.csv``: one file per finished chunk, written to a temporary name and renamed, so a
-      killed run leaves only whole chunks; a rerun skips the trials found there (resumption).
-    - ``parts/config.json``: the configuration the parts belong to, so the parts describe themselves:
-      a directory whose ``metadata.json`` was lost gets it rebuilt from this file, and parts without
-      either are refused, never relabelled as another run's.
-    - ``results.csv``: every row, sorted, one header, once every trial is done.
-    - ``.lock-P``: held (``fcntl.flock``) by the run of process index P while it writes, naming its
-      host and pid; a second run into the same directory is refused, and the lock dies with its
-      process (kill -9 included), so a stale lock file never blocks.
-
-    Several processes (``jax.distributed``, one per host): each writes its own parts and temporaries
-    (``*.pP-PID.tmp``, removed only by process P), and process 0 alone writes ``metadata.json`` and
-    ``results.csv``.
+    - ``metadata.json``: the configuration, the determinism contract (what a resumed run must
+      match), and one entry per run (start, end, environment, timings).
+    - ``rows/part-*.parquet``: one part per compiled call, written to a hidden temporary, fsynced,
+      renamed and the directory fsynced, so a killed run leaves only whole parts; each records its
+      rows and trials and carries page checksums, so a short or damaged part is found, moved aside
+      (``*.damaged``) and its trials run again.
+    - ``rows/_config.json``: the configuration the parts belong to (metadata.json is rebuilt from it).
+    - ``.lock``: one per directory, held (``fcntl.flock``) by the run's process 0 while it runs, naming
+      its host, pid and run id; the other processes of a distributed run check that it names theirs.
 
     >>> import tempfile
-    >>> store = Store(tempfile.mkdtemp(), "demo")
-    >>> store.read_parts()
-    []
+    >>> len(Store(tempfile.mkdtemp(), "demo").trials_done(4, 2))
+    8
     """
 
-    def __init__(self, out: str, name: str):
+    def __init__(self, out: str, name: str, process: int = 0, processes: int = 1):
         self.directory = os.path.join(out, name)
-        self.parts = os.path.join(self.directory, "parts")
+        self.rows = os.path.join(self.directory, "rows")
         self.metadata_path = os.path.join(self.directory, "metadata.json")
-        self.results_path = os.path.join(self.directory, "results.csv")
-        self.manifest_path = os.path.join(self.parts, "config.json")
-        self.config = None
-        self._lock = None
-        self.process = jax.process_index()
+        self.manifest_path = os.path.join(self.rows, "_config.json")
+        self.lock_path = os.path.join(self.directory, ".lock")
+        self.process, self.processes = process, processes
+        self.config, self.digest, self._lock = None, None, None
 
-    def open(self, config: dict) -> dict:
-        """Create the directory, take the writer's lock, remove a killed run's temporaries, move
-        unfinished parts aside, record ``config`` beside the parts and return the metadata (new,
-        the existing one if it holds the same ``config``, or one rebuilt from ``parts/config.json``).
-
-        Raises ValueError if ``out`` cannot hold the directory, if another run holds the lock,
-        or if the directory holds a run of another configuration or parts of an unknown one."""
+    def open(self, config: dict, run_id: str | None = None) -> dict:
+        """Create the directory, take (process 0) or check (the others) the lock of run ``run_id``,
+        remove this process's temporaries and return the metadata: new, the existing one if it holds
+        the same ``config``, or rebuilt from ``rows/_config.json``. ValueError if another run holds
+        the lock, or the directory holds another configuration or an earlier version's CSV rows."""
+        config = json.loads(json.dumps(config))
+        legacy = os.path.join(self.directory, "parts")
+        if os.path.isdir(legacy) and any(n.endswith(".csv") for n in os.listdir(legacy)):
+            raise ValueError(f"{self.directory} holds CSV rows of an earlier jaxtrees; convert them first with "
+                             f"`jaxtrees convert {self.directory}` (then rerunning resumes), or choose another --out")
         try:
-            os.makedirs(self.parts, exist_ok=True)
-            lock = open(os.path.join(self.directory, f".lock-{self.process}"), "a+")
+            os.makedirs(self.rows, exist_ok=True)
         except OSError as e:
             raise ValueError(f"out: cannot write the results directory {self.directory}: {e.strerror}") from None
+        self._take_lock(run_id or uuid.uuid4().hex)
+        try:
+            for name in os.listdir(self.rows):
+                if name.startswith(f".p{self.process}-") and name.endswith(".tmp"):
+                    os.remove(os.path.join(self.rows, name))
+            metadata = _read_json(self.metadata_path, rebuildable=os.path.exists(self.manifest_path))
+            manifest = _read_json(self.manifest_path)
+            for recorded, source in ((metadata, "metadata.json"), (manifest, "rows/_config.json")):
+                if recorded is not None and recorded.get("config") != config:
+                    raise ValueError(f"{self.directory} holds a run of another configuration (see its {source}); "
+                                     f"choose another --out or delete it")
+            if manifest is None and _part_names(self.rows):
+                raise ValueError(f"{self.rows} holds rows of an unknown configuration (no rows/_config.json says "
+                                 f"which run wrote them); choose another --out or delete {self.directory}")
+        except ValueError:
+            self.close()
+            raise
+        self.config, self.digest = config, config_digest(config)
+        created = (metadata or manifest or {}).get("created") or now()
+        if manifest is None and self.process == 0:
+            write_atomic(self.manifest_path, json.dumps({"config": config, "created": created}, indent=2))
+        if metadata is None and manifest is not None and self.process == 0:
+            print(f"jaxtrees: warning: {self.metadata_path} was missing or damaged: rebuilt from rows/_config.json "
+                  f"(the timings of earlier runs are lost)", file=sys.stderr)
+        if metadata is not None and not metadata.get("runs"):
+            metadata["runs"] = []
+        return metadata or {"config": config, "created": created, "runs": []}
+
+    def _take_lock(self, run_id: str):
+        try:
+            lock = open(self.lock_path, "a+")
+        except IsADirectoryError:
+            raise ValueError(f"{self.lock_path} is a directory, not jaxtrees' lock file; remove it "
+                             f"(`rmdir {self.lock_path}`) and rerun") from None
+        except OSError as e:
+            raise ValueError(f"cannot open the lock file {self.lock_path}: {e.strerror}") from None
+        if self.process != 0:  # process 0 holds it for the whole run; the others check it is their run's
+            lock.seek(0)
+            held = lock.read()
+            lock.close()
+            if f"run {run_id}" not in held:
+                raise ValueError(f"{self.lock_path} is not held by this run (it reads {held.strip() or 'nothing'!r}): "
+                                 f"do the processes share one results directory, and is another run writing there?")
+            return
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             lock.seek(0)
             holder = lock.read().strip() or "unknown"
             lock.close()
             raise ValueError(f"another run ({holder}) is writing into {self.directory}; wait for it to finish "
                              f"(rerunning then resumes) or choose another --out") from None
+        except OSError as e:
+            lock.close()
+            raise ValueError(f"cannot lock {self.lock_path}: {e.strerror} (a file system without flock?); "
+                             f"choose an --out on a local disk") from None
         lock.truncate(0)
-        lock.write(f"host {platform.node()}, pid {os.getpid()}\n")
+        lock.write(f"host {platform.node()}, pid {os.getpid()}, run {run_id}\n")
         lock.flush()
         self._lock = lock
-        mine = f".p{self.process}-"
-        for folder in (self.directory, self.parts):
-            for name in os.listdir(folder):
-                if name.endswith(".tmp") and mine in name:  # another process's temporaries are its own
-                    os.remove(os.path.join(folder, name))
-        config = json.loads(json.dumps(config))
-        try:
-            metadata = _read_json(self.metadata_path)
-            manifest = _read_json(self.manifest_path)
-            for recorded, source in ((metadata, "metadata.json"), (manifest, "parts/config.json")):
-                if recorded is not None and recorded.get("config") != config:
-                    raise ValueError(f"{self.directory} holds a run of another configuration (see its {source}); "
-                                     f"choose another --out or delete it")
-            if metadata is None and manifest is None and _part_names(self.parts):
-                raise ValueError(f"{self.parts} holds rows of an unknown configuration (neither metadata.json nor "
-                                 f"parts/config.json says which run wrote them); choose another --out or delete "
-                                 f"{self.directory}")
-        except ValueError:
-            self.close()
-            raise
-        self.config = config
-        self._drop_unfinished()
-        created = (metadata or manifest or {}).get("created") or now()
-        if manifest is None and self.process == 0:
-            write_atomic(self.manifest_path, json.dumps({"config": config, "created": created}, indent=2))
-        if metadata is None and manifest is not None:
-            print(f"jaxtrees: warning: {self.metadata_path} was missing: rebuilt from parts/config.json "
-                  f"(the timings of earlier runs are lost)", file=sys.stderr)
-        return metadata or {"config": config, "created": created, "runs": []}
-
-    def _drop_unfinished(self):
-        """Move each part whose last line is unfinished to ``NAME.csv.unfinished`` (its trials run again)."""
-        for name in _part_names(self.parts):
-            path = os.path.join(self.parts, name)
-            try:
-                if not _unfinished(path):
-                    continue
-                os.replace(path, path + ".unfinished")
-            except FileNotFoundError:  # another process moved it first
-                continue
-            print(f"jaxtrees: warning: {path} ends in an unfinished line (a chunk cut short): moved to "
-                  f"{name}.unfinished, its trials run again", file=sys.stderr)
 
     def close(self):
-        """Release the writer's lock."""
+        """Release the lock."""
         if self._lock is not None:
             self._lock.close()
             self._lock = None
@@ -144,240 +144,149 @@ class Store:
         if self.process == 0:
             write_atomic(self.metadata_path, json.dumps(metadata, indent=2))
 
-    def write_part(self, rows: list[dict]):
-        """One finished chunk's rows, as a new file in ``parts/`` (atomic)."""
-        name = f"{time.time_ns():020d}-{jax.process_index():04d}-{uuid.uuid4().hex[:8]}.csv"
-        text = csv_text(rows)
-        write_atomic(os.path.join(self.parts, name), text)
-        _hold(os.path.join(self.parts, name), self.config, text=text)
+    def write_part(self, columns: dict, trials: int) -> str:
+        """One call's rows (``columns``: name -> array, :func:`~jaxtrees.experiments.layout.Layout.columns`)
+        as a new part in ``rows/`` (atomic, durable); returns its path."""
+        import pyarrow.parquet as pq
 
-    def read_parts(self) -> list[dict]:
-        """Every row written so far (whole chunks only), unsorted, checked against the configuration."""
-        return read_parts(self.directory, self.config)
+        table = columns_table(columns)
+        stamp = {"config": self.digest, "rows": table.num_rows, "trials": int(trials)}
+        table = table.replace_schema_metadata({PART_KEY: json.dumps(stamp).encode()})
+        name = f"part-{time.time_ns():020d}-{self.process:04d}-{uuid.uuid4().hex[:8]}.parquet"
+        path = os.path.join(self.rows, name)
+        tmp = os.path.join(self.rows, f".p{self.process}-{name}.tmp")
+        with open(tmp, "wb") as fh:
+            pq.write_table(table, fh, compression="zstd", compression_level=1, write_page_checksum=True,
+                           use_dictionary=[n for n in table.column_names if _dictionary(table.schema.field(n))])
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        fsync_directory(self.rows)
+        return path
 
-    def write_results(self, rows: list[dict]):
-        """``results.csv``: the rows sorted by (cell, replicate), the axis order kept."""
-        rows = sorted(rows, key=lambda r: (int(r["cell"]), int(r["replicate"])))
-        text = csv_text(rows)
-        write_atomic(self.results_path, text)
-        as_read = rows and all(isinstance(value, str) for value in rows[0].values())  # read_parts' rows
-        _hold(self.results_path, self.config, rows=rows if as_read else None, text=None if as_read else text)
-
-
-#: Inside :func:`reuse_written`: file -> (its signature, the configuration, its rows as read back, or its text).
-_written: dict | None = None
-
-
-@contextlib.contextmanager
-def reuse_written():
-    """Inside, :func:`read_parts` and :func:`read_results` take the rows this process wrote to a part
-    or results file, while the file is unchanged and for the same configuration, instead of reading
-    and checking it again (``jaxtrees run``: a million rows, ~7 s each); nothing is held outside."""
-    global _written
-    outer, _written = _written, {} if _written is None else _written
-    try:
-        yield
-    finally:
-        _written = outer
+    def trials_done(self, cells: int, replicates: int, layout: Layout | None = None) -> np.ndarray:
+        """``done[cell * replicates + replicate]``: the trial's rows are all in one whole part (a part
+        that cannot be read, or whose rows are not those it records, is moved aside and warned of)."""
+        done = np.zeros(cells * replicates, bool)
+        if self.config is None or not os.path.isdir(self.rows):
+            return done
+        for path, ids in _parts(self.rows, self.digest, ["cell", "replicate"], self.process == 0):
+            trial = ids["cell"].astype(np.int64) * replicates + ids["replicate"]
+            if layout is not None and not layout.whole(ids["cell"], trial):
+                _damaged(path, "it holds a trial's rows more than once or not all of them", move=self.process == 0)
+                continue
+            done[trial] = True
+        return done
 
 
-def _signature(path: str) -> tuple:
-    st = os.stat(path)
-    return st.st_ino, st.st_size, st.st_mtime_ns
+def read_results(directory: str, config: dict | None = None, columns: list[str] | None = None) -> Table:
+    """The rows of ``directory`` (a finished run, or the whole parts of an unfinished one) as a
+    :class:`~jaxtrees.experiments.table.Table` sorted by (cell, replicate), each column checked against
+    the configuration (``config``, default ``rows/_config.json``'s): ids and parameters those of its
+    cell, every trial's rows present once. A directory of an earlier version (CSV) is read as it is.
+    ValueError naming the file if there are no rows, a part is damaged or a trial is doubled."""
+    import pyarrow as pa
 
+    from jaxtrees.experiments import legacy
 
-def _hold(path: str, config, rows: list[dict] | None = None, text: str | None = None):
-    """Inside :func:`reuse_written`, keep what was just written to ``path``: its CSV ``text``, or
-    ``rows`` that are already what reading it gives (``read_parts``' rows: every value a string)."""
-    if _written is not None:
-        _written[path] = (_signature(path), json.dumps(config, sort_keys=True), rows, text)
-
-
-def _take(path: str, config) -> list[dict] | None:
-    """The rows held for ``path``, as :func:`read_checked` reads them, if the file is unchanged and
-    ``config`` the one they were written for; else None (read the file)."""
-    held = (_written or {}).pop(path, None)
-    if held is None or not os.path.exists(path) or held[:2] != (_signature(path), json.dumps(config, sort_keys=True)):
-        return None
-    rows, text = held[2:]
-    if rows is not None:
-        return rows
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader)
-    return [dict(zip(header, values)) for values in reader if values]
-
-
-def read_parts(directory: str, config: dict | None = None) -> list[dict]:
-    """Every row written into ``directory/parts`` so far, unsorted, checked (:func:`read_checked`;
-    against ``config``, default the one in ``parts/config.json``). A part whose last line is
-    unfinished is left out with a warning; a trial found in two parts is an error.
-
-    Every row read back is checked against the configuration: its ids and
-    parameters those of its cell, every other field a number. A part whose last line is unfinished
-    (a copy or a disk cut short) is an unfinished chunk: a run (:meth:`Store.open`) moves it aside to
-    ``parts/NAME.csv.unfinished`` with a warning and runs its trials again. Any other damage is an
-    error naming the file and line; the way out is to move that file out of ``parts/`` (its trials
-    then run again) or to delete the directory and start over.
-    """
-    parts = os.path.join(directory, "parts")
+    rows_dir = os.path.join(directory, "rows")
     if config is None:
-        config = (_read_json(os.path.join(parts, "config.json")) or {}).get("config")
-    rows, header, seen = [], None, {}
-    for name in _part_names(parts):
-        path = os.path.join(parts, name)
-        if _unfinished(path):
-            print(f"jaxtrees: warning: {path} ends in an unfinished line (a chunk cut short): left out",
-                  file=sys.stderr)
-            continue
-        part = _take(path, config)
-        part = read_checked(path, config) if part is None else part
-        if part and header is not None and list(part[0]) != header:
-            raise ValueError(f"{path}: its columns differ from those of the other parts; {WAY_OUT}")
-        header = header or (list(part[0]) if part else None)
-        for trial in {(r["cell"], r["replicate"]) for r in part}:
-            if seen.setdefault(trial, name) != name:
-                raise ValueError(f"{path}: trial (cell {trial[0]}, replicate {trial[1]}) is also in "
-                                 f"{seen[trial]}; {WAY_OUT}")
-        rows.extend(part)
-    return rows
+        config = (_read_json(os.path.join(rows_dir, "_config.json")) or _read_json(
+            os.path.join(directory, "metadata.json")) or {}).get("config")
+    if not _part_names(rows_dir) and legacy.is_legacy(directory):
+        return legacy.read(directory, config)
+    parts = list(_parts(rows_dir, None if config is None else config_digest(config), columns, warn=True))
+    if not parts:
+        raise ValueError(f"no results in {directory} (expected rows/part-*.parquet); rerun `jaxtrees run` with the "
+                         f"same arguments to write them")
+    table = pa.concat_tables([t for _, t in parts], promote_options="permissive")
+    sources = np.repeat(np.arange(len(parts)), [t.num_rows for _, t in parts])
+    return check_columns(table, config, [p for p, _ in parts], sources)
 
 
-def read_results(directory: str, config: dict | None = None) -> list[dict]:
-    """The rows of a finished run (``results.csv``), or of an unfinished one (its parts), checked
-    (against ``config`` where given). Raises ValueError if there are none."""
-    path = os.path.join(directory, "results.csv")
-    rows = _take(path, config)
-    if rows is not None:
-        return rows
-    rows = read_checked(path, config) if os.path.exists(path) else read_parts(directory, config)
-    if not rows:
-        where = path if os.path.exists(path) else f"{directory} (expected results.csv or parts/*.csv)"
-        raise ValueError(f"no results in {where}; rerun `jaxtrees run` with the same arguments to write them")
-    return rows
+def export_csv(directory: str, path: str | None = None) -> str:
+    """Write the rows of ``directory`` as one tidy CSV (``directory/results.csv`` by default),
+    sorted by (cell, replicate), atomically; returns its path."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    rows = read_results(directory)
+    path = path or os.path.join(directory, "results.csv")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    pcsv.write_csv(pa.table(rows.to_dict()), tmp)
+    os.replace(tmp, path)
+    return path
 
 
-def read_checked(path: str, config: dict | None = None) -> list[dict]:
-    """The rows of one results or part file, each checked: every field present, ``cell`` and
-    ``replicate`` integers and, given the run's ``config``, the study, seed and parameters those of
-    the row's cell and every other field a number. Raises ValueError naming the file and line."""
-    try:
-        with open(path, newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if header is None:
-                return []
-            _check_header(path, header, config)
-            lines = [values for values in reader]
-    except (csv.Error, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: not a results file ({e}); {WAY_OUT}") from None
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e.strerror}") from None
-    if not _all_valid(lines, header, config):  # then find the first bad line, and say what is wrong with it
-        check = _row_check(path, header, config)
-        for line, values in enumerate(lines, start=2):
-            problem = check(values) if values else None  # a blank line holds no row
-            if problem:
-                raise ValueError(f"{path}, line {line}: {problem}; {WAY_OUT}")
-    return [dict(zip(header, values)) for values in lines if values]
-
-
-def _all_valid(lines: list[list[str]], header: list[str], config: dict | None) -> bool:
-    """Whether every row of a file passes :func:`_row_check`'s checks, column by column (a file of a
-    million rows in seconds); False sends the caller to the row-by-row check for the line and reason."""
-    rows = [values for values in lines if values]
-    if not rows or any(len(values) != len(header) for values in rows):
-        return not rows
-    columns = list(zip(*rows))
-    cell, replicate = (columns[header.index(name)] for name in ("cell", "replicate"))
-    if not all(v.isdigit() for v in cell) or not all(v.isdigit() for v in replicate):
-        return False
-    if config is None:
-        return True
-    names = sorted(config["grid"])
-    expected = [tuple(str(c[name]) for name in names) for c in Config(**config).cells()]
-    try:
-        if max(map(int, set(cell))) >= len(expected) or max(map(int, set(replicate))) >= config["replicates"]:
-            return False
-    except ValueError:
-        return False
-    if set(columns[header.index("study")]) != {config["study"]} or set(columns[header.index("seed")]) != {
-            str(config["seed"])}:
-        return False
-    params = zip(cell, *(columns[header.index(name)] for name in names))
-    if any(got[1:] != expected[int(got[0])] for got in set(params)):
-        return False
-    try:
-        for i, name in enumerate(header):
-            if name not in config["grid"] and name != "study":
-                for value in set(columns[i]):  # a column holds few distinct values, mostly
-                    float(value)
-    except ValueError:
-        return False
-    return True
-
-
-def _check_header(path: str, header: list[str], config: dict | None):
-    """Raise ValueError if ``header`` lacks a column every row is checked by."""
-    names = [] if config is None else sorted(config["grid"])
-    missing = [c for c in ["cell", "replicate"] + ([] if config is None else ["study", "seed", *names]) if c not in header]
-    if missing:
-        raise ValueError(f"{path}, line 1: the header lacks the column(s) {', '.join(missing)}; {WAY_OUT}")
-
-
-def _row_check(path: str, header: list[str], config: dict | None):
-    """``check(values) -> what is wrong with one row (None if nothing)`` for files with ``header``."""
-    names = [] if config is None else sorted(config["grid"])
-    cell_at, replicate_at = header.index("cell"), header.index("replicate")
-    if config is not None:
-        expected = [tuple(str(cell[name]) for name in names) for cell in Config(**config).cells()]
-        params_at = [header.index(name) for name in names]
-        study_at, seed_at = header.index("study"), header.index("seed")
-        numbers = [i for i, name in enumerate(header) if name not in config["grid"] and name != "study"]
-
-    def check(values):
-        if len(values) != len(header):
-            return f"{len(values)} fields where the header has {len(header)}"
-        cell, replicate = values[cell_at], values[replicate_at]
-        if not (cell.isdigit() and replicate.isdigit()):
-            return f"cell and replicate must be integers >= 0, got {cell!r} and {replicate!r}"
-        if config is None:
-            return None
-        if int(cell) >= len(expected) or int(replicate) >= config["replicates"]:
-            return (f"cell {cell}, replicate {replicate} is not a trial of this run "
-                    f"({len(expected)} cells x {config['replicates']} replicates)")
-        if values[study_at] != config["study"] or values[seed_at] != str(config["seed"]):
-            return (f"a row of study {values[study_at]!r}, seed {values[seed_at]!r}; this run is study "
-                    f"{config['study']!r}, seed {config['seed']}")
-        got = tuple(values[i] for i in params_at)
-        if got != expected[int(cell)]:
-            return (f"cell {cell} has {', '.join(f'{k}={v}' for k, v in zip(names, got))}; this run's cell "
-                    f"{cell} has {', '.join(f'{k}={v}' for k, v in zip(names, expected[int(cell)]))}")
-        for i in numbers:
-            try:
-                float(values[i])
-            except ValueError:
-                return f"{header[i]} must be a number, got {values[i]!r}"
-        return None
-
-    return check
-
-
-def completeness(directory: str, rows: list[dict]) -> tuple[int, int]:
+def completeness(directory: str, rows: Table) -> tuple[int, int]:
     """(trials in ``rows``, trials the run's configuration asks for), from its metadata."""
-    metadata = _read_json(os.path.join(directory, "metadata.json"))
-    config = metadata["config"]
-    cells = 1
-    for values in config["grid"].values():
-        cells *= len(values)
-    return len({(r["cell"], r["replicate"]) for r in rows}), cells * config["replicates"]
+    from jaxtrees.experiments.study import Config
+
+    config = Config(**_read_json(os.path.join(directory, "metadata.json"))["config"])
+    replicates = config.replicates
+    trial = np.asarray(rows["cell"], np.int64) * replicates + np.asarray(rows["replicate"], np.int64)
+    return int(np.unique(trial).size), config.trials
+
+
+def config_digest(config: dict) -> str:
+    """A short digest of the configuration, stamped on every part."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _parts(rows_dir: str, digest: str | None, columns, warn: bool):
+    """``(path, pyarrow table)`` of each whole part of ``rows_dir`` of configuration ``digest``
+    (None: any); a part that cannot be read, or whose rows are not those it records, is moved to
+    ``NAME.damaged`` (``warn``: by this process, with a warning) and left out."""
+    import pyarrow.parquet as pq
+
+    for name in _part_names(rows_dir):
+        path = os.path.join(rows_dir, name)
+        try:
+            reader = pq.ParquetFile(path, page_checksum_verification=True)
+            stamp = json.loads((reader.schema_arrow.metadata or {}).get(PART_KEY, b"{}"))
+            if digest is not None and stamp.get("config") not in (None, digest):
+                raise ValueError(f"{path}: a part of another configuration; {WAY_OUT}")
+            table = reader.read(columns=columns)
+            if stamp.get("rows") != reader.metadata.num_rows or table.num_rows != stamp["rows"]:
+                raise OSError(f"it holds {table.num_rows} rows where it records {stamp.get('rows')}")
+        except FileNotFoundError:
+            continue  # another process moved it first
+        except (OSError, KeyError, TypeError, json.JSONDecodeError) as e:
+            _damaged(path, str(e), move=warn)
+            continue
+        except Exception as e:  # noqa: BLE001 - pyarrow's errors on a damaged file (ArrowInvalid, ...)
+            if type(e).__module__.startswith("pyarrow"):
+                _damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__, move=warn)
+                continue
+            raise
+        yield path, table
+
+
+def _damaged(path: str, why: str, move: bool):
+    if not move:
+        return
+    try:
+        os.replace(path, path + ".damaged")
+    except FileNotFoundError:
+        return
+    print(f"jaxtrees: warning: {path} is damaged ({why}): moved to {os.path.basename(path)}.damaged, "
+          f"its trials run again", file=sys.stderr)
+
+
+def _dictionary(field) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(field.type) or pa.types.is_dictionary(field.type)
 
 
 def environment() -> dict:
     """Versions, git commit, host, devices, command line and XLA_FLAGS, for the metadata file."""
+    import jax
+
     devices = jax.devices()
     return {
         "jaxtrees": _version("jaxtrees"), "git_commit": _git_commit(), "jax": jax.__version__,
-        **{name: _version(name) for name in ("jaxlib", "optax", "matplotlib")},
+        **{name: _version(name) for name in ("jaxlib", "optax", "matplotlib", "pyarrow")},
         "numpy": np.__version__, "python": platform.python_version(), "platform": platform.platform(),
         "host": platform.node(), "command": sys.argv, "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "backend": jax.default_backend(), "devices": [str(d) for d in devices],
@@ -386,64 +295,64 @@ def environment() -> dict:
     }
 
 
-def csv_text(rows: list[dict]) -> str:
-    """The rows as CSV, columns in the first row's order (every row must have the same fields)."""
-    header = list(rows[0])
-    if any(len(r) != len(header) for r in rows):
-        raise ValueError("csv_text: rows with different fields")
-    fields = operator.itemgetter(*header) if len(header) > 1 else (lambda r: (r[header[0]],))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
+def write_atomic(path: str, data, mode: str = "w"):
+    """Write ``path`` through a temporary file, fsync, rename and a directory fsync: readers see the
+    old or the new contents, and a crash after the call loses neither."""
+    tmp = f"{path}.p{os.getpid()}.tmp"
     try:
-        writer.writerows(map(fields, rows))  # rows as tuples: csv.DictWriter's per-row dict lookups cost 2x
-    except KeyError as e:
-        raise ValueError(f"csv_text: a row lacks the field {e}") from None
-    return buffer.getvalue()
+        with open(tmp, mode, **({"newline": ""} if "b" not in mode else {})) as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    fsync_directory(os.path.dirname(path) or ".")
 
 
-def write_atomic(path: str, text: str):
-    """Write ``path`` through a temporary file and a rename: readers see the old or the new text."""
-    tmp = f"{path}.p{jax.process_index()}-{os.getpid()}.tmp"
-    with open(tmp, "w", newline="") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def fsync_directory(path: str):
+    """fsync a directory, so that a rename into it survives a crash (a no-op where unsupported)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _read_json(path: str):
-    """The JSON object in ``path``, None if there is no such file; ValueError naming it if damaged."""
+def _read_json(path: str, rebuildable: bool = False):
+    """The JSON object in ``path``, None if there is no such file (or, where ``rebuildable``, if it is
+    damaged: the caller rebuilds it); else ValueError naming it."""
     if not os.path.exists(path):
         return None
     try:
         with open(path) as fh:
             value = json.load(fh)
+        if not isinstance(value, dict) or not isinstance(value.get("config"), dict):
+            raise ValueError("not a jaxtrees metadata object")
     except (OSError, ValueError) as e:
-        raise ValueError(f"cannot read {path}: {e}; delete the results directory (or choose another --out) "
-                         f"to start over") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"cannot read {path}: not a JSON object; delete the results directory to start over")
+        if rebuildable:
+            return None
+        raise ValueError(f"cannot read {path} ({e}); delete that file and rerun `jaxtrees run` with the same "
+                         f"arguments (it is rebuilt where rows/_config.json remains), or choose another --out") from None
     return value
 
 
-def _part_names(parts: str) -> list[str]:
-    """The part files (``*.csv``) in ``parts``, in name (writing) order."""
-    return sorted(n for n in os.listdir(parts) if n.endswith(".csv")) if os.path.isdir(parts) else []
-
-
-def _unfinished(path: str) -> bool:
-    """True if the file is empty or its last line has no line end: a chunk cut short."""
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        if fh.tell() == 0:
-            return True
-        fh.seek(-1, os.SEEK_END)
-        return fh.read(1) != b"\n"
+def _part_names(rows_dir: str) -> list[str]:
+    """The parts (``part-*.parquet``) in ``rows_dir``, in name (writing) order."""
+    if not os.path.isdir(rows_dir):
+        return []
+    return sorted(n for n in os.listdir(rows_dir) if n.startswith("part-") and n.endswith(".parquet"))
 
 
 def _git_commit():

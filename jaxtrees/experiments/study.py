@@ -62,7 +62,8 @@ class Study:
       replicates: trials per cell, ``(quick, full)``.
       check: ``check(params)`` raises ValueError for a bad cell, before any heavy work.
       plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``; both
-        see rows parsed by :func:`~jaxtrees.experiments.summary.typed` (a column of numbers as numbers).
+        see the results as a :class:`~jaxtrees.experiments.table.Table` (columns, never row dicts; a
+        list of row dicts given by a caller becomes one).
       bytes_per_trial: optional ``bytes_per_trial(params)``, the device memory one trial of a
         cell needs at its peak; the default chunk then keeps a device under the runner's
         ``MEMORY_BUDGET``.
@@ -138,8 +139,8 @@ class Study:
     def __post_init__(self):
         if self.axis is not None:
             object.__setattr__(self, "axis", Axis(*self.axis))
-        for name in ("plot", "report"):  # both see typed rows (summary.typed), however they are called
-            object.__setattr__(self, name, _typed_rows(getattr(self, name)))
+        for name in ("plot", "report"):  # both see a Table, however they are called
+            object.__setattr__(self, name, _tabled(getattr(self, name)))
         overlap = set(self.static) & (set(self.uniform) | set(self.bounds))
         if overlap:
             raise ValueError(f"study {self.name!r}: {sorted(overlap)} cannot be both static and traced")
@@ -210,18 +211,18 @@ class Study:
         return _fold(seed, self.key_hash(cell) if isinstance(cell, dict) else cell, replicate)
 
 
-def _typed_rows(function: Callable) -> Callable:
-    """``function(rows, ...)`` called with :func:`~jaxtrees.experiments.summary.typed` rows."""
-    if getattr(function, "typed_rows", False):
+def _tabled(function: Callable) -> Callable:
+    """``function(rows, ...)`` called with a :class:`~jaxtrees.experiments.table.Table`."""
+    if getattr(function, "tabled", False):
         return function
 
     @functools.wraps(function)
     def wrapper(rows, *args, **kwargs):
-        from jaxtrees.experiments import summary
+        from jaxtrees.experiments.table import Table
 
-        return function(summary.typed(rows), *args, **kwargs)
+        return function(rows if isinstance(rows, Table) else Table.from_rows(rows), *args, **kwargs)
 
-    wrapper.typed_rows = True
+    wrapper.tabled = True
     return wrapper
 
 

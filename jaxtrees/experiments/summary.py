@@ -1,137 +1,33 @@
-"""From tidy result rows to rates, intervals, tables and figures (no state beyond the rows).
+"""From a study's results (a :class:`~jaxtrees.experiments.table.Table`) to tables and figures.
 
-Rows are dicts, one per results line (:func:`jaxtrees.experiments.runner.read_results` reads them as
-strings; :func:`typed` parses each column once, and a study's ``plot`` and ``report`` see typed rows).
+The group-bys (:func:`split`, :func:`rates`, :func:`means`, :func:`wilson`) are
+:mod:`jaxtrees.experiments.table`'s, vectorized over columns; this module adds thresholds, markdown
+and the figures' common parts (no state beyond its arguments).
 
->>> rows = [{"c": "0.1", "m": "64", "success": "1"}, {"c": "0.1", "m": "64", "success": "0"}]
->>> [(g["c"], g["m"], g["rate"], round(g["low"], 3)) for g in rates(rows, ["c", "m"], "success")]
-[('0.1', '64', 0.5, 0.095)]
+>>> t = Table({"c": [0.1, 0.1], "m": [64, 64], "success": [1, 0]})
+>>> [(g["c"], g["m"], g["rate"], round(g["low"], 3)) for g in rates(t, ["c", "m"], "success")]
+[(0.1, 64, 0.5, 0.095)]
 """
 
 from __future__ import annotations
 
 import functools
-import math
-import operator
-from collections import defaultdict
+import os
 
 import numpy as np
 
-
-def _column_type(values) -> type:
-    """int if every value is an integer literal, float if every one is a number, else str."""
-    try:
-        for v in values:
-            int(v)
-        return int
-    except ValueError:
-        pass
-    try:
-        for v in values:
-            float(v)
-        return float
-    except ValueError:
-        return str
-
-
-class _Typed(list):
-    """Rows :func:`typed` has parsed (so parsing them again is a no-op)."""
-
-
-def typed(rows) -> list[dict]:
-    """The rows with each column parsed once: int where every value is an integer, float where every
-    value is a number (``nan`` included), str otherwise. Rows already typed come back as they are.
-
-    >>> typed([{"m": "64", "c": "0", "rate": "nan", "family": "parity"}, {"m": "8", "c": "0.1", "rate": "1",
-    ...                                                                     "family": "junta"}])[0]
-    {'m': 64, 'c': 0.0, 'rate': nan, 'family': 'parity'}
-    """
-    if isinstance(rows, _Typed) or not rows:
-        return rows
-    parsers = {}
-    for name in rows[0]:
-        values = set(map(operator.itemgetter(name), rows))
-        if all(isinstance(v, str) for v in values):
-            kind = _column_type(values)
-            parsers[name] = {v: kind(v) for v in values}  # each distinct value parsed once
-    return _Typed({name: parsers[name][v] if name in parsers else v for name, v in r.items()} for r in rows)
+from jaxtrees.experiments import analysis
+from jaxtrees.experiments.table import Table, cells, groups, means, rates, split, wilson  # noqa: F401 (re-exported)
 
 
 def natural_key(value):
-    """Sort key for a field: numbers by value, before (and apart from) other strings."""
-    if isinstance(value, (int, float)):
+    """Sort key for a value: numbers by value, before (and apart from) other strings."""
+    if isinstance(value, (int, float, np.number)):
         return (0, float(value), "")
     try:
         return (0, float(value), "")
     except ValueError:
         return (1, 0.0, value)
-
-
-def cells(rows, by) -> list[tuple]:
-    """The distinct values of the ``by`` columns, sorted field by field with :func:`natural_key`."""
-    return list(split(rows, by))
-
-
-def split(rows, by) -> dict[tuple, list]:
-    """The rows of each cell (distinct values of the ``by`` columns), cells in :func:`cells` order;
-    one pass over the rows (a full-size study has millions).
-
-    >>> rows = [{"c": "0.1", "m": "16"}, {"c": "0.05", "m": "16"}, {"c": "0.1", "m": "32"}]
-    >>> {cell: len(part) for cell, part in split(rows, ["c"]).items()}
-    {('0.05',): 1, ('0.1',): 2}
-    """
-    parts: dict[tuple, list] = {}
-    key = _key(by)
-    for r in rows:
-        parts.setdefault(key(r), []).append(r)
-    return {cell: parts[cell] for cell in sorted(parts, key=lambda cell: tuple(map(natural_key, cell)))}
-
-
-def _key(by):
-    """``row -> tuple of its by values`` (itemgetter: a million rows in a fraction of a generator's time)."""
-    by = tuple(by)
-    return operator.itemgetter(*by) if len(by) > 1 else (lambda r: tuple(r[name] for name in by))
-
-
-def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (95% by default)."""
-    if trials == 0:
-        return 0.0, 1.0
-    phat = successes / trials
-    denom = 1 + z**2 / trials
-    centre = (phat + z**2 / (2 * trials)) / denom
-    half = z * math.sqrt(phat * (1 - phat) / trials + z**2 / (4 * trials**2)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def rates(rows, by, metric: str) -> list[dict]:
-    """Success rate of a 0/1 ``metric`` per group of the ``by`` columns, with its Wilson band.
-
-    Returns dicts with the ``by`` values (strings), ``trials``, ``successes``, ``rate``, ``low``,
-    ``high``, in order of first appearance.
-    """
-    groups, key = defaultdict(list), _key(by)
-    for r in rows:
-        groups[key(r)].append(float(r[metric]))
-    out = []
-    for values, xs in groups.items():
-        k, n = int(round(sum(xs))), len(xs)
-        low, high = wilson(k, n)
-        out.append({**dict(zip(by, values)), "trials": n, "successes": k, "rate": k / n, "low": low, "high": high})
-    return out
-
-
-def means(rows, by, metric: str) -> list[dict]:
-    """Mean of ``metric`` per group with its standard error (``mean``, ``sem``, ``trials``)."""
-    groups, key = defaultdict(list), _key(by)
-    for r in rows:
-        groups[key(r)].append(float(r[metric]))
-    out = []
-    for values, xs in groups.items():
-        xs = np.asarray(xs)
-        sem = float(xs.std(ddof=1) / math.sqrt(xs.size)) if xs.size > 1 else float("nan")
-        out.append({**dict(zip(by, values)), "trials": int(xs.size), "mean": float(xs.mean()), "sem": sem})
-    return out
 
 
 def threshold(points, level: float = 0.9):
@@ -209,8 +105,14 @@ def save(fig, stem: str) -> list[str]:
         if spec is not None and spec.is_first_col() and ax.get_visible() and not ax.get_ylabel():
             ax.set_ylabel(first.get_ylabel())
     paths = [f"{stem}.png", f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=130)
-    fig.savefig(paths[1])
+    for path, options in zip(paths, ({"dpi": 130}, {})):
+        tmp = f"{path}.{os.getpid()}.tmp"  # written whole, then renamed: a failed write keeps the previous figure
+        try:
+            fig.savefig(tmp, format=path.rsplit(".", 1)[1], **options)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
     return paths
 
 
@@ -281,12 +183,9 @@ def trials_text(counts) -> str:
 def median_curve(ax, rows, x: str, label: str, column: str = "steps"):
     """Median of ``column`` vs ``x`` on log-log axes with the interquartile band; censored medians are
     not drawn, and a censored upper quartile is drawn at the budget (``max_steps``)."""
-    from jaxtrees.experiments import analysis
-
-    points = []
-    for (xv,), part in split(rows, [x]).items():
-        q1, q2, q3 = analysis.quartiles(analysis.censored_steps(part, column))
-        points.append((xv, q1, q2, q3, part[0]["max_steps"]))
+    keys, q = analysis.group_quartiles(rows, [x], column)
+    budget = np.asarray(analysis.group_first(rows, [x], "max_steps"), float)
+    points = [(xv, q1, q2, q3, b) for (xv,), (q1, q2, q3), b in zip(keys, q, budget)]
     xs = [p[0] for p in points]
     med = [p[2] if np.isfinite(p[2]) else np.nan for p in points]
     line, = ax.plot(xs, med, "-", ms=4, label=label, **series_style(ax))
@@ -314,8 +213,6 @@ def rate_line(ax, points, label: str, colour=None, style: str = "-"):
 def learned_curve(ax, rows, column: str, label: str, scale: float = 1):
     """P[learned by step t] (``0 <= column <= t``) over the recorded steps t of the rows
     (``eval_every``, ..., ``max_steps``; at most 80 on a geometric grid), x = t * scale, Wilson bands."""
-    from jaxtrees.experiments import analysis
-
     every, budget = rows[0]["eval_every"], rows[0]["max_steps"]
     ts = np.arange(every, budget + 1, every)
     if ts.size > 80:

@@ -52,7 +52,7 @@ def _juntas_check(params):
 
 @summary.styled
 def _juntas_plot(rows, stem):
-    several = len({r["impurity"] for r in rows}) > 1
+    several = len(rows.unique("impurity")) > 1
 
     def label(impurity, c):
         return ("uniform (c = 0)" if float(c) == 0 else f"smoothed, c = {float(c):g}") + (
@@ -214,12 +214,14 @@ TREES = Study(
 def _success_plot(rows, stem, panel_by, curve_by, label, title, suptitle):
     """One panel per value of ``panel_by`` (titled ``title(*values)``), in it one success-rate
     curve over m per value of ``curve_by`` (labelled ``label(*values)``)."""
-    panels = summary.split(rows, panel_by)
+    panels = {}
+    for g in summary.rates(rows, [*panel_by, *curve_by, "m"], "success"):  # one pass over the rows
+        panel = tuple(g[name] for name in panel_by)
+        panels.setdefault(panel, {}).setdefault(tuple(g[name] for name in curve_by), []).append(g)
     fig, axes = summary.figure(len(panels))
     counts = []
-    for ax, (panel, sel) in zip(axes, panels.items()):
-        for curve, part in summary.split(sel, curve_by).items():
-            groups = summary.rates(part, ["m"], "success")
+    for ax, (panel, curves) in zip(axes, panels.items()):
+        for curve, groups in curves.items():
             counts += [g["trials"] for g in groups]
             summary.rate_curve(ax, groups, "m", label(*curve))
         summary.panel(ax, title(*panel), "training examples m", ylim=summary.RATE_LIMITS)
@@ -231,18 +233,23 @@ def _threshold_report(rows, by, title, extra=None):
     header = [*by, "trials", "P[success] at max m", "m for 90%", "mean exact error at max m"]
     if extra:
         header.append(f"P[{extra}] at max m")
+    by_m = {}
+    for g in summary.rates(rows, [*by, "m"], "success"):
+        by_m.setdefault(tuple(g[name] for name in by), []).append(g)
+    errors = {tuple(g[name] for name in [*by, "m"]): g for g in summary.means(rows, [*by, "m"], "exact_error")}
+    extras = ({tuple(g[name] for name in [*by, "m"]): g for g in summary.rates(rows, [*by, "m"], extra)}
+              if extra else {})
     table = []
-    for cell, sel in summary.split(rows, by).items():
-        groups = summary.rates(sel, ["m"], "success")
+    for cell, groups in by_m.items():
         top = max(groups, key=lambda g: g["m"])
         m90 = summary.threshold([(g["m"], g["rate"]) for g in groups])
-        at_top = [r for r in sel if r["m"] == top["m"]]
-        err = summary.means(at_top, ["m"], "exact_error")[0]
+        err = errors[(*cell, top["m"])]
         line = [*cell, top["trials"], f"{top['rate']:.2f} [{top['low']:.2f}, {top['high']:.2f}]",
                 "not reached" if m90 is None else m90, f"{err['mean']:.4f}"]
         if extra:
-            line.append(f"{summary.rates(at_top, ['m'], extra)[0]['rate']:.2f}")
+            line.append(f"{extras[(*cell, top['m'])]['rate']:.2f}")
         table.append(line)
-    return f"## {title}\n\nm grid {min(r['m'] for r in rows)}..{max(r['m'] for r in rows)} " \
+    m = rows["m"]
+    return f"## {title}\n\nm grid {m.min()}..{m.max()} " \
            f"(powers of two; nested prefixes of one sample per trial). 90%: smallest m from which the " \
            f"success rate stays >= 0.9.\n\n" + summary.markdown_table(header, table) + "\n"

@@ -1,0 +1,195 @@
+"""The rows of a run as columns: from a call's outputs to a part's columns, and back, checked.
+
+:class:`Layout` holds a run's per-cell arrays (each parameter's value codes, the axis values), so
+that a call's rows are gathered from them (:meth:`Layout.columns`), never built row by row;
+:func:`check_columns` checks rows read back against the configuration, column by column.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxtrees.experiments.table import Table
+
+
+class Layout:
+    """Per-cell arrays of ``study``'s run ``config``: ``codes[name][cell]`` indexes the parameter's
+    sorted distinct values ``values[name]``; ``axis[cell, :lengths[cell]]`` the cell's axis values."""
+
+    def __init__(self, study, config):
+        self.study, self.name, self.seed = study, config.study, config.seed
+        self.cells = config.cells()
+        self.replicates = config.replicates
+        self.params = sorted(config.grid)
+        self.values, self.codes = {}, {}
+        for name in self.params:
+            distinct = sorted(set(config.grid[name]), key=_order)
+            self.values[name] = np.asarray(distinct, dtype=object if isinstance(distinct[0], str) else None)
+            index = {_identity(v): i for i, v in enumerate(distinct)}
+            self.codes[name] = np.asarray([index[_identity(c[name])] for c in self.cells], np.int32)
+        if study.axis is None:
+            self.lengths = np.ones(len(self.cells), np.int64)
+            self.axis = None
+        else:
+            per_cell = [list(study.axis.values(c)) for c in self.cells]
+            self.lengths = np.asarray([len(v) for v in per_cell], np.int64)
+            self.axis = np.zeros((len(self.cells), int(self.lengths.max())),
+                                 np.result_type(*[np.asarray(v).dtype for v in per_cell]))
+            for i, v in enumerate(per_cell):
+                self.axis[i, :len(v)] = v
+
+    def columns(self, cell: np.ndarray, replicate: np.ndarray, outputs: dict) -> dict:
+        """A call's rows as columns: one row per trial (``cell[t]``, ``replicate[t]``) and, where the
+        study has an axis, per axis value (outputs of shape ``[trials, len(axis)]`` run along it,
+        scalar outputs repeat); bools as int8 (0/1), parameters as their grid values."""
+        cell = np.asarray(cell, np.int64)
+        width = 1 if self.axis is None else int(self.lengths[cell[0]]) if cell.size else 0
+        if cell.size and np.any(self.lengths[cell] != width):
+            raise ValueError("Layout.columns: a call's cells must have axis values of one length")
+        rows = cell.size * width
+        at = np.repeat(cell, width)
+        out = {"study": _Constant(self.name, rows), "seed": np.full(rows, self.seed, np.int64),
+               "cell": at.astype(np.int32), "replicate": np.repeat(np.asarray(replicate, np.int32), width)}
+        for name in self.params:
+            out[name] = _Coded(self.values[name], self.codes[name][at])
+        if self.axis is not None:
+            out[self.study.axis.name] = self.axis[cell, :width].reshape(-1)
+        for name, value in outputs.items():
+            value = np.asarray(value)
+            if value.dtype == bool:
+                value = value.astype(np.int8)
+            value = value.reshape(cell.size, -1)
+            out[name] = (np.repeat(value[:, 0], width) if value.shape[1] == 1 and width != 1 else value.reshape(-1))
+            if out[name].size != rows:
+                raise ValueError(f"output {name!r}: {value.shape[1]} values per trial where the axis has {width}")
+        return out
+
+    def whole(self, cell: np.ndarray, trial: np.ndarray) -> bool:
+        """Whether the rows of a part (their ``cell`` and trial ids) hold each of its trials exactly once, whole."""
+        trials, first, counts = np.unique(trial, return_index=True, return_counts=True)
+        return bool(np.all(counts == self.lengths[np.asarray(cell, np.int64)[first]]))
+
+
+class _Constant:
+    """A column of one string, ``size`` times (dictionary-encoded when written)."""
+
+    def __init__(self, value: str, size: int):
+        self.value, self.size = value, size
+
+
+class _Coded:
+    """A parameter column: ``values[codes]`` (dictionary-encoded when written)."""
+
+    def __init__(self, values: np.ndarray, codes: np.ndarray):
+        self.values, self.codes = values, codes
+
+
+def columns_table(columns: dict):
+    """A pyarrow table of :meth:`Layout.columns`' columns (strings dictionary-encoded, no copies of arrays)."""
+    import pyarrow as pa
+
+    arrays = {}
+    for name, value in columns.items():
+        if isinstance(value, _Constant):
+            arrays[name] = pa.DictionaryArray.from_arrays(pa.array(np.zeros(value.size, np.int32)),
+                                                          pa.array([value.value]))
+        elif isinstance(value, _Coded):
+            if value.values.dtype == object:
+                arrays[name] = pa.DictionaryArray.from_arrays(pa.array(value.codes), pa.array(list(value.values)))
+            else:
+                arrays[name] = pa.array(value.values[value.codes])
+        else:
+            arrays[name] = pa.array(value)
+    return pa.table(arrays)
+
+
+def check_columns(table, config: dict | None, paths: list[str], sources: np.ndarray) -> Table:
+    """``table`` (pyarrow, rows read back from ``paths``; ``sources[i]``: the path of row i) as a
+    :class:`~jaxtrees.experiments.table.Table` sorted by (cell, replicate), every column checked against
+    ``config``: the study and seed, cells and replicates in range, each parameter its cell's value, each
+    trial's rows all there once (and in one file), every other column a number. ValueError naming the file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from jaxtrees.experiments.store import WAY_OUT
+
+    names = table.column_names
+    missing = [c for c in ["cell", "replicate"] + ([] if config is None else ["study", "seed", *sorted(config["grid"])])
+               if c not in names]
+    if missing:
+        raise ValueError(f"{paths[0]}: the rows lack the column(s) {', '.join(missing)}; {WAY_OUT}")
+
+    def fail(bad: np.ndarray, what: str):
+        if np.any(bad):
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{paths[int(sources[row])]}: {what}; {WAY_OUT}")
+
+    def ints(name):
+        column = table.column(name)
+        if not pa.types.is_integer(column.type):
+            raise ValueError(f"{paths[0]}: {name} must hold integers, got {column.type}; {WAY_OUT}")
+        return column.to_numpy().astype(np.int64)
+
+    cell, replicate = ints("cell"), ints("replicate")
+    fail((cell < 0) | (replicate < 0), "cell and replicate must be integers >= 0")
+    columns, factors = {}, {}
+    if config is not None:
+        from jaxtrees.experiments import studies
+        from jaxtrees.experiments.study import Config
+
+        layout = Layout(studies.get(config["study"]), Config(**config))
+        fail((cell >= len(layout.cells)) | (replicate >= layout.replicates),
+             f"a trial outside this run's {len(layout.cells)} cells x {layout.replicates} replicates")
+        for name, expected in (("study", config["study"]), ("seed", config["seed"])):
+            fail(pc.not_equal(table.column(name), pa.scalar(expected)).to_numpy(zero_copy_only=False),
+                 f"a row of another {name} (this run's is {expected!r})")
+        for name in layout.params:
+            values = layout.values[name]
+            codes = pc.index_in(table.column(name), value_set=pa.array(list(values))).fill_null(-1)
+            codes = codes.to_numpy().astype(np.int64)
+            fail(codes != layout.codes[name][cell], f"a row whose {name} is not its cell's")
+            columns[name], factors[name] = values[codes], (codes, values)
+        trial = cell * layout.replicates + replicate
+        order = np.argsort(trial, kind="stable")
+        sorted_trial = trial[order]
+        starts = np.flatnonzero(np.r_[True, sorted_trial[1:] != sorted_trial[:-1]])
+        counts = np.diff(np.r_[starts, sorted_trial.size])
+        wrong = counts != layout.lengths[cell[order[starts]]]
+        split_source = np.add.reduceat(sources[order] != sources[order][starts].repeat(counts), starts) > 0
+        if np.any(wrong | split_source):
+            bad = order[starts[np.flatnonzero(wrong | split_source)[0]]]
+            raise ValueError(f"{paths[int(sources[bad])]}: trial (cell {cell[bad]}, replicate {replicate[bad]}) has "
+                             f"its rows more than once or not all of them (another part holds it too?); {WAY_OUT}")
+    else:
+        order = np.lexsort((replicate, cell))
+    out = {"study": None, "seed": None, "cell": cell, "replicate": replicate}
+    for name in names:
+        if name in columns or name in ("cell", "replicate"):
+            continue
+        column = table.column(name)
+        if pa.types.is_dictionary(column.type) or pa.types.is_string(column.type):
+            column = pc.cast(column, pa.string()) if pa.types.is_dictionary(column.type) else column
+            if name not in ("study",) and (config is None or name not in config["grid"]):
+                raise ValueError(f"{paths[0]}: column {name} must hold numbers, got strings; {WAY_OUT}")
+            uniques = pc.unique(column)
+            codes = pc.index_in(column, value_set=uniques).to_numpy().astype(np.int64)
+            values = np.asarray(uniques.to_pylist(), dtype=object)
+            columns[name], factors[name] = values[codes], (codes, values)
+            continue
+        if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type)):
+            raise ValueError(f"{paths[0]}: column {name} must hold numbers, got {column.type}; {WAY_OUT}")
+        columns[name] = column.to_numpy(zero_copy_only=False)
+    out.update(columns)
+    out = {name: value for name, value in out.items() if value is not None}
+    ordered = [name for name in names if name in out]
+    return Table({name: out[name][order] for name in ordered},
+                 {name: (codes[order], values) for name, (codes, values) in factors.items()})
+
+
+def _order(value):
+    return (0, float(value), "") if isinstance(value, (int, float)) else (1, 0.0, str(value))
+
+
+def _identity(value):
+    """A grid value as a dict key that keeps 1, 1.0 and True apart."""
+    return type(value).__name__, value

@@ -1,0 +1,113 @@
+"""Results directories of earlier versions (CSV: ``parts/*.csv``, ``results.csv``): read, or converted.
+
+:func:`read` reads such a directory's rows as a :class:`~jaxtrees.experiments.table.Table` (pyarrow's
+CSV reader, typed columns); :func:`convert` (``jaxtrees convert DIR``) rewrites it as Parquet parts,
+after which ``jaxtrees run`` resumes into it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+
+def is_legacy(directory: str) -> bool:
+    """Whether ``directory`` holds CSV rows (``results.csv`` or ``parts/*.csv``)."""
+    return bool(_files(directory))
+
+
+def _files(directory: str) -> list[str]:
+    results = os.path.join(directory, "results.csv")
+    parts = os.path.join(directory, "parts")
+    if os.path.isfile(results):
+        return [results]
+    if os.path.isdir(parts):
+        return [os.path.join(parts, n) for n in sorted(os.listdir(parts)) if n.endswith(".csv")]
+    return []
+
+
+def _config(directory: str):
+    for path in (os.path.join(directory, "metadata.json"), os.path.join(directory, "parts", "config.json")):
+        if os.path.exists(path):
+            try:
+                with open(path) as fh:
+                    return json.load(fh)["config"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    return None
+
+
+def _arrow(directory: str):
+    """The CSV rows as one pyarrow table, and each row's file (index into the file list)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    files, tables = _files(directory), []
+    for path in files:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            if data.startswith(b"\xef\xbb\xbf"):  # a spreadsheet's byte-order mark
+                data = data[3:]
+            if data and not data.endswith(b"\n"):
+                raise ValueError("its last line is unfinished (a copy cut short)")
+            tables.append(pcsv.read_csv(pa.BufferReader(data)) if data.strip() else None)
+        except (OSError, ValueError, pa.ArrowInvalid) as e:
+            raise ValueError(f"{path}: not a results file ({str(e).splitlines()[0]}); move it out of the directory "
+                             f"or delete the directory to start over") from None
+    kept = [(p, t) for p, t in zip(files, tables) if t is not None and t.num_rows]
+    if not kept:
+        raise ValueError(f"no results in {directory} (its CSV files hold no rows)")
+    table = pa.concat_tables([t for _, t in kept], promote_options="permissive")
+    sources = np.repeat(np.arange(len(kept)), [t.num_rows for _, t in kept])
+    return table, [p for p, _ in kept], sources
+
+
+def read(directory: str, config: dict | None = None):
+    """The rows of an earlier version's results directory, checked as :func:`~jaxtrees.experiments.store.read_results` checks parts."""
+    from jaxtrees.experiments.layout import check_columns
+
+    table, paths, sources = _arrow(directory)
+    return check_columns(table, config if config is not None else _config(directory), paths, sources)
+
+
+def convert(directory: str) -> str:
+    """Rewrite an earlier version's results directory as Parquet (``rows/``); the CSV files are
+    removed once the new rows read back equal to them. Returns a line saying what was done."""
+    import pyarrow as pa
+
+    from jaxtrees.experiments import store
+
+    if not is_legacy(directory):
+        raise ValueError(f"{directory} holds no CSV rows (results.csv or parts/*.csv) to convert")
+    config = _config(directory)
+    if config is None:
+        raise ValueError(f"{directory}: neither metadata.json nor parts/config.json says which run wrote its rows")
+    rows = read(directory, config)
+    files = _files(directory)
+    rows_dir = os.path.join(directory, "rows")
+    os.makedirs(rows_dir, exist_ok=True)
+    writer = store.Store(os.path.dirname(directory.rstrip("/")) or ".", os.path.basename(directory.rstrip("/")))
+    writer.config, writer.digest = config, store.config_digest(config)
+    manifest = os.path.join(rows_dir, "_config.json")
+    if not os.path.exists(manifest):
+        store.write_atomic(manifest, json.dumps({"config": config, "created": store.now()}, indent=2))
+    trial = np.asarray(rows["cell"], np.int64) * config["replicates"] + np.asarray(rows["replicate"], np.int64)
+    columns = {name: rows[name] for name in rows.names}
+    columns["study"] = np.asarray(columns["study"], dtype=object)
+    path = writer.write_part(columns, int(np.unique(trial).size))
+    back = store.read_results(directory, config)
+    if len(back) != len(rows):
+        os.remove(path)
+        raise ValueError(f"{directory}: the converted rows did not read back whole; nothing was removed")
+    for old in files:
+        os.remove(old)
+    parts = os.path.join(directory, "parts")
+    if os.path.isdir(parts):
+        for name in os.listdir(parts):
+            os.remove(os.path.join(parts, name))
+        os.rmdir(parts)
+    del pa
+    return f"converted {len(rows):,} rows of {directory} to {path}"

@@ -1,0 +1,247 @@
+"""Result rows as columns: :class:`Table` (name -> 1-d array) and vectorized group-bys.
+
+A study's rows never pass through Python one by one: :func:`jaxtrees.experiments.store.read_results`
+returns a :class:`Table`, a study's ``plot`` and ``report`` see one, and every summary here (groups,
+rates with Wilson bands, means, quantiles) is a handful of NumPy passes over its columns.
+
+>>> t = Table({"c": [0.1, 0.1, 0.0, 0.1], "m": [64, 64, 64, 128], "success": [1, 0, 1, 1]})
+>>> [(g["c"], g["m"], g["rate"], round(g["low"], 3)) for g in rates(t, ["c", "m"], "success")]
+[(0.0, 64, 1.0, 0.207), (0.1, 64, 0.5, 0.095), (0.1, 128, 1.0, 0.207)]
+>>> {key: len(part) for key, part in split(t, ["c"]).items()}
+{(0.0,): 1, (0.1,): 3}
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+
+#: Integer columns whose values span fewer than this many integers are grouped by a lookup table
+#: (linear time) rather than a sort.
+DENSE_RANGE = 2**22
+
+
+class Table:
+    """Columns of equal length, each a 1-d NumPy array; ``table[name]`` is a column, ``table[i]``
+    one row as a dict (for a glance, e.g. a group's constant ``part[0]["max_steps"]``), ``len`` the
+    rows. Iterating over rows is refused: work on columns (:func:`split`, :func:`rates`, ...)."""
+
+    def __init__(self, columns: Mapping[str, object], factors: Mapping[str, tuple] | None = None):
+        self._columns = {name: _column(name, values) for name, values in columns.items()}
+        sizes = {values.shape[0] for values in self._columns.values()}
+        if len(sizes) > 1:
+            raise ValueError(f"Table: columns of different lengths {sorted(sizes)}")
+        self._size = sizes.pop() if sizes else 0
+        self._factors = dict(factors or {})  # name -> (codes, uniques): a column's groups, known or computed once
+
+    @classmethod
+    def from_rows(cls, rows) -> "Table":
+        """A table from a list of row dicts (a small hand-made set, or rows parsed from text): each
+        column parsed once, int where every value is an integer, float where every value is a
+        number (``nan`` included), str otherwise."""
+        rows = list(rows)
+        if not rows:
+            return cls({})
+        return cls({name: _parsed([r[name] for r in rows]) for name in rows[0]})
+
+    @property
+    def names(self) -> list[str]:
+        """The column names, in order."""
+        return list(self._columns)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __contains__(self, name) -> bool:
+        return name in self._columns
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            try:
+                return self._columns[key]
+            except KeyError:
+                raise KeyError(f"no column {key!r}; the table has {', '.join(self._columns)}") from None
+        if isinstance(key, (int, np.integer)):
+            return {name: values[key].item() for name, values in self._columns.items()}
+        raise TypeError(f"Table[{key!r}]: index a column by name, or one row by an int")
+
+    def __iter__(self):
+        raise TypeError("a Table is not iterated row by row: use its columns (table[name]) or split / rates / means")
+
+    def __repr__(self) -> str:
+        return f"Table({self._size} rows: {', '.join(self._columns)})"
+
+    def take(self, index) -> "Table":
+        """The rows at ``index`` (integer indices or a boolean mask), in that order."""
+        index = np.asarray(index)
+        if index.dtype == bool:
+            index = np.flatnonzero(index)
+        factors = {name: (codes[index], uniques) for name, (codes, uniques) in self._factors.items()}
+        return Table({name: values[index] for name, values in self._columns.items()}, factors)
+
+    def where(self, **equal) -> "Table":
+        """The rows whose columns equal the given values (``table.where(m=64, c=0.1)``)."""
+        mask = np.ones(self._size, bool)
+        for name, value in equal.items():
+            mask &= self[name] == value
+        return self.take(mask)
+
+    def with_columns(self, **columns) -> "Table":
+        """A table with these columns added (or replaced)."""
+        factors = {name: f for name, f in self._factors.items() if name not in columns}
+        return Table({**self._columns, **columns}, factors)
+
+    def unique(self, name) -> list:
+        """The distinct values of a column, ascending, as Python values."""
+        return factorize(self, name)[1].tolist()
+
+    def first(self, name):
+        """The column's value in the first row (a Python value)."""
+        return self._columns[name][0].item()
+
+    def to_dict(self) -> dict[str, np.ndarray]:
+        """The columns (name -> array), in order."""
+        return dict(self._columns)
+
+
+def _column(name, values) -> np.ndarray:
+    values = np.asarray(values)
+    if values.ndim != 1:
+        raise ValueError(f"Table: column {name!r} must be 1-d, got shape {values.shape}")
+    if values.dtype.kind in "US":  # strings as objects: one shared str per distinct value (from_rows, a user)
+        values = values.astype(object)
+    return values
+
+
+def _parsed(values: list) -> np.ndarray:
+    if all(isinstance(v, (int, float, np.number, bool)) for v in values):
+        return np.asarray(values)
+    for kind in (int, float):
+        try:
+            return np.asarray([kind(v) for v in values])
+        except (TypeError, ValueError):
+            continue
+    return np.asarray(values, dtype=object)
+
+
+def factorize(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, uniques)`` of a column: ``uniques`` its distinct values ascending, ``codes[i]`` the
+    index of row i's value in them (computed once per table; a column read from a store arrives
+    with its codes). ``uniques`` may hold values no row has where the table is a subset."""
+    known = table._factors.get(name)
+    if known is None:
+        known = table._factors[name] = _factorize(table[name])
+    codes, uniques = known
+    return codes, uniques
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if values.size and values.dtype.kind in "biu":
+        as_int = values.astype(np.int64)
+        low, high = int(as_int.min()), int(as_int.max())
+        if high - low < DENSE_RANGE:
+            present = np.zeros(high - low + 1, bool)
+            present[as_int - low] = True
+            lookup = np.cumsum(present) - 1
+            return lookup[as_int - low], (np.flatnonzero(present) + low).astype(values.dtype)
+    uniques, codes = np.unique(values, return_inverse=True)
+    return codes.reshape(-1), uniques
+
+
+def groups(table: Table, by) -> tuple[np.ndarray, list[tuple]]:
+    """``(codes, keys)``: the rows' group (the distinct values of the ``by`` columns) as an index
+    into ``keys``, the groups' values as tuples of Python values, sorted column by column."""
+    by = list(by)
+    if not by:
+        return np.zeros(len(table), np.int64), [()]
+    combined, sizes, factors = np.zeros(len(table), np.int64), [], []
+    for name in by:
+        codes, uniques = factorize(table, name)
+        combined = combined * len(uniques) + codes
+        sizes.append(len(uniques))
+        factors.append(uniques)
+    if math.prod(sizes) >= 2**62:
+        raise ValueError(f"groups: too many combinations of {by} to index")
+    codes, present = _factorize(combined)
+    keys = []
+    digits = present.copy()
+    parts = []
+    for size in reversed(sizes):
+        parts.append(digits % size)
+        digits = digits // size
+    columns = [uniques[d].tolist() for uniques, d in zip(factors, reversed(parts))]
+    keys = list(zip(*columns)) if columns else []
+    return codes, keys
+
+
+def split(table: Table, by) -> dict[tuple, Table]:
+    """The rows of each group of the ``by`` columns (groups sorted by value), each a :class:`Table`."""
+    codes, keys = groups(table, by)
+    order = np.argsort(codes, kind="stable")
+    ends = np.cumsum(np.bincount(codes, minlength=len(keys)))
+    starts = ends - np.bincount(codes, minlength=len(keys))
+    return {key: table.take(order[s:e]) for key, s, e in zip(keys, starts, ends)}
+
+
+def cells(table: Table, by) -> list[tuple]:
+    """The distinct values of the ``by`` columns, sorted."""
+    return groups(table, by)[1]
+
+
+def wilson(successes, trials, z: float = 1.96):
+    """Wilson score interval of a binomial proportion (95% by default); arrays elementwise
+    (0 trials: (0, 1))."""
+    successes, trials = np.asarray(successes, np.float64), np.asarray(trials, np.float64)
+    safe = np.maximum(trials, 1)
+    phat = successes / safe
+    denom = 1 + z**2 / safe
+    centre = (phat + z**2 / (2 * safe)) / denom
+    half = z * np.sqrt(np.maximum(phat * (1 - phat) / safe + z**2 / (4 * safe**2), 0)) / denom
+    low = np.where(trials > 0, np.maximum(0.0, centre - half), 0.0)
+    high = np.where(trials > 0, np.minimum(1.0, centre + half), 1.0)
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def rates(table: Table, by, metric: str) -> list[dict]:
+    """Success rate of a 0/1 ``metric`` per group of the ``by`` columns, with its Wilson band: dicts
+    with the ``by`` values, ``trials``, ``successes``, ``rate``, ``low``, ``high``, groups sorted."""
+    codes, keys = groups(table, by)
+    trials = np.bincount(codes, minlength=len(keys))
+    successes = np.rint(np.bincount(codes, np.asarray(table[metric], np.float64), minlength=len(keys))).astype(np.int64)
+    low, high = wilson(successes, trials)
+    low, high = np.atleast_1d(low), np.atleast_1d(high)
+    return [{**dict(zip(by, key)), "trials": int(n), "successes": int(k), "rate": int(k) / int(n), "low": float(lo),
+             "high": float(hi)} for key, n, k, lo, hi in zip(keys, trials, successes, low, high) if n]
+
+
+def means(table: Table, by, metric: str) -> list[dict]:
+    """Mean of ``metric`` per group with its standard error: dicts with the ``by`` values, ``trials``,
+    ``mean``, ``sem`` (NaN for a single trial), groups sorted."""
+    codes, keys = groups(table, by)
+    x = np.asarray(table[metric], np.float64)
+    count = np.bincount(codes, minlength=len(keys))
+    mean = np.bincount(codes, x, minlength=len(keys)) / np.maximum(count, 1)
+    squares = np.bincount(codes, (x - mean[codes]) ** 2, minlength=len(keys))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sem = np.where(count > 1, np.sqrt(squares / np.maximum(count - 1, 1)) / np.sqrt(count), np.nan)
+    return [{**dict(zip(by, key)), "trials": int(n), "mean": float(mu), "sem": float(s)}
+            for key, n, mu, s in zip(keys, count, mean, sem) if n]
+
+
+def group_quantiles(table: Table, by, values, qs) -> tuple[list[tuple], np.ndarray]:
+    """``(keys, q)``: per group, the ``qs`` quantiles of ``values`` (an array over the rows, or a
+    column name) by the inverted CDF (observed values; +inf counts as the largest), ``q[g, j]``."""
+    values = np.asarray(table[values] if isinstance(values, str) else values, np.float64)
+    codes, keys = groups(table, by)
+    order = np.lexsort((values, codes))
+    count = np.bincount(codes, minlength=len(keys))
+    starts = np.cumsum(count) - count
+    out = np.full((len(keys), len(qs)), np.nan)
+    for j, q in enumerate(qs):
+        rank = np.maximum(np.ceil(q * count).astype(np.int64) - 1, 0)  # inverted_cdf: the ceil(q N)-th smallest
+        out[:, j] = np.where(count > 0, values[order[np.minimum(starts + rank, len(values) - 1)]], np.nan)
+    return keys, out
