@@ -27,7 +27,9 @@ class Layout:
             self.values[name] = np.asarray(distinct, dtype=object if isinstance(distinct[0], str) else None)
             index = {_identity(v): i for i, v in enumerate(distinct)}
             self.codes[name] = np.asarray([index[_identity(c[name])] for c in self.cells], np.int32)
-        if study.axis is None:
+        if study is None:  # a study not in the registry: rows per trial unknown (check_columns infers them)
+            self.lengths, self.axis = None, None
+        elif study.axis is None:
             self.lengths = np.ones(len(self.cells), np.int64)
             self.axis = None
         else:
@@ -137,7 +139,8 @@ def check_columns(table, config: dict | None, paths: list[str], sources: np.ndar
         from jaxtrees.experiments import studies
         from jaxtrees.experiments.study import Config
 
-        layout = Layout(studies.get(config["study"]), Config(**config))
+        study = studies.STUDIES.get(config["study"])
+        layout = Layout(study, Config(**config))
         fail((cell >= len(layout.cells)) | (replicate >= layout.replicates),
              f"a trial outside this run's {len(layout.cells)} cells x {layout.replicates} replicates")
         for name, expected in (("study", config["study"]), ("seed", config["seed"])):
@@ -154,7 +157,12 @@ def check_columns(table, config: dict | None, paths: list[str], sources: np.ndar
         sorted_trial = trial[order]
         starts = np.flatnonzero(np.r_[True, sorted_trial[1:] != sorted_trial[:-1]])
         counts = np.diff(np.r_[starts, sorted_trial.size])
-        wrong = counts != layout.lengths[cell[order[starts]]]
+        first_cell = cell[order[starts]]
+        lengths = layout.lengths
+        if lengths is None:  # every trial of a cell has as many rows as the most of any of them
+            lengths = np.zeros(len(layout.cells), np.int64)
+            np.maximum.at(lengths, first_cell, counts)
+        wrong = counts != lengths[first_cell]
         split_source = np.add.reduceat(sources[order] != sources[order][starts].repeat(counts), starts) > 0
         if np.any(wrong | split_source):
             bad = order[starts[np.flatnonzero(wrong | split_source)[0]]]

@@ -74,9 +74,10 @@ class Store:
             raise ValueError(f"out: cannot write the results directory {self.directory}: {e.strerror}") from None
         self._take_lock(run_id or uuid.uuid4().hex)
         try:
-            for name in os.listdir(self.rows):
-                if name.startswith(f".p{self.process}-") and name.endswith(".tmp"):
-                    os.remove(os.path.join(self.rows, name))
+            for folder, mine in ((self.rows, f".p{self.process}-"), (self.directory, None), (self.rows, "_config")):
+                for name in os.listdir(folder):  # a killed run's temporaries (another process's are its own)
+                    if name.endswith(".tmp") and (name.startswith(mine) if mine else self.process == 0):
+                        os.remove(os.path.join(folder, name))
             metadata = _read_json(self.metadata_path, rebuildable=os.path.exists(self.manifest_path))
             manifest = _read_json(self.manifest_path)
             for recorded, source in ((metadata, "metadata.json"), (manifest, "rows/_config.json")):
@@ -171,8 +172,12 @@ class Store:
         if self.config is None or not os.path.isdir(self.rows):
             return done
         for path, ids in _parts(self.rows, self.digest, ["cell", "replicate"], self.process == 0):
-            trial = ids["cell"].astype(np.int64) * replicates + ids["replicate"]
-            if layout is not None and not layout.whole(ids["cell"], trial):
+            cell = ids.column("cell").to_numpy().astype(np.int64)
+            trial = cell * replicates + ids.column("replicate").to_numpy()
+            if trial.size and (trial.min() < 0 or trial.max() >= done.size):
+                _damaged(path, "it holds trials outside this run's grid", move=self.process == 0)
+                continue
+            if layout is not None and not layout.whole(cell, trial):
                 _damaged(path, "it holds a trial's rows more than once or not all of them", move=self.process == 0)
                 continue
             done[trial] = True
