@@ -218,8 +218,13 @@ def _run(args) -> int:
     return _after_run(study, directory, t0)
 
 
+#: Seconds the last ``jaxtrees run`` in this process spent after its last trial (scripts/bench_store.py).
+LAST_POST_RUN_SECONDS = None
+
+
 def _after_run(study, directory: str, t0: float) -> int:
     """Figures and report from a finished run's rows (process 0), or why there are none."""
+    global LAST_POST_RUN_SECONDS
     import jax
 
     if jax.process_index() != 0:
@@ -228,18 +233,19 @@ def _after_run(study, directory: str, t0: float) -> int:
     from jaxtrees.experiments import store
 
     metadata = _metadata(directory)
+    t1 = time.perf_counter()
     rows = store.read_results(directory, metadata["config"])  # read once, for the figures and the report
     done, total = store.completeness(directory, rows)
     if done < total:
         print(f"run incomplete ({done:,} of {total:,} trials); rerun the same command to resume ({directory})",
               file=sys.stderr)
         return 1
-    t1 = time.perf_counter()
     figures = _plot_files(study, directory, rows)
     print(_write_report(study, directory, rows))
+    LAST_POST_RUN_SECONDS = time.perf_counter() - t1
     print(f"wrote {os.path.join(directory, 'rows')} ({len(rows):,} rows), {', '.join(figures)} and "
           f"{os.path.join(directory, 'report.md')} in {time.perf_counter() - t0:.0f} s "
-          f"({time.perf_counter() - t1:.1f} s after the trials)")
+          f"({LAST_POST_RUN_SECONDS:.1f} s after the trials)")
     return 0
 
 

@@ -29,6 +29,7 @@ from jaxtrees.experiments.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, 
 from jaxtrees.experiments.layout import Layout
 from jaxtrees.experiments.progress import Progress
 from jaxtrees.experiments.store import Store, environment, now, read_results
+from jaxtrees.experiments.writer import Writer
 from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
 from jaxtrees.learners import growth
 
@@ -181,7 +182,7 @@ class _Job:
         self.hashes = np.asarray([self.study.key_hash(c) for c in self.cells], np.uint32)
         self.record = {"started": now(), "environment": environment(), "chunk": {}, "group": {},
                        "compile_seconds": {}, "compile_wait_seconds": {}, "run_seconds": {}, "trials_run": {},
-                       "host_seconds": 0.0, "rows_written": 0}
+                       "host_seconds": 0.0, "handover_seconds": 0.0, "write_seconds": 0.0, "rows_written": 0}
         self._branch = {}  # program name -> each cell's branch index in it
 
     def plan(self, max_trials: int | None) -> np.ndarray:
@@ -277,27 +278,33 @@ class _Job:
         return executable, time.perf_counter() - started
 
     def run(self, program: _Program, executable, bar: Progress, interrupted: threading.Event | None = None):
-        """Every slot of the program, call by call, each call's rows written as one part while the next
-        call runs (JAX dispatches it before they are read); an interrupt stops after a written part."""
+        """Every slot of the program, call by call; the calls' rows go to a :class:`~jaxtrees.experiments.writer.Writer`,
+        which copies them to the host and writes parts on its thread while the next calls run. An interrupt
+        stops after the calls dispatched so far, their rows written."""
         started = time.perf_counter()
-        running = None
-        for start in range(0, program.slots.size, program.size):
-            if interrupted is not None and interrupted.is_set():
-                break
-            t0 = time.perf_counter()
-            part = slice(start, start + program.size)
-            inputs = self.inputs(program, program.slots[part])
-            self.record["host_seconds"] += time.perf_counter() - t0
-            outputs = executable(*inputs)
-            if running is not None:
-                self._write(*running, bar)
-            running = program.slots[part], program.padding[part], outputs
-        if running is not None:
-            self._write(*running, bar)
+        writer = Writer(self.store, self.layout, on_written=bar.update)
+        try:
+            for start in range(0, program.slots.size, program.size):
+                if interrupted is not None and interrupted.is_set():
+                    break
+                t0 = time.thread_time()  # this thread's CPU seconds: waiting for the device or the writer is not host work
+                part = slice(start, start + program.size)
+                inputs = self.inputs(program, program.slots[part])
+                self.record["host_seconds"] += time.thread_time() - t0
+                outputs = executable(*inputs)
+                t0 = time.thread_time()
+                writer.put(program.slots[part], program.padding[part], outputs)  # waits while two calls are in flight
+                self.record["handover_seconds"] += time.thread_time() - t0
+        finally:
+            writer.close(flush=True)
+            self.record["write_seconds"] = round(self.record["write_seconds"] + writer.seconds, 3)
+            self.record["write_cpu_seconds"] = round(self.record.get("write_cpu_seconds", 0.0) + writer.cpu_seconds, 3)
+            self.record["rows_written"] += writer.rows
         self.record["run_seconds"][program.name] = round(time.perf_counter() - started, 3)
         self.record["trials_run"][program.name] = program.trials
         self.record["seconds"] = bar.elapsed
         self.record["host_seconds"] = round(self.record["host_seconds"], 3)
+        self.record["handover_seconds"] = round(self.record["handover_seconds"], 3)
         self.store.write_metadata(self.metadata)  # a run killed later keeps this program's timings
 
     def inputs(self, program: _Program, slots: np.ndarray):
@@ -309,18 +316,6 @@ class _Job:
                 [combos.get(tuple(c[n] for n in self.study.branches), -1) for c in self.cells], np.int32)
         return _inputs(self.study, self.layout, self.hashes, program.static, slots, program.size, program.group,
                        self._branch.get(program.name))
-
-    def _write(self, slots, padding, outputs, bar: Progress):
-        """One call's rows (its real slots, not the padding) as one part."""
-        real = np.flatnonzero(~padding)
-        host = {key: np.asarray(value)[:slots.size][real] for key, value in outputs.items()}
-        t0 = time.perf_counter()
-        trials = slots[real]
-        columns = self.layout.columns(trials // self.replicates, trials % self.replicates, host)
-        self.store.write_part(columns, int(trials.size))
-        self.record["host_seconds"] += time.perf_counter() - t0
-        self.record["rows_written"] += int(columns["cell"].size)
-        bar.update(int(trials.size))
 
     def finish(self, trials: int, seconds: float):
         """Record the run's end; under ``jax.distributed``, wait for every process (their parts on disk)."""

@@ -148,6 +148,7 @@ class Store:
     def write_part(self, columns: dict, trials: int) -> str:
         """One call's rows (``columns``: name -> array, :func:`~jaxtrees.experiments.layout.Layout.columns`)
         as a new part in ``rows/`` (atomic, durable); returns its path."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         table = columns_table(columns)
@@ -158,7 +159,7 @@ class Store:
         tmp = os.path.join(self.rows, f".p{self.process}-{name}.tmp")
         with open(tmp, "wb") as fh:
             pq.write_table(table, fh, compression="zstd", compression_level=1, write_page_checksum=True,
-                           use_dictionary=[n for n in table.column_names if _dictionary(table.schema.field(n))])
+                           use_dictionary=[f.name for f in table.schema if not pa.types.is_floating(f.type)])
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -276,12 +277,6 @@ def _damaged(path: str, why: str, move: bool):
         return
     print(f"jaxtrees: warning: {path} is damaged ({why}): moved to {os.path.basename(path)}.damaged, "
           f"its trials run again", file=sys.stderr)
-
-
-def _dictionary(field) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_string(field.type) or pa.types.is_dictionary(field.type)
 
 
 def environment() -> dict:

@@ -1,0 +1,100 @@
+"""Benchmark: the results store's host side, the juntas study at two sizes of rows.
+
+Workload: ``jaxtrees run juntas --quick`` (n = 16, k = 3, 4, c = 0, 0.05, 0.1, 0.2, m = 16 .. 8192: 80
+rows per replicate) at ``--small`` replicates (12,500 by default: 10^6 rows) and ``--large`` (125,000:
+10^7 rows), each in a fresh process (``jaxtrees.cli.main``, as the command line runs it) with the
+compilation cache off. Printed per size, from the run's metadata and the child's own clocks:
+
+  host_us_per_row           the main thread's seconds building calls' inputs and handing their outputs to
+                            the writer, per row (the writer's thread does the rest, while trials run)
+  rows_per_s_write          rows written per second of the writer's part making and writing
+  post_run_s_per_million    read back, checks, figures and report after the last trial, per million rows
+  peak_rss_mb               the process's peak resident memory
+  disk_bytes_per_row        bytes of rows/ per row
+
+The last lines are ``host_us_per_row``, ``rows_per_s_write``, ``post_run_s_per_million_rows`` (the large
+size), ``peak_rss_mb_1e6``, ``peak_rss_mb_1e7`` and ``disk_bytes_per_row``.
+
+    python scripts/bench_store.py                         # 10^6 and 10^7 rows (~8 min on 2 cores)
+    python scripts/bench_store.py --small 1250 --large 12500   # 10^5 and 10^6 rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ROWS_PER_REPLICATE = 80  # the quick juntas grid: 8 cells x 10 sample sizes
+
+
+def child(replicates: int, out: str) -> dict:
+    """One run in this process: its figures from the metadata and this process's clocks."""
+    from jaxtrees import cli
+
+    started = time.perf_counter()
+    args = ["run", "juntas", "--quick", "--set", f"replicates={replicates}", "--out", out, "--no-progress"]
+    code = cli.main(args)
+    wall = time.perf_counter() - started
+    if code != 0:
+        raise SystemExit(f"jaxtrees {' '.join(args)} exited {code}")
+    directory = os.path.join(out, "juntas")
+    with open(os.path.join(directory, "metadata.json")) as fh:
+        run = json.load(fh)["runs"][-1]
+    rows = run["rows_written"]
+    disk = sum(os.path.getsize(os.path.join(directory, "rows", n)) for n in os.listdir(os.path.join(directory, "rows")))
+    return {"rows": rows, "trials": run["trials"], "wall_s": wall, "run_s": run["seconds"],
+            "post_run_s": cli.LAST_POST_RUN_SECONDS,
+            "host_us_per_row": 1e6 * (run["host_seconds"] + run["handover_seconds"]) / rows,
+            "rows_per_s_write": rows / max(run["write_seconds"], 1e-9),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "disk_bytes_per_row": disk / rows, "device": run["environment"]["device_kind"],
+            "devices": run["environment"]["local_device_count"]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", type=int, default=12_500, help="replicates of the small size (80 rows each)")
+    ap.add_argument("--large", type=int, default=125_000, help="replicates of the large size")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(child(args.child, args.out)))
+        return
+    env = {**os.environ, "JAXTREES_CACHE_DIR": ""}
+    results = {}
+    for label, replicates in (("1e6", args.small), ("1e7", args.large)):
+        with tempfile.TemporaryDirectory() as out:
+            proc = subprocess.run([sys.executable, __file__, "--child", str(replicates), "--out", out], env=env,
+                                  capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr[-3000:])
+        r = results[label] = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"{label}: {r['rows']:,} rows ({r['trials']:,} trials) on {r['devices']} x {r['device']}: "
+              f"wall {r['wall_s']:.1f} s, trials {r['run_s']:.1f} s, after them {r['post_run_s']:.2f} s; "
+              f"host {r['host_us_per_row']:.3f} us/row, write {r['rows_per_s_write']:,.0f} rows/s, "
+              f"peak RSS {r['peak_rss_mb']:,.0f} MB, {r['disk_bytes_per_row']:.2f} bytes/row", flush=True)
+    large = results["1e7"]
+    lines = {"host_us_per_row": max(r["host_us_per_row"] for r in results.values()),
+             "rows_per_s_write": min(r["rows_per_s_write"] for r in results.values()),
+             "post_run_s_per_million_rows": large["post_run_s"] / (large["rows"] / 1e6),
+             "peak_rss_mb_1e6": results["1e6"]["peak_rss_mb"], "peak_rss_mb_1e7": large["peak_rss_mb"],
+             "disk_bytes_per_row": max(r["disk_bytes_per_row"] for r in results.values())}
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
+    for name, value in lines.items():
+        print(f"{name}: {value:.3f}" if value < 100 else f"{name}: {value:,.0f}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"sizes": results, **lines}, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
