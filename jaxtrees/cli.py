@@ -234,7 +234,7 @@ def _after_run(study, directory: str, t0: float) -> int:
 
     metadata = _metadata(directory)
     t1 = time.perf_counter()
-    rows = store.read_results(directory, metadata["config"])  # read once, for the figures and the report
+    rows = store.read_results(directory, metadata["config"], ordered=False)  # read once, for the figures and the report
     done, total = store.completeness(directory, rows)
     if done < total:
         print(f"run incomplete ({done:,} of {total:,} trials); rerun the same command to resume ({directory})",

@@ -105,11 +105,12 @@ def columns_table(columns: dict):
     return pa.table(arrays)
 
 
-def check_columns(table, config: dict | None, paths: list[str], sources: np.ndarray) -> Table:
+def check_columns(table, config: dict | None, paths: list[str], sources: np.ndarray, ordered: bool = True) -> Table:
     """``table`` (pyarrow, rows read back from ``paths``; ``sources[i]``: the path of row i) as a
-    :class:`~jaxtrees.experiments.table.Table` sorted by (cell, replicate), every column checked against
-    ``config``: the study and seed, cells and replicates in range, each parameter its cell's value, each
-    trial's rows all there once (and in one file), every other column a number. ValueError naming the file."""
+    :class:`~jaxtrees.experiments.table.Table`, sorted by (cell, replicate) where ``ordered``, every column
+    checked against ``config``: the study and seed, cells and replicates in range, each parameter its
+    cell's value, each trial's rows all there once (and in one file), every other column a number.
+    ValueError naming the file. Columns are taken out of ``table`` one by one (its memory freed as they go)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -126,72 +127,90 @@ def check_columns(table, config: dict | None, paths: list[str], sources: np.ndar
             row = int(np.flatnonzero(bad)[0])
             raise ValueError(f"{paths[int(sources[row])]}: {what}; {WAY_OUT}")
 
-    def ints(name):
+    def take(name):  # the column as a contiguous pyarrow array, dropped from the table
+        nonlocal table
         column = table.column(name)
-        if not pa.types.is_integer(column.type):
-            raise ValueError(f"{paths[0]}: {name} must hold integers, got {column.type}; {WAY_OUT}")
-        return column.to_numpy().astype(np.int64)
+        table = table.drop_columns([name])
+        return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
-    cell, replicate = ints("cell"), ints("replicate")
+    def numbers(name, column):
+        if pa.types.is_dictionary(column.type) or pa.types.is_string(column.type) or not (
+                pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+                or pa.types.is_boolean(column.type)):
+            raise ValueError(f"{paths[0]}: column {name} must hold numbers, got {column.type}; {WAY_OUT}")
+        return column.to_numpy(zero_copy_only=False)
+
+    cell, replicate = (numbers(name, take(name)).astype(np.int64) for name in ("cell", "replicate"))
     fail((cell < 0) | (replicate < 0), "cell and replicate must be integers >= 0")
-    columns, factors = {}, {}
+    columns, factors = {"cell": cell, "replicate": replicate}, {}
     if config is not None:
         from jaxtrees.experiments import studies
         from jaxtrees.experiments.study import Config
 
-        study = studies.STUDIES.get(config["study"])
-        layout = Layout(study, Config(**config))
+        layout = Layout(studies.STUDIES.get(config["study"]), Config(**config))
         fail((cell >= len(layout.cells)) | (replicate >= layout.replicates),
              f"a trial outside this run's {len(layout.cells)} cells x {layout.replicates} replicates")
-        for name, expected in (("study", config["study"]), ("seed", config["seed"])):
-            fail(pc.not_equal(table.column(name), pa.scalar(expected)).to_numpy(zero_copy_only=False),
-                 f"a row of another {name} (this run's is {expected!r})")
-        for name in layout.params:
-            values = layout.values[name]
-            codes = pc.index_in(table.column(name), value_set=pa.array(list(values))).fill_null(-1)
-            codes = codes.to_numpy().astype(np.int64)
-            fail(codes != layout.codes[name][cell], f"a row whose {name} is not its cell's")
-            columns[name], factors[name] = values[codes], (codes, values)
+        for name in ("study", *layout.params):
+            values = np.asarray([config["study"]], dtype=object) if name == "study" else layout.values[name]
+            per_cell = np.zeros(len(layout.cells), np.int64) if name == "study" else layout.codes[name]
+            column = take(name)
+            if values.dtype == object:  # strings: their codes in the grid's values, compared with the cell's
+                codes = pc.index_in(column, value_set=pa.array(list(values))).fill_null(-1).to_numpy()
+                fail(codes != per_cell[cell], f"a row whose {name} is not its cell's (this run's {name}: "
+                                              f"{', '.join(map(str, values))})")
+                columns[name] = values[codes]
+            else:
+                columns[name] = numbers(name, column)
+                fail(columns[name] != values[per_cell][cell], f"a row whose {name} is not its cell's")
+            factors[name] = (lambda per_cell=per_cell, values=values: (per_cell[cell], values))
+        seed = numbers("seed", take("seed"))
+        fail(seed != config["seed"], f"a row of another seed (this run's is {config['seed']})")
+        columns["seed"] = seed
         trial = cell * layout.replicates + replicate
-        order = np.argsort(trial, kind="stable")
-        sorted_trial = trial[order]
+        increasing = bool(np.all(trial[1:] >= trial[:-1]))
+        order = None if increasing else np.argsort(trial, kind="stable")
+        sorted_trial = trial if order is None else trial[order]
         starts = np.flatnonzero(np.r_[True, sorted_trial[1:] != sorted_trial[:-1]])
         counts = np.diff(np.r_[starts, sorted_trial.size])
-        first_cell = cell[order[starts]]
+        first = starts if order is None else order[starts]
         lengths = layout.lengths
-        if lengths is None:  # every trial of a cell has as many rows as the most of any of them
+        if lengths is None:  # a study not in the registry: every trial of a cell has as many rows as the most
             lengths = np.zeros(len(layout.cells), np.int64)
-            np.maximum.at(lengths, first_cell, counts)
-        wrong = counts != lengths[first_cell]
-        split_source = np.add.reduceat(sources[order] != sources[order][starts].repeat(counts), starts) > 0
-        if np.any(wrong | split_source):
-            bad = order[starts[np.flatnonzero(wrong | split_source)[0]]]
+            np.maximum.at(lengths, cell[first], counts)
+        by_source = sources if order is None else sources[order]
+        split = np.add.reduceat((by_source != np.repeat(by_source[starts], counts)).astype(np.int64), starts) > 0
+        wrong = (counts != lengths[cell[first]]) | split
+        if np.any(wrong):
+            bad = first[np.flatnonzero(wrong)[0]]
             raise ValueError(f"{paths[int(sources[bad])]}: trial (cell {cell[bad]}, replicate {replicate[bad]}) has "
                              f"its rows more than once or not all of them (another part holds it too?); {WAY_OUT}")
+        if not ordered:
+            order = None
     else:
-        order = np.lexsort((replicate, cell))
-    out = {"study": None, "seed": None, "cell": cell, "replicate": replicate}
-    for name in names:
-        if name in columns or name in ("cell", "replicate"):
-            continue
-        column = table.column(name)
-        if pa.types.is_dictionary(column.type) or pa.types.is_string(column.type):
+        order = np.lexsort((replicate, cell)) if ordered else None
+    for name in list(table.column_names):
+        column = take(name)
+        if name == "study" or (config is not None and name in config["grid"]) or (
+                config is None and (pa.types.is_dictionary(column.type) or pa.types.is_string(column.type))):
             column = pc.cast(column, pa.string()) if pa.types.is_dictionary(column.type) else column
-            if name not in ("study",) and (config is None or name not in config["grid"]):
-                raise ValueError(f"{paths[0]}: column {name} must hold numbers, got strings; {WAY_OUT}")
             uniques = pc.unique(column)
             codes = pc.index_in(column, value_set=uniques).to_numpy().astype(np.int64)
             values = np.asarray(uniques.to_pylist(), dtype=object)
             columns[name], factors[name] = values[codes], (codes, values)
-            continue
-        if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type)):
-            raise ValueError(f"{paths[0]}: column {name} must hold numbers, got {column.type}; {WAY_OUT}")
-        columns[name] = column.to_numpy(zero_copy_only=False)
-    out.update(columns)
-    out = {name: value for name, value in out.items() if value is not None}
-    ordered = [name for name in names if name in out]
-    return Table({name: out[name][order] for name in ordered},
-                 {name: (codes[order], values) for name, (codes, values) in factors.items()})
+        else:
+            columns[name] = numbers(name, column)
+    columns = {name: columns[name] for name in names}
+    if order is None:
+        return Table(columns, factors)
+    return Table({name: value[order] for name, value in columns.items()},
+                 {name: _reordered(factor, order) for name, factor in factors.items()})
+
+
+def _reordered(factor, order):
+    if callable(factor):
+        return lambda: _reordered(factor(), order)
+    codes, values = factor
+    return codes[order], values
 
 
 def _order(value):

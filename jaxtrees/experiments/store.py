@@ -185,9 +185,11 @@ class Store:
         return done
 
 
-def read_results(directory: str, config: dict | None = None, columns: list[str] | None = None) -> Table:
+def read_results(directory: str, config: dict | None = None, columns: list[str] | None = None,
+                 ordered: bool = True) -> Table:
     """The rows of ``directory`` (a finished run, or the whole parts of an unfinished one) as a
-    :class:`~jaxtrees.experiments.table.Table` sorted by (cell, replicate), each column checked against
+    :class:`~jaxtrees.experiments.table.Table` sorted by (cell, replicate) (``ordered``; else in the parts'
+    order, which summaries do not need), each column checked against
     the configuration (``config``, default ``rows/_config.json``'s): ids and parameters those of its
     cell, every trial's rows present once. A directory of an earlier version (CSV) is read as it is.
     ValueError naming the file if there are no rows, a part is damaged or a trial is doubled."""
@@ -206,8 +208,10 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
         raise ValueError(f"no results in {directory} (expected rows/part-*.parquet); rerun `jaxtrees run` with the "
                          f"same arguments to write them")
     table = pa.concat_tables([t for _, t in parts], promote_options="permissive")
-    sources = np.repeat(np.arange(len(parts)), [t.num_rows for _, t in parts])
-    return check_columns(table, config, [p for p, _ in parts], sources)
+    sources = np.repeat(np.arange(len(parts), dtype=np.int32), [t.num_rows for _, t in parts])
+    paths = [p for p, _ in parts]
+    del parts
+    return check_columns(table, config, paths, sources, ordered)
 
 
 def export_csv(directory: str, path: str | None = None) -> str:

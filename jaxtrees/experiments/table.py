@@ -34,7 +34,7 @@ class Table:
         if len(sizes) > 1:
             raise ValueError(f"Table: columns of different lengths {sorted(sizes)}")
         self._size = sizes.pop() if sizes else 0
-        self._factors = dict(factors or {})  # name -> (codes, uniques): a column's groups, known or computed once
+        self._factors = dict(factors or {})  # name -> (codes, uniques), or a function giving them: known or computed once
 
     @classmethod
     def from_rows(cls, rows) -> "Table":
@@ -78,7 +78,7 @@ class Table:
         index = np.asarray(index)
         if index.dtype == bool:
             index = np.flatnonzero(index)
-        factors = {name: (codes[index], uniques) for name, (codes, uniques) in self._factors.items()}
+        factors = {name: (factorize(self, name)[0][index], factorize(self, name)[1]) for name in self._factors}
         return Table({name: values[index] for name, values in self._columns.items()}, factors)
 
     def where(self, **equal) -> "Table":
@@ -131,6 +131,8 @@ def factorize(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
     index of row i's value in them (computed once per table; a column read from a store arrives
     with its codes). ``uniques`` may hold values no row has where the table is a subset."""
     known = table._factors.get(name)
+    if callable(known):  # computed on first use (a store's parameter columns: from their cells)
+        known = table._factors[name] = known()
     if known is None:
         known = table._factors[name] = _factorize(table[name])
     codes, uniques = known
