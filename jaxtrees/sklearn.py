@@ -23,6 +23,7 @@ module raises ModuleNotFoundError naming the extra.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 
@@ -52,7 +53,7 @@ from jaxtrees.learners.bagging import random_forest
 from jaxtrees.learners.best_first import CART16
 from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.fourier import LowDegree
-from jaxtrees.learners.greedy import grow
+from jaxtrees.learners.greedy import GreedyTree, grow
 from jaxtrees.learners.growth import MAX_DEPTH, GrowthRule
 from jaxtrees.learners.parities import Parities
 from jaxtrees.learners.rank import MAX_CALLS, FindMin
@@ -67,6 +68,9 @@ MAX_LEVEL_BYTES = 2**30
 NONE_DEPTH = 16
 #: AdaBoostClassifier's weak learners (seed 004's three).
 WEAK_LEARNERS = ("stumps", "parities", "cart16")
+#: Weights spanning more than this ratio are counted exactly (``GrowthRule.exact_weights``): float32 sums by
+#: differences round away light examples beside heavy ones (issue 58).
+EXACT_WEIGHT_RANGE = 2.0**12
 #: The largest parity degree AdaBoostClassifier searches (the seed's d <= 3; d = 3 costs ~ n^3 m per round).
 MAX_PARITY_DEGREE = 3
 
@@ -94,8 +98,12 @@ class _BooleanClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"Only binary classification is supported: y has {classes.size} classes "
                              f"({classes[:5].tolist()}...)")
         data = sampling.from_arrays(X > threshold, y_index == 1)
+        self._exact_weights = False
         if sample_weight is not None:
-            data = sampling.with_weights(data, _check_sample_weight(sample_weight, X, dtype=np.float32))
+            w = _check_sample_weight(sample_weight, X, dtype=np.float64)
+            positive = w[w > 0]
+            self._exact_weights = bool(positive.size and positive.max() > EXACT_WEIGHT_RANGE * positive.min())
+            data = sampling.with_weights(data, w)
         self.classes_ = classes
         return data
 
@@ -127,7 +135,8 @@ class DecisionTreeClassifier(_BooleanClassifier):
     until the leaves are pure or a stop rule holds, to at most min(n_features, m - 1, NONE_DEPTH)
     levels (features are not reused on a path, m examples need at most m - 1 splits on a path;
     the heap layout holds 2^(D+1) - 1 slots), and raises ValueError when that many levels would
-    not fit in memory. ``fit`` takes ``sample_weight`` (weighted counts).
+    not fit in memory. ``fit`` takes ``sample_weight`` (weighted counts; any uniform scale gives the same
+    tree, and weights spanning more than EXACT_WEIGHT_RANGE = 2^12 are counted exactly, by label and side).
 
     After ``fit``: ``tree_`` (a :class:`jaxtrees.Tree` of numpy arrays, heap layout),
     ``classes_``, ``n_features_in_``, ``depth_``, ``n_leaves_``, ``features_used_``.
@@ -149,7 +158,7 @@ class DecisionTreeClassifier(_BooleanClassifier):
         depth = self.max_depth if self.max_depth is not None else _default_depth(int(bits.count(data.valid)), self.n_features_in_)
         rule = GrowthRule(max_depth=depth, impurity=self.impurity, tie_break=self.tie_break,
                           min_samples_split=self.min_samples_split, min_samples_leaf=self.min_samples_leaf,
-                          min_gain=self.min_gain)
+                          min_gain=self.min_gain, exact_weights=self._exact_weights)
         self.tree_ = tree_lib.Tree(*(np.asarray(a) for a in _grow(data, rule, self._key())))
         return self
 
@@ -406,6 +415,9 @@ class RandomForestClassifier(_BooleanClassifier):
         members = checks.integer("n_estimators", self.n_estimators, low=1)
         learner = random_forest(members=members, max_depth=self.max_depth, max_features=self.max_features,
                                 impurity=self.impurity)
+        if self._exact_weights:
+            learner = dataclasses.replace(learner, base=GreedyTree(dataclasses.replace(learner.base.rule,
+                                                                                      exact_weights=True)))
         self.forest_ = jax.device_get(learner.fit(self._key(), data))
         self.oob_error_ = float(self.forest_.oob.error)
         return self

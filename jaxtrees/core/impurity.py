@@ -176,7 +176,7 @@ def quotient(num, den):
 UNCHANGED_TOL = 2.0**-20
 
 
-def gain(G: Impurity, mu, p1, mu1, mu0, p0=None):
+def gain(G: Impurity, mu, p1, mu1, mu0, p0=None, *, relative: bool = False):
     """Purity gain G(mu) - p1 G(mu1) - p0 G(mu0), elementwise (p0 = 1 - p1 by default).
 
     Evaluated as p1 (G(mu) - G(mu1)) + p0 (G(mu) - G(mu0)) (or by ``G.split_gain``, where the
@@ -189,13 +189,18 @@ def gain(G: Impurity, mu, p1, mu1, mu0, p0=None):
     and its complement) gives a bitwise-equal gain when p0 and p1 are passed as computed from
     the two children's weights. Means are clipped to [0, 1] first: exact means summed in
     float32 can overshoot by an ulp.
+
+    ``relative=True`` (weighted growth's minority-label means, each summed directly: issue 58) makes the
+    tolerance relative, 2^-20 min(mu, 1 - mu): a node of mean 1e-9 (one heavy example among light ones)
+    still has gains, where the absolute tolerance zeroes them all.
     """
     p0 = 1.0 - p1 if p0 is None else p0
     if isinstance(G, Selected):
-        branches = [lambda *a, G=BUILTIN[name]: gain(G, *a) for name in G.names]
+        branches = [lambda *a, G=BUILTIN[name]: gain(G, *a, relative=relative) for name in G.names]
         return jax.lax.switch(G.index, branches, mu, p1, mu1, mu0, p0)
     mu, mu1, mu0 = (jnp.clip(q, 0.0, 1.0) for q in (mu, mu1, mu0))
-    unchanged = (jnp.abs(mu1 - mu) <= UNCHANGED_TOL) | (jnp.abs(mu0 - mu) <= UNCHANGED_TOL)
+    tol = UNCHANGED_TOL * jnp.minimum(mu, 1.0 - mu) if relative else UNCHANGED_TOL
+    unchanged = (jnp.abs(mu1 - mu) <= tol) | (jnp.abs(mu0 - mu) <= tol)
     if G.split_gain is not None:
         return jnp.where(unchanged, 0.0, G.split_gain(mu, p1, mu1, mu0, p0))
     g = G(mu)

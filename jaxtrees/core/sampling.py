@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -152,6 +153,11 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
 
     Arguments are checked here (values when concrete); the sampling itself is compiled on first
     call for each shape, m and target type (``jax.jit``).
+
+    Under ``jax.jit`` / ``jax.vmap`` a traced p outside [0, 1] (or NaN), a traced noise outside [0, 1], or a
+    target whose traced parameters are out of range (``target.in_range()`` False: a padded junta's k outside
+    [1, k_max]) cannot raise (issue 58): the sample comes back with no valid examples (``valid`` all 0, m = 0),
+    so a learner fits nothing and ``sample_error`` on it is NaN, never a plausible result.
     """
     m = checks.integer("m", m, low=1)
     p = checks.probabilities("p", p)
@@ -178,27 +184,83 @@ def _draw(key, p, target, m: int, noise, precision_bits: int | None, noiseless: 
             y = y ^ bits.pack(prng.bernoulli(k_noise, noise, (m,)))
         else:
             y = y ^ packed_bernoulli(k_noise, noise, m, precision_bits=precision_bits)
-    valid = bits.valid_mask(m)
+    valid = jnp.where(_out_of_range(p, noise, target), jnp.uint32(0), bits.valid_mask(m))
     return Data(X, y & valid, valid)
+
+
+def _out_of_range(p, noise, target):
+    """Whether a traced argument of :func:`draw` is out of range (a scalar bool; False for checked concrete ones)."""
+    p = jnp.asarray(p, jnp.float32)
+    noise = jnp.asarray(noise, jnp.float32)
+    bad = jnp.any(~((p >= 0.0) & (p <= 1.0))) | ~((noise >= 0.0) & (noise <= 1.0))
+    in_range = getattr(target, "in_range", None)
+    return bad if in_range is None else bad | ~in_range()
+
+
+class WeightRangeWarning(UserWarning):
+    """:func:`with_weights` got weights that float32 cannot hold beside the largest: they count as 0."""
+
+
+#: Float weights beyond this range (largest above 2^64 or smallest positive below 2^-64) are scaled by a power of two.
+WEIGHT_RANGE = 2.0**64
+#: Positive weights below this fraction of the largest are 0 in float32 arithmetic (XLA flushes subnormals).
+WEIGHT_RESOLUTION = 2.0**-126
 
 
 def with_weights(data: Data, weight) -> Data:
     """``data`` with per-example weights: ``weight: [m]`` (or already ``[32 W]``), float or integer,
     finite and >= 0 (checked when concrete); slots past m get weight 0 (they are not examples).
 
+    Only ratios of weights matter to a learner (growth scales them by a power of two itself). Concrete float
+    weights that float32 cannot hold at their scale (the largest above 2^64, or the smallest positive below
+    2^-64: 1e-40 is 0 in float32 arithmetic) are scaled, in float64, by the power of two that puts the largest
+    in [1/2, 1); positive weights below 2^-126 of the largest still count as 0, with a
+    :class:`WeightRangeWarning` naming the range.
+
+    A traced bad weight (negative or not finite, issue 58) cannot raise: the weights come back all NaN and
+    ``valid`` empty (m = 0), so a tree grown on them has NaN weights and ``sample_error`` is NaN, never a
+    plausible result.
+
     >>> d = with_weights(from_arrays([[0], [1], [1]], [0, 1, 1]), [0.5, 0.25, 0.25])
     >>> d.weight.shape, d.weight.dtype.name
     ((32,), 'float32')
     """
     slots = data.valid.shape[-1] * bits.WORD_BITS
-    w = jnp.asarray(weight)
+    w = jnp.asarray(weight) if not checks.is_concrete(weight) else np.asarray(weight)
     if w.ndim != 1 or w.shape[0] > slots or w.shape[0] == 0:
         raise ValueError(f"weight must be a 1-d array of one weight per example (at most {slots} for "
                          f"this data), got shape {w.shape}")
     integer = jnp.issubdtype(w.dtype, jnp.integer) or w.dtype == bool
     checks.nonnegative("weight", w)
-    w = jnp.pad(w.astype(jnp.int32 if integer else jnp.float32), (0, slots - w.shape[0]))
-    return data._replace(weight=jnp.where(bits.unpack(data.valid, slots), w, 0))
+    if not integer and checks.is_concrete(w):
+        w = _float32_range(np.asarray(w, np.float64))
+    w = jnp.pad(jnp.asarray(w).astype(jnp.int32 if integer else jnp.float32), (0, slots - w.shape[0]))
+    present = bits.unpack(data.valid, slots)
+    if checks.is_concrete(weight):
+        return data._replace(weight=jnp.where(present, w, 0))
+    bad = jnp.any(present & ((w < 0) | ~jnp.isfinite(w.astype(jnp.float32))))
+    flagged = jnp.where(present, jnp.where(bad, jnp.nan, w.astype(jnp.float32)), 0)
+    if integer:  # integer weights cannot hold NaN: the flag is the empty valid mask alone
+        flagged = jnp.where(present & ~bad, w, 0)
+    return data._replace(weight=flagged, valid=jnp.where(bad, jnp.uint32(0), data.valid),
+                         y=jnp.where(bad, jnp.uint32(0), data.y))
+
+
+def _float32_range(w: np.ndarray) -> np.ndarray:
+    """Float64 weights scaled by a power of two where float32 cannot hold them at their scale; warns about
+    positive weights that float32 arithmetic would still turn into 0 beside the largest."""
+    positive = w[w > 0]
+    if positive.size == 0:
+        return w
+    top, low = float(positive.max()), float(positive.min())
+    if top > WEIGHT_RANGE or low < 1.0 / WEIGHT_RANGE:
+        w = w * 2.0 ** -np.frexp(top)[1]
+    if low / top < WEIGHT_RESOLUTION:
+        lost = int(np.sum(positive / top < WEIGHT_RESOLUTION))
+        warnings.warn(f"{lost} positive weight(s) are below 2^-126 (~1.2e-38) of the largest ({low:.3g} against "
+                      f"{top:.3g}): float32 cannot resolve that range and counts them as 0; weights within 2^-126 "
+                      f"of the largest count", WeightRangeWarning, stacklevel=3)
+    return w
 
 
 def prefix(sample: Data, m) -> Data:

@@ -30,8 +30,8 @@ from jaxtrees.core import checks, impurity
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.node_tree import NodeTree
 from jaxtrees.learners.base import check_data
-from jaxtrees.learners.greedy import counting, dense
-from jaxtrees.learners.growth import GrowthRule, LevelStats, check_key, decide
+from jaxtrees.learners.greedy import counting, dense, node_stats
+from jaxtrees.learners.growth import GrowthRule, check_key, decide
 
 #: The most leaves a best-first tree may have (its slots, 2 max_leaves - 1, are scanned at every step).
 MAX_LEAVES = 4096
@@ -89,18 +89,18 @@ def _grow(data: Data, learner: BestFirstTree, key, shared=None) -> NodeTree:
     slots = 2 * learner.max_leaves - 1
     X = data.X
     n = X.shape[-2]
-    mask, count, totals = counting(data, shared)
+    mask, count, totals, unit = counting(data, shared, exact=rule.exact_weights)
     slot = jnp.arange(slots)
 
     def split_rule(masks, depth, key):
-        """(w, wy, feature, gain) of the nodes with example bitsets ``masks`` at ``depth``."""
-        w, wy, counted = totals(masks)
-        w1, w1y, n1 = count(masks)
-        stats = LevelStats(w, wy, w1, w1y, counted, n1)
+        """(w, wy, feature, gain, label) of the nodes with example bitsets ``masks`` at ``depth``."""
+        stats = node_stats(count, totals, masks)
+        w, wy = stats.w, stats.wy
         feature, gain = decide(stats, jnp.zeros((masks.shape[0], n), bool), rule, key, min_count=True,
                                purity_tol=0.0)
         shallow = depth < rule.max_depth
-        return w.astype(jnp.float32), wy.astype(jnp.float32), jnp.where(shallow, feature, -1), jnp.where(shallow, gain, 0.0)
+        return (w.astype(jnp.float32), wy.astype(jnp.float32), jnp.where(shallow, feature, -1),
+                jnp.where(shallow, gain, 0.0), stats.label)
 
     def put(array, rows, at):
         """``array`` with ``rows[j]`` written into slot ``at + j`` (one-hot selects, no scatter)."""
@@ -109,10 +109,10 @@ def _grow(data: Data, learner: BestFirstTree, key, shared=None) -> NodeTree:
             array = jnp.where(hit, rows[j], array)
         return array
 
-    w, wy, feature, gain = split_rule(mask[None], jnp.zeros(1, jnp.int32), jax.random.fold_in(key, 0))
+    w, wy, feature, gain, label = split_rule(mask[None], jnp.zeros(1, jnp.int32), jax.random.fold_in(key, 0))
     zeros_f, minus = jnp.zeros(slots, jnp.float32), jnp.full(slots, -1, jnp.int32)
     state = dict(masks=put(jnp.zeros((slots,) + mask.shape, mask.dtype), mask[None], 0),
-                 w=put(zeros_f, w, 0), wy=put(zeros_f, wy, 0), candidate=put(minus, feature, 0),
+                 w=put(zeros_f, w, 0), wy=put(zeros_f, wy, 0), label=put(jnp.zeros(slots, jnp.int32), label, 0), candidate=put(minus, feature, 0),
                  gain=put(zeros_f, gain, 0), depth=jnp.zeros(slots, jnp.int32), feature=minus, left=minus,
                  right=minus, parent=minus, size=jnp.int32(1))
 
@@ -123,9 +123,9 @@ def _grow(data: Data, learner: BestFirstTree, key, shared=None) -> NodeTree:
         f = jnp.maximum(s["candidate"][c], 0)
         children = jnp.stack([s["masks"][c] & ~X[f], s["masks"][c] & X[f]])
         depth = s["depth"][c] + 1
-        w, wy, feature, gain = split_rule(children, jnp.stack([depth, depth]), jax.random.fold_in(key, i + 1))
+        w, wy, feature, gain, label = split_rule(children, jnp.stack([depth, depth]), jax.random.fold_in(key, i + 1))
         at = s["size"]
-        new = dict(masks=put(s["masks"], children, at), w=put(s["w"], w, at), wy=put(s["wy"], wy, at),
+        new = dict(masks=put(s["masks"], children, at), w=put(s["w"], w, at), wy=put(s["wy"], wy, at), label=put(s["label"], label, at),
                    candidate=put(put(s["candidate"], feature, at), jnp.int32(-1)[None], c),
                    gain=put(s["gain"], gain, at), depth=put(s["depth"], jnp.stack([depth, depth]), at),
                    feature=put(s["feature"], f[None], c), left=put(s["left"], at[None], c),
@@ -136,5 +136,6 @@ def _grow(data: Data, learner: BestFirstTree, key, shared=None) -> NodeTree:
     s = jax.lax.fori_loop(0, learner.max_leaves - 1, step, state)
     used = slot < s["size"]
     mean = impurity.ratio(s["wy"], s["w"])
-    return NodeTree(s["feature"], s["left"], s["right"], s["parent"], (used & (2 * s["wy"] > s["w"])).astype(jnp.int32),
-                    jnp.where(used, s["w"], 0.0), jnp.where(used, mean, 0.0), s["size"])
+    weight = s["w"] if unit is None else s["w"] * unit
+    return NodeTree(s["feature"], s["left"], s["right"], s["parent"], jnp.where(used, s["label"], 0),
+                    jnp.where(used, weight, 0.0), jnp.where(used, mean, 0.0), s["size"])

@@ -35,7 +35,8 @@ from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.tree import Tree, interleave
 from jaxtrees.learners.base import check_data
-from jaxtrees.learners.growth import GrowthRule, LevelStats, check_heap_depth, check_key, grow_levels, loop_chunk
+from jaxtrees.learners.growth import (GrowthRule, LevelStats, Sides, check_heap_depth, check_key, grow_levels,
+                                      loop_chunk)
 
 
 @jax.tree_util.register_static
@@ -118,14 +119,14 @@ def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=No
     if rule.random and not prng.fusible(key):  # a chunk computes its words of a level's draw: threefry only
         chunk = None
     X = data.X
-    mask, count, totals = counting(data, dense)
-    w, wy, counted = totals(mask[None])
-    w1, w1y, n1 = count(mask[None])
-    root = LevelStats(w, wy, w1, w1y, counted, n1)
+    mask, count, totals, unit = counting(data, dense, exact=rule.exact_weights)
+    root = node_stats(count, totals, mask[None])
 
     def children(masks, stats, feature, split, with_features):
         right = jnp.where(split[:, None], masks & X[jnp.maximum(feature, 0)], jnp.uint32(0))
         left = jnp.where(split[:, None], masks & ~right, jnp.uint32(0))
+        if stats.sides is not None:  # weighted: every node's own sums, no differences (Sides)
+            return interleave(left, right), node_stats(count, totals, interleave(left, right), with_features)
         if data.weight is None or with_features is False:  # the left child: the parent minus the right one
             w_r, wy_r = _take(stats.w1, feature, split), _take(stats.w1y, feature, split)
             w = interleave(jnp.where(split, stats.w - w_r, 0), w_r)
@@ -136,7 +137,7 @@ def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=No
                 n = interleave(jnp.where(split, stats.n - n_r, 0), n_r)
         else:  # float sums of nodes that will be split: each node's own, so that a pure node has wy = 0 or
             # wy = w exactly (a difference of two sums of the same weights is off by rounding: it looked impure)
-            w, wy, n = totals(interleave(left, right))
+            w, wy, n, _ = totals(interleave(left, right))
         if with_features is False:
             return None, LevelStats(w, wy, None, None, n, None)
         if with_features is True:
@@ -147,11 +148,26 @@ def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=No
         keep = split[:, None]
         parent = (stats.w1, stats.w1y, stats.n1)
         w1, w1y, n1 = (None if r is None else interleave(jnp.where(keep, s - r, 0), r)
-                       for s, r in zip(parent, right_counts))
+                       for s, r in zip(parent, right_counts[:3]))
         return interleave(left, right), LevelStats(w, wy, w1, w1y, n, n1)
 
-    return grow_levels(root, mask[None], children, rule, key, min_count=True, purity_tol=0.0, depth=depth,
+    tree = grow_levels(root, mask[None], children, rule, key, min_count=True, purity_tol=0.0, depth=depth,
                        impurity=impurity, features=features, chunk=chunk)
+    return tree if unit is None else tree._replace(weight=tree.weight * unit)
+
+
+def node_stats(count, totals, masks, with_features=True) -> LevelStats:
+    """:class:`LevelStats` of the nodes with example bitsets ``masks`` from :func:`counting`'s functions, each
+    node counted on its own (per-feature statistics only ``with_features``: a bool, or traced)."""
+    w, wy, n, wn = totals(masks)
+    if with_features is False:
+        return LevelStats(w, wy, None, None, n, None, None if wn is None else Sides(wn))
+    if with_features is True:
+        w1, w1y, n1, parts = count(masks)
+    else:  # traced (a depth bound): skipped where a vmapped group shares it
+        zeros = lambda r: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(count, r))  # noqa: E731
+        w1, w1y, n1, parts = jax.lax.cond(with_features, count, zeros, masks)
+    return LevelStats(w, wy, w1, w1y, n, n1, None if wn is None else Sides(wn, *parts))
 
 
 class Dense(NamedTuple):
@@ -168,13 +184,16 @@ def dense(data: Data) -> Dense:
     return Dense(bits.unpack_float(data.X, slots), bits.unpack_float(data.y, slots))
 
 
-def counting(data: Data, shared: Dense | None = None):
-    """``(mask, count, totals)`` for one data set (``shared``: its :func:`dense` bits, if computed already):
+def counting(data: Data, shared: Dense | None = None, *, exact: bool = False):
+    """``(mask, count, totals, unit)`` for one data set (``shared``: its :func:`dense` bits, if computed already):
     the bitset of the examples that count (valid, and
     of positive weight when weighted) and, for nodes given by their example bitsets ``masks:
-    uint32[L, W]``, ``count(masks) -> (w1, w1y, n1)`` (``[L, n]``: the weight with x_i = 1, and
-    labelled 1; n1 the example counts, None when unweighted) and ``totals(masks) -> (w, wy, n)``
-    (``[L]``; the same for the nodes themselves), as :class:`LevelStats` wants them.
+    uint32[L, W]``, ``count(masks) -> (w1, w1y, n1, parts)`` (``[L, n]``: the weight with x_i = 1, and
+    labelled 1; n1 the example counts, None when unweighted; ``parts``: float weights' (w1n, w0y, w0n) of
+    :class:`~jaxtrees.learners.growth.Sides`, else None) and ``totals(masks) -> (w, wy, n, wn)`` (``[L]``; the
+    same for the nodes themselves; wn the weight labelled 0 for float weights, else None), as
+    :class:`LevelStats` wants them; ``unit``: what the node weights are multiplied by to be in the data's
+    units (None: they are).
 
     Counting (DESIGN.md): node bitsets ``M: uint32[L, W]`` are ANDed with every feature and with the
     labels, ``w1[l, i] = popcount(M[l] & X[i])``, ``w1y[l, i] = popcount(M[l] & y & X[i])``. Only the
@@ -189,7 +208,15 @@ def counting(data: Data, shared: Dense | None = None):
 
     in float32 at full matmul precision (exact for integer counts below 2^24; :func:`weighted_counts`); a
     weighted node that may split gets its own sums (``totals``), not its parent's minus its sibling's, whose
-    rounding makes a pure node look impure. The node masks stay bitsets, and the stop rules
+    rounding makes a pure node look impure.
+
+    Float weights (issue 58) are first scaled by the power of two that puts the largest in [1/2, 1) (exact, so a
+    tree never depends on a uniform scale of the weights, and sums of 1e38s do not overflow). With ``exact``
+    (``GrowthRule.exact_weights``) every node is counted on its own, by label and on both sides of every
+    feature, [M u (1 - y); M u y] @ [X; 1 - X]^T (:class:`~jaxtrees.learners.growth.Sides`): no statistic is a difference of sums, so an example of weight 1
+    beside one of 1e9 still counts (relative float32 precision), at 4x the products of the counts by
+    difference (docs/benchmarks.md, "Weights at any scale"). Integer weights (bagging's counts) sum exactly
+    and keep the differences. The node masks stay bitsets, and the stop rules
     ``min_samples_split`` / ``min_samples_leaf`` count the examples of positive weight (popcounts), as
     scikit-learn counts samples. scripts/bench_weighted.py compares this with a bit-sliced popcount
     formulation and with scikit-learn's ``sample_weight``.
@@ -211,28 +238,53 @@ def counting(data: Data, shared: Dense | None = None):
             c = bits.count_and(both[:, None, :], X[None, :, :], words).astype(dtype)  # [2L, n]
             return c[: masks.shape[0]], c[masks.shape[0]:], None
 
-        return valid, count, lambda masks: (bits.count(masks), bits.count(masks & y), None)
+        def counted(masks):
+            w1, w1y, n1 = count(masks)
+            return w1, w1y, n1, None
+
+        return valid, counted, lambda masks: (bits.count(masks), bits.count(masks & y), None, None), None
 
     slots = data.weight.shape[-1]
-    u = data.weight.astype(jnp.float32)
+    integer = jnp.issubdtype(data.weight.dtype, jnp.integer)
+    u, unit = (data.weight.astype(jnp.float32), None) if integer else rescaled(data.weight)
+    integer = integer or not exact  # by differences: exact for integers, fast for floats
     mask = valid & bits.pack(u > 0)
     Xf, yf = dense(data) if shared is None else shared  # [n, S], [S]
+    n = X.shape[-2]
 
     def weighted(masks):
         return bits.unpack(masks, slots).astype(jnp.float32) * u  # [L, S]
 
     def count(masks):
         mu = weighted(masks)
-        both = jnp.concatenate([mu, mu * yf])  # [2L, S]
-        c = weighted_counts(Xf, both)  # [2L, n]
         n1 = bits.count_and(masks[:, None, :], X[None, :, :])  # examples, for the stop rules
-        return c[: masks.shape[0]], c[masks.shape[0]:], n1
+        if integer:
+            c = weighted_counts(Xf, jnp.concatenate([mu, mu * yf]))  # [2L, n]
+            return c[: masks.shape[0]], c[masks.shape[0]:], n1, None
+        c = weighted_counts(jnp.concatenate([Xf, 1.0 - Xf]), jnp.concatenate([mu * (1.0 - yf), mu * yf]))
+        L = masks.shape[0]
+        w1n, w1y, w0n, w0y = c[:L, :n], c[L:, :n], c[:L, n:], c[L:, n:]
+        return w1n + w1y, w1y, n1, (w1n, w0y, w0n)
 
     def totals(masks):
         mu = weighted(masks & mask)
-        return jnp.sum(mu, axis=-1), jnp.sum(mu * yf, axis=-1), bits.count(masks & mask)
+        wy = jnp.sum(mu * yf, axis=-1)
+        if integer:
+            return jnp.sum(mu, axis=-1), wy, bits.count(masks & mask), None
+        wn = jnp.sum(mu * (1.0 - yf), axis=-1)
+        return wn + wy, wy, bits.count(masks & mask), wn
 
-    return mask, count, totals
+    return mask, count, totals, unit
+
+
+def rescaled(weight):
+    """``(u, unit)``: float weights times the power of two 2^-e that puts the largest in [1/2, 1), and 2^e
+    (exact: the same splits for any uniform scale; 0 weights stay 0); unit is NaN where a weight is NaN
+    (:func:`~jaxtrees.core.sampling.with_weights`' flag for traced bad weights), so the tree's weights are."""
+    w = weight.astype(jnp.float32)
+    _, e = jnp.frexp(jnp.max(w))
+    unit = jnp.where(jnp.any(jnp.isnan(w)), jnp.nan, jnp.ldexp(jnp.float32(1.0), e))  # NaN weights: a NaN tree
+    return jnp.ldexp(w, -e), unit
 
 
 def weighted_counts(Xf, U):

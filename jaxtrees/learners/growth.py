@@ -21,6 +21,7 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxtrees.core import bits, checks, prng
 from jaxtrees.core import impurity as impurity_lib
@@ -38,6 +39,8 @@ MAX_PATH_DEPTH = 2**20
 LOOP_CHUNK = 4
 #: Shallower rules stay unrolled in a level loop: their few levels compile about as fast as the loop.
 LOOP_MIN_DEPTH = 6
+#: :func:`_nth_set_bit` steps through up to this many words of a feature bitset (256 features), then searches.
+UNROLL_WORDS = 8
 _loop = threading.local()  # per thread: the runner traces programs on background threads
 
 
@@ -100,6 +103,11 @@ class GrowthRule:
         equal gains, so those ties hold even with ``tie_tol=0``. In exact (population) growth,
         where there is no sampling noise, real gains below 1e-6 G(mu) are tied too: set
         ``tie_tol=0`` to resolve them.
+      exact_weights: float-weighted data is counted by label and on both sides of every split, each node on
+        its own (:class:`Sides`, issue 58): no statistic is a difference of sums, so an example of weight 1
+        beside one of 1e9 still counts, at about 3-8x the time of weighted growth by differences (which
+        rounds such light examples away: ratios of weights beyond ~2^12 are unsafe there).
+        scikit-learn estimators set it when the weights span more than 2^12.
 
     Features are never reused on a path (ID3), and a pure node is a leaf.
     """
@@ -112,6 +120,7 @@ class GrowthRule:
     min_gain: float = 0.0
     tie_tol: float = 1e-6
     max_features: int | str | None = None
+    exact_weights: bool = False
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -126,6 +135,9 @@ class GrowthRule:
             checks.choice("max_features", self.max_features, MAX_FEATURES)
         elif self.max_features is not None:
             set_("max_features", checks.integer("max_features", self.max_features, low=1))
+        if not isinstance(self.exact_weights, (bool, np.bool_)):
+            raise ValueError(f"exact_weights must be True or False, got {self.exact_weights!r}")
+        set_("exact_weights", bool(self.exact_weights))
 
     @property
     def random(self) -> bool:
@@ -141,11 +153,23 @@ class GrowthRule:
         return k if k < n else None
 
 
+class Sides(NamedTuple):
+    """Weighted data's direct sums (issue 58): the label-0 weight and the x_i = 0 side of every node, summed
+    over their own examples, not taken as differences (w - wy, w - w1) that cancel where a few heavy examples
+    hold nearly all of a node's weight. Present, the split decisions read them (:func:`_choose`)."""
+
+    wn: jax.Array  # [L]: the weight labelled 0
+    w1n: jax.Array | None = None  # [L, n]: x_i = 1, labelled 0
+    w0y: jax.Array | None = None  # [L, n]: x_i = 0, labelled 1
+    w0n: jax.Array | None = None  # [L, n]: x_i = 0, labelled 0
+
+
 class LevelStats(NamedTuple):
     """Statistics of the L nodes of one level (see the module docstring).
 
     ``n, n1`` are the example counts that ``min_samples_split`` / ``min_samples_leaf`` read
     when they differ from the weights (weighted data); None means "the weights are the counts".
+    ``sides`` (weighted data): :class:`Sides`, the same weights by label and side summed directly.
     """
 
     w: jax.Array  # [L]
@@ -154,6 +178,14 @@ class LevelStats(NamedTuple):
     w1y: jax.Array  # [L, n]
     n: jax.Array | None = None  # [L]
     n1: jax.Array | None = None  # [L, n]
+    sides: Sides | None = None
+
+    @property
+    def label(self):
+        """``int32[L]``: 1 iff strictly more than half of the node's weight is labelled 1."""
+        if self.sides is not None:
+            return (self.wy > self.sides.wn).astype(jnp.int32)
+        return (2 * self.wy > self.w).astype(jnp.int32)
 
     @property
     def counts(self):
@@ -189,7 +221,7 @@ def grow_levels(root: LevelStats, state, children, rule: GrowthRule, key, *, min
         w = stats.w.astype(jnp.float32)
         wy = stats.wy.astype(jnp.float32)
         mean = impurity_lib.ratio(wy, w)
-        label = (2 * stats.wy > stats.w).astype(jnp.int32)
+        label = stats.label
         if level == rule.max_depth:
             levels.append((jnp.full(w.shape, -1, jnp.int32), label, w, mean, jnp.zeros_like(w)))
             break
@@ -232,7 +264,7 @@ def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, m
         w = stats.w.astype(jnp.float32)
         wy = stats.wy.astype(jnp.float32)
         mean = impurity_lib.ratio(wy, w)
-        label = (2 * stats.wy > stats.w).astype(jnp.int32)
+        label = stats.label
         feature, best = decide(stats, used, rule, jax.random.fold_in(key, d), min_count=min_count,
                                purity_tol=purity_tol, impurity=impurity, features=features,
                                rows=(c * C, jnp.left_shift(1, d)))
@@ -256,7 +288,7 @@ def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, m
             out, following = jax.lax.map(one, (jnp.arange(K), parts))
         out = jax.tree.map(lambda a: a.reshape((wide,) + a.shape[2:]), out)
         following = jax.tree.map(lambda a: a.reshape((2 * wide,) + a.shape[2:]), following)
-        leaf = (following[1].w, following[1].wy)
+        leaf = (following[1].w, following[1].wy, following[1].label)
         following = jax.tree.map(lambda a: a[:wide], following)
         return following, (out, leaf)
 
@@ -268,9 +300,9 @@ def _grow_chunked(root: LevelStats, state, children, rule: GrowthRule, key, *, m
     current = (jax.tree.map(buffer, state), jax.tree.map(buffer, root), jnp.zeros((wide, n), bool))
     _, (out, leaf) = jax.lax.scan(level, current, jnp.arange(D, dtype=jnp.int32))
     # The leaf level D: the children of level D - 1 (empty when an earlier depth stopped the growth).
-    w_leaf, wy_leaf = (a[-1] for a in leaf)
+    w_leaf, wy_leaf, label_leaf = (a[-1] for a in leaf)
     w, wy = w_leaf.astype(jnp.float32), wy_leaf.astype(jnp.float32)
-    leaves = (jnp.full(2 * wide, -1, jnp.int32), (2 * wy_leaf > w_leaf).astype(jnp.int32), w,
+    leaves = (jnp.full(2 * wide, -1, jnp.int32), label_leaf, w,
               impurity_lib.ratio(wy, w), jnp.zeros(2 * wide, jnp.float32))
     return Tree(*(jnp.concatenate([a[d, : 2**d] for d in range(D)] + [b]) for a, b in zip(out, leaves)))
 
@@ -294,7 +326,10 @@ def decide(stats: LevelStats, used, rule: GrowthRule, key, *, min_count: bool, p
     wy = stats.wy.astype(jnp.float32)
     feature, best = _choose(stats, used, rule, key, min_count, rule.impurity if impurity is None else impurity, rows,
                             features)
-    pure = (wy <= purity_tol * w) | (wy >= (1.0 - purity_tol) * w)
+    if stats.sides is None:
+        pure = (wy <= purity_tol * w) | (wy >= (1.0 - purity_tol) * w)
+    else:  # the label-0 weight summed, not w - wy (which a heavy example labelled 1 rounds to 0)
+        pure = (wy <= purity_tol * w) | (stats.sides.wn.astype(jnp.float32) <= purity_tol * w)
     split = (w > 0) & ~pure & (feature >= 0)
     split &= best >= rule.min_gain - rule.tie_tol * max(1.0, abs(rule.min_gain))
     if min_count:
@@ -312,7 +347,8 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G, 
     w = stats.w.astype(jnp.float32)[:, None]
     wy = stats.wy.astype(jnp.float32)[:, None]
     w1 = stats.w1.astype(jnp.float32)
-    admissible = ~used & (w1 > 0) & (w - w1 > 0)
+    w0 = w - w1 if stats.sides is None else (stats.sides.w0y + stats.sides.w0n).astype(jnp.float32)
+    admissible = ~used & (w1 > 0) & (w0 > 0)
     if min_count:
         n, n1 = stats.counts
         admissible &= (n1 >= rule.min_samples_leaf) & ((n[:, None] - n1) >= rule.min_samples_leaf)
@@ -322,17 +358,15 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G, 
         admissible &= jnp.arange(w1.shape[-1]) < features
         if subset is not None:  # k of the data's features: at most k_max = subset of the padded n
             size = _subset_size(rule, features)
-    w1y = stats.w1y.astype(jnp.float32)
+    columns = (stats.w1, stats.w1y) if stats.sides is None else (stats.w1, stats.w1y) + tuple(stats.sides[1:])
+    columns = [a.astype(jnp.float32) for a in columns]
     candidate = None
     if subset is not None:
         candidate, admissible = _random_subset(jax.random.fold_in(key, 1), admissible, subset, rows, size)
-        w1, w1y = (jnp.take_along_axis(a, candidate, axis=-1) for a in (w1, w1y))
-    w0, w0y = w - w1, wy - w1y
-    ratio = impurity_lib.ratio
-    g = impurity_lib.gain(G, ratio(wy, w), ratio(w1, w), ratio(w1y, w1), ratio(w0y, w0), ratio(w0, w))
+        columns = [jnp.take_along_axis(a, candidate, axis=-1) for a in columns]
+    g, scale = _gains(G, w, wy, columns, None if stats.sides is None else stats.sides.wn.astype(jnp.float32)[:, None])
     g = jnp.where(admissible, g, -jnp.inf)
     best = jnp.max(g, axis=-1)
-    scale = G(jnp.clip(ratio(wy, w), 0.0, 1.0))  # G(mu): float32 gain errors scale with it
     tied = admissible & (g >= best[:, None] - rule.tie_tol * scale)
     if rule.tie_break == "random":
         if rows is None:
@@ -347,6 +381,28 @@ def _choose(stats: LevelStats, used, rule: GrowthRule, key, min_count: bool, G, 
     feature = pick if candidate is None else jnp.take_along_axis(candidate, pick[:, None], axis=-1)[:, 0]
     feature = jnp.where(jnp.any(admissible, axis=-1), feature, -1).astype(jnp.int32)
     return feature, jnp.where(feature >= 0, best, 0.0)
+
+
+def _gains(G, w, wy, columns, wn=None):
+    """``(gain [L, k], scale [L, 1])``: the gains of the candidate splits and G(mu), the node's impurity (float32
+    gain errors scale with it). ``columns``: (w1, w1y) per candidate, and with ``wn`` (weighted data's
+    :class:`Sides`) also (w1n, w0y, w0n). With sides every mean is the minority label's, q = min(wy, wn) / w,
+    each child's from its own sums: no quantity is a difference of sums, so a node whose weight a few
+    examples dominate keeps its light examples' gains (relative precision; :func:`impurity.gain`'s
+    ``relative``), where mu = wy / w would round them away."""
+    ratio = impurity_lib.ratio
+    if wn is None:
+        w1, w1y = columns
+        w0, w0y = w - w1, wy - w1y
+        g = impurity_lib.gain(G, ratio(wy, w), ratio(w1, w), ratio(w1y, w1), ratio(w0y, w0), ratio(w0, w))
+        return g, G(jnp.clip(ratio(wy, w), 0.0, 1.0))
+    w1, w1y, w1n, w0y, w0n = columns
+    flip = wy > wn  # the minority label is 0: count it
+    a, a1, a0 = jnp.where(flip, wn, wy), jnp.where(flip, w1n, w1y), jnp.where(flip, w0n, w0y)
+    w0 = w0y + w0n
+    q = ratio(a, w)
+    g = impurity_lib.gain(G, q, ratio(w1, w), ratio(a1, w1), ratio(a0, w0), ratio(w0, w), relative=True)
+    return g, G(jnp.clip(q, 0.0, 1.0))
 
 
 def _subset_size(rule: GrowthRule, features):
@@ -416,19 +472,30 @@ def _below(word, bound):
 
 def _nth_set_bit(words, r):
     """``int32[L, k]``: index of the r-th (from 0) set bit of each row of ``words: uint32[L, W]``,
-    for ``r: int32[L, k]`` below the row's popcount (else meaningless). Word by word, r drops by
-    each word's popcount until the word holding the bit; within it, halving: the low half of the
-    remaining bits is skipped (r drops by its popcount) if it holds <= r set bits."""
+    for ``r: int32[L, k]`` below the row's popcount (else meaningless). The word holding the bit is the
+    first whose running popcount exceeds r (a binary search per row: the program's size does not grow with
+    W, where a loop over the words unrolled W steps, issue 58); r drops by the popcount of the words
+    before it. Within the word, halving: the low half of the remaining bits is skipped (r drops by its
+    popcount) if it holds <= r set bits."""
     popcount = lambda x: jax.lax.population_count(x).astype(jnp.int32)  # noqa: E731
-    found = jnp.zeros(r.shape, bool)
-    word = jnp.zeros(r.shape, jnp.uint32)
-    position = jnp.zeros(r.shape, jnp.int32)
-    for i in range(words.shape[-1]):
-        here = ~found & (r < popcount(words[:, i, None]))
-        word = jnp.where(here, words[:, i, None], word)
-        position = jnp.where(here, i * bits.WORD_BITS, position)
-        r = jnp.where(found | here, r, r - popcount(words[:, i, None]))
-        found |= here
+    if words.shape[-1] <= UNROLL_WORDS:  # a few words: a step per word, as fast as ever
+        found = jnp.zeros(r.shape, bool)
+        word = jnp.zeros(r.shape, jnp.uint32)
+        position = jnp.zeros(r.shape, jnp.int32)
+        for i in range(words.shape[-1]):
+            here = ~found & (r < popcount(words[:, i, None]))
+            word = jnp.where(here, words[:, i, None], word)
+            position = jnp.where(here, i * bits.WORD_BITS, position)
+            r = jnp.where(found | here, r, r - popcount(words[:, i, None]))
+            found |= here
+    else:
+        counts = popcount(words)  # [L, W]
+        running = jnp.cumsum(counts, axis=-1)
+        index = jax.vmap(lambda c, q: jnp.searchsorted(c, q, side="right"))(running, r).astype(jnp.int32)
+        index = jnp.minimum(index, words.shape[-1] - 1)
+        word = jnp.take_along_axis(words, index, axis=-1)
+        r = r - (jnp.take_along_axis(running, index, axis=-1) - jnp.take_along_axis(counts, index, axis=-1))
+        position = index * bits.WORD_BITS
     for width in (16, 8, 4, 2, 1):
         low = popcount(word & jnp.uint32((1 << width) - 1))
         skip = r >= low

@@ -67,10 +67,18 @@ class Junta(_JuntaArrays, OnSupport):
         """``bool[k]``: which support variables f actually depends on."""
         return _relevant_vars(self.table, self.k)
 
+    def in_range(self):
+        """A bool scalar: whether a padded junta's (traced) size lies in [1, K] (always True unpadded). Out of
+        range (a traced k > k_max, issue 58) the junta is flagged, not clamped: its exact means are NaN, its
+        support mask empty, and :func:`~jaxtrees.core.sampling.draw` returns no valid examples."""
+        if self.size is None:
+            return jnp.bool_(True)
+        return (self.size >= 1) & (self.size <= self.k)
+
     def support_mask(self, n: int):
         if self.size is None:
             return indices_mask(self.support, n)
-        return jnp.any((self.support[:, None] == jnp.arange(n)) & self._real()[:, None], axis=0)
+        return jnp.any((self.support[:, None] == jnp.arange(n)) & self._real()[:, None], axis=0) & self.in_range()
 
     def _real(self):
         """``bool[K]``: which slots of the support are real (all of them unless padded)."""
@@ -98,6 +106,8 @@ class Junta(_JuntaArrays, OnSupport):
         eye = jnp.eye(self.k, dtype=bool)[:, None, :]  # [k, 1, k]
         pinned = jnp.where(eye, a[None].astype(p.dtype), factors[None])  # [k, 2^k, k]
         mu1_support = jnp.sum(table * jnp.prod(pinned, axis=-1), axis=-1)  # [k]
+        if self.size is not None:  # a traced size out of range: NaN, not a plausible junta (in_range)
+            mu, mu1_support = (jnp.where(self.in_range(), a, jnp.nan) for a in (mu, mu1_support))
         return mu, scatter_support(self.support, jnp.where(real, mu1_support, mu), mu, p.shape[-1])
 
 
@@ -205,6 +215,9 @@ def random_junta(key, n: int, k, *, nondegenerate: bool = True, k_max: int | Non
     With ``k_max`` (a static bound), ``k`` may be traced (1 <= k <= k_max): the junta is padded to
     ``k_max`` (:class:`Junta` with ``size = k``) and is the same function, with the same support and
     table, as ``random_junta(key, n, k)`` (the draws of the shorter arrays are prefixes of the longer).
+    A traced k outside [1, k_max] cannot raise; the junta keeps ``size = k`` and is flagged
+    (:meth:`Junta.in_range` False): NaN exact means (so ``exact_error`` is NaN), an empty support mask,
+    and ``draw`` gives no valid examples, never a plausible k_max-junta.
     """
     if k_max is not None:
         return _random_padded_junta(key, checks.integer("n", n, low=1), k,
@@ -288,7 +301,8 @@ def _padded_support(key, n: int, k, k_max: int):
 def random_parity(key, n: int, k, *, k_max: int | None = None) -> Parity | Junta:
     """A k-parity on a uniformly random support of size k.
 
-    With ``k_max`` (static), k may be traced (1 <= k <= k_max): the parity as a :class:`Junta`
+    With ``k_max`` (static), k may be traced (1 <= k <= k_max; outside it the junta is flagged, as
+    :func:`random_junta`'s): the parity as a :class:`Junta`
     padded to ``k_max`` (see :func:`random_junta`), the same function on the same support as
     ``as_junta(random_parity(key, n, k))`` (the without-replacement choice is prefix-consistent)."""
     if k_max is None:
