@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from jaxtrees.experiments import analysis
+from jaxtrees.experiments.table import Table
 
 NS = np.log([8.0, 16, 32, 64, 128])
 
@@ -113,7 +114,8 @@ def test_bad_inputs(call, match):
 
 
 def _rows(steps, n=8, budget=100):
-    return [{"steps": s, "n": n, "max_steps": budget} for s in steps]
+    size = len(steps)
+    return Table({"steps": np.asarray(steps, np.int32), "n": np.full(size, n), "max_steps": np.full(size, budget)})
 
 
 def test_censored_steps_and_their_quantiles_count_a_censored_trial_as_infinite():
@@ -135,8 +137,11 @@ def test_log_steps_puts_a_censored_trial_at_its_budget():
 
 
 def test_median_exponents_recover_a_power_law_per_group():
-    rows = [{"k": k, "n": n, "steps": (n ** a if n ** a <= 5000 else -1), "max_steps": 5000}
-            for k, a in ((2, 1.0), (3, 2.0)) for n in (8, 16, 32, 64, 128) for _ in range(3)]
+    k, a = np.repeat([2, 3], 15), np.repeat([1.0, 2.0], 15)
+    n = np.tile(np.repeat([8, 16, 32, 64, 128], 3), 2)
+    steps = n.astype(float) ** a
+    steps = np.where(steps <= 5000, steps, -1).astype(np.int32)  # censored past the budget
+    rows = Table({"k": k, "n": n, "steps": steps, "max_steps": np.full(30, 5000)})
     fits = analysis.median_exponents(rows, ["k"])
     assert abs(fits[(2,)][0] - 1.0) < 1e-9 and fits[(2,)][1] == [8, 16, 32, 64, 128]
     assert abs(fits[(3,)][0] - 2.0) < 1e-9 and fits[(3,)][1] == [8, 16, 32, 64]  # 128^2 > the budget: censored

@@ -1,6 +1,5 @@
 """The gradient-descent studies (gd-parity-uniform, gd-smoothed, gd-vs-id3, gd-scaling) at a tiny size through the CLI."""
 
-import csv
 import json
 
 import jax
@@ -11,8 +10,9 @@ import pytest
 import helpers
 
 from jaxtrees import cli, targets
-from jaxtrees.experiments import summary
+from jaxtrees.experiments import store, summary
 from jaxtrees.experiments.studies import descent, gd_common, gd_parity, gd_scaling, gd_scaling_fits
+from jaxtrees.experiments.table import Table
 
 NET = ["--set", "width=16", "--set", "max_steps=120", "--set", "eval_every=40", "--set", "test_size=64",
        "--chunk", "32", "--no-progress"]
@@ -33,32 +33,28 @@ COLUMNS = {
 def test_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures, name):
     assert cli.main(["run", name, "--quick", "--out", str(tmp_path), *TINY[name]]) == 0
     directory = tmp_path / name
-    with open(directory / "results.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = store.read_results(str(directory))
     cells = 2 if name == "gd-parity-uniform" else 4 if name == "gd-smoothed" else 2
     assert len(rows) == cells * 3
-    assert COLUMNS[name] <= set(rows[0])
-    steps_col = "net_steps" if name == "gd-vs-id3" else "steps"
-    for r in rows:
-        s = int(r[steps_col])
-        assert s == -1 or (s % 40 == 0 and 40 <= s <= 120)  # recorded steps or censored
+    assert COLUMNS[name] <= set(rows.names)
+    s = np.asarray(rows["net_steps" if name == "gd-vs-id3" else "steps"], np.int64)
+    assert np.all((s == -1) | ((s % 40 == 0) & (40 <= s) & (s <= 120))), s  # recorded steps or censored
     if name == "gd-vs-id3":
-        for r in rows:
-            t, e = int(r["tree_examples"]), int(r["net_examples"])
-            assert t == -1 or t in (16, 32, 64, 128)
-            assert e == (-1 if int(r["net_steps"]) < 0 else 32 * int(r["net_steps"]))
-            if float(r["tree_error"]) <= 1e-6:  # exact at m_max, so reached eps somewhere on the m-grid
-                assert t != -1
+        t, e = np.asarray(rows["tree_examples"], np.int64), np.asarray(rows["net_examples"], np.int64)
+        assert np.all((t == -1) | np.isin(t, [16, 32, 64, 128])), t
+        np.testing.assert_array_equal(e, np.where(s < 0, -1, 32 * s))
+        exact = np.asarray(rows["tree_error"]) <= 1e-6  # exact at m_max, so reached eps somewhere on the m-grid
+        assert np.all(t[exact] != -1)
     else:
-        for r in rows:
-            assert (r["learned"] == "1") == (int(r["steps"]) >= 0)
+        assert set(np.unique(rows["learned"]).tolist()) <= {0, 1}
+        np.testing.assert_array_equal(rows["learned"] == 1, s >= 0)
     assert (directory / f"{name}.png").stat().st_size > 10_000
     assert (directory / f"{name}.svg").exists()
     report = (directory / "report.md").read_text()
     assert report.startswith(f"# jaxtrees study `{name}`") and "|---|" in report
     assert helpers.assert_valid_markdown_tables(report) >= 1
     columns = json.loads((directory / "metadata.json").read_text())["columns"]
-    assert set(rows[0]) <= set(columns), "every result column is described in metadata.json"
+    assert set(rows.names) <= set(columns), "every result column is described in metadata.json"
     if name == "gd-parity-uniform":  # the Barak et al. claim next to the medians; a tiny budget decides nothing
         assert "all within 100,000 steps" in report and "is below Barak et al.'s 100,000" in report
     if name == "gd-smoothed":
@@ -117,9 +113,9 @@ def test_mask_parity_oracle_equals_the_parity_oracle():
 
 def test_report_warns_of_diverged_networks():
     """Networks whose weights went non-finite (too large a learning rate) are named in the report."""
-    rows = summary.typed([{"drift": "nan", "lr": "50.0"}, {"drift": "inf", "lr": "50.0"}, {"drift": "0.5", "lr": "50.0"}])
+    rows = Table({"drift": np.asarray([np.nan, np.inf, 0.5], np.float32), "lr": [50.0, 50.0, 50.0]})
     assert "**diverged: 2 of 3 trials** ended with non-finite weights (learning rate 50.0 " in gd_common.divergence_note(rows)
-    assert gd_common.divergence_note(rows[2:]) == ""
+    assert gd_common.divergence_note(rows.take([2])) == ""
 
 
 # ----------------------------------------------------------------------------- gd-scaling
@@ -133,40 +129,37 @@ SCALING_TINY = ["--set", "family=parity,junta", "--set", "n=6,16", "--set", "k=2
 def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, unclipped_figures, monkeypatch):
     assert cli.main(["run", "gd-scaling", "--quick", "--out", str(tmp_path), *SCALING_TINY]) == 0
     directory = tmp_path / "gd-scaling"
-    with open(directory / "results.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = store.read_results(str(directory))
     params = {**gd_scaling.GD_SCALING.quick, "n": 6, "k": 2, "width": 16, "max_steps": 256, "eval_every": 8,
               "test_size": 64, "records_per_doubling": 4}
     marks = gd_scaling.checkpoints(params)
     assert marks[-1] == 256 and set(marks) <= set(gd_scaling.scaling_config(params).record_steps)
     assert len(rows) == 2 * 2 * 2 * 2 * 4 * len(marks)  # families x n x c x inits x replicates, along the step axis
-    records = set(gd_scaling.scaling_config(params).record_steps.tolist())
-    trials = [r for r in rows if int(r["step"]) == 256]
+    records = gd_scaling.scaling_config(params).record_steps
+    trials = rows.take(rows["step"] == 256)
     assert len(trials) == 64
-    for r in trials:
-        s, s_eps = int(r["steps"]), int(r["steps_eps"])
-        assert s == -1 or s in records
-        assert (r["learned"] == "1") == (s >= 0) and (r["learned_eps"] == "1") == (s_eps >= 0)
-        assert s_eps == -1 or s_eps in records
-        if s >= 0:  # issue 38: test error 0 is <= 0.05, so the looser criterion is met no later
-            assert 0 <= s_eps <= s
-        sep = int(r["separated_all"])
-        assert sep == -1 or (sep in records and int(r["separated_first"]) <= sep)
-        if r["family"] == "parity" and float(r["c"]) == 0:
-            assert abs(float(r["influence_max"])) < 1e-6  # no degree-1 signal for a uniform 2-parity
-        if float(r["c"]) > 0:
-            assert float(r["influence_min"]) > 0
-    assert sum(int(r["steps_eps"]) < int(r["steps"]) or int(r["steps"]) < 0 <= int(r["steps_eps"])
-               for r in trials) >= 4, "the looser criterion must be met earlier in some trials"
-    by_init = {}
-    for r in trials:  # both inits train on the same p, target and data (init is a shared parameter)
-        by_init.setdefault((r["family"], r["n"], r["c"], r["replicate"]), {})[r["init"]] = r
-    assert len(by_init) == 32 and all(set(pair) == {"he", "lecun-nobias"} for pair in by_init.values())
-    assert all(pair["he"]["influence_min"] == pair["lecun-nobias"]["influence_min"] for pair in by_init.values())
-    assert sum(pair["he"]["drift"] != pair["lecun-nobias"]["drift"] for pair in by_init.values()) >= 16
-    for r in rows:  # the norms are NaN exactly at the checkpoints after the trial stopped (learned)
-        made = int(r["steps"]) < 0 or int(r["step"]) <= int(r["steps"])
-        assert np.isnan(float(r["norm_on"])) == (not made) and np.isnan(float(r["norm_off"])) == (not made)
+    s, s_eps = np.asarray(trials["steps"], np.int64), np.asarray(trials["steps_eps"], np.int64)
+    assert np.all((s == -1) | np.isin(s, records)) and np.all((s_eps == -1) | np.isin(s_eps, records))
+    np.testing.assert_array_equal(trials["learned"] == 1, s >= 0)
+    np.testing.assert_array_equal(trials["learned_eps"] == 1, s_eps >= 0)
+    assert np.all((0 <= s_eps[s >= 0]) & (s_eps[s >= 0] <= s[s >= 0]))  # issue 38: error 0 is <= 0.05: met no later
+    sep, sep_first = np.asarray(trials["separated_all"], np.int64), np.asarray(trials["separated_first"], np.int64)
+    assert np.all((sep == -1) | (np.isin(sep, records) & (sep_first <= sep)))
+    uniform_parity = (trials["family"] == "parity") & (trials["c"] == 0)
+    assert uniform_parity.sum() == 16
+    assert np.all(np.abs(trials["influence_max"][uniform_parity]) < 1e-6)  # no degree-1 signal for a uniform 2-parity
+    assert np.all(trials["influence_min"][trials["c"] > 0] > 0)
+    earlier = (s_eps < s) | ((s < 0) & (s_eps >= 0))
+    assert earlier.sum() >= 4, "the looser criterion must be met earlier in some trials"
+    by_init = summary.split(trials, ["family", "n", "c", "replicate"])  # both inits train on the same p, target and
+    assert len(by_init) == 32  # data (init is a shared parameter)
+    for pair in by_init.values():
+        assert sorted(pair["init"].tolist()) == ["he", "lecun-nobias"]
+        assert pair["influence_min"][0] == pair["influence_min"][1]
+    assert sum(pair["drift"][0] != pair["drift"][1] for pair in by_init.values()) >= 16
+    made = (rows["steps"] < 0) | (rows["step"] <= rows["steps"])  # the norms are NaN exactly at the checkpoints
+    np.testing.assert_array_equal(np.isnan(rows["norm_on"]), ~made)  # after the trial stopped (learned)
+    np.testing.assert_array_equal(np.isnan(rows["norm_off"]), ~made)
     report = (directory / "report.md").read_text()
     assert "exponent of n [95% CI]" in report and "Exponent of 1/c" in report and "Step J separated" in report
     assert helpers.assert_valid_markdown_tables(report) >= 5
@@ -187,11 +180,12 @@ def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, 
     assert (directory / "gd-scaling.png").stat().st_size > 10_000
     assert (directory / "gd-scaling_mechanism.png").stat().st_size > 10_000
     columns = json.loads((directory / "metadata.json").read_text())["columns"]
-    assert set(rows[0]) <= set(columns), "every result column is described in metadata.json"
+    assert set(rows.names) <= set(columns), "every result column is described in metadata.json"
     capsys.readouterr()
     assert cli.main(["report", str(directory)]) == 0
     assert capsys.readouterr().out.strip() == report.strip()
-    adam = [{**r, "optimizer": "adam"} for r in rows]  # issue 35, case 4: the figures and report name Adam
+    adam = rows.with_columns(optimizer=np.full(len(rows), "adam", object))  # issue 35, case 4: the figures and
+    # report name Adam
     titles = []
     monkeypatch.setattr(summary, "suptitle", lambda fig, text: titles.append(text))
     gd_scaling.GD_SCALING.plot(adam, str(tmp_path / "adam"))
@@ -203,11 +197,14 @@ def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, 
 def test_gd_networks_are_titled_with_the_optimizer_of_their_rows():
     """Issue 35, case 4: gd-scaling with --set optimizer=adam once titled and reported its figures 'SGD'."""
     row = {"width": "16", "lr": "0.01", "batch_size": "32", "loss": "hinge", "max_steps": "256", "optimizer": "adam"}
-    assert gd_common.network_title([row]) == "width-16 ReLU MLP, Adam"
-    assert "Adam learning rate 0.01" in gd_common.network_text([row]) and "SGD" not in gd_common.network_text([row])
-    assert gd_common.network_title([row, {**row, "optimizer": "sgd"}]) == "width-16 ReLU MLP, Adam/SGD"
+    one = Table.from_rows([row])
+    assert gd_common.network_title(one) == "width-16 ReLU MLP, Adam"
+    assert "Adam learning rate 0.01" in gd_common.network_text(one) and "SGD" not in gd_common.network_text(one)
+    assert gd_common.network_title(Table.from_rows([row, {**row, "optimizer": "sgd"}])) == "width-16 ReLU MLP, Adam/SGD"
     no_parameter = {k: v for k, v in row.items() if k != "optimizer"}  # gd-smoothed, gd-vs-id3: optax.sgd
-    assert gd_common.network_title([no_parameter]) == "width-16 ReLU MLP, SGD"
+    assert gd_common.network_title(Table.from_rows([no_parameter])) == "width-16 ReLU MLP, SGD"
+    subset = Table.from_rows([row, {**row, "optimizer": "sgd", "width": "32"}]).take([0])  # only its own rows' values
+    assert gd_common.network_title(subset) == "width-16 ReLU MLP, Adam"
 
 
 def test_gd_scaling_trial_is_the_gd_smoothed_trial_at_n30_k3():
@@ -302,24 +299,26 @@ def test_gd_scaling_families_share_a_program_and_keep_their_rows():
 
 
 def _synthetic_trials(exponents, per_cell=16, budget=2**16, seed=0):
-    """gd-scaling result rows (one per trial) whose steps follow n^a for a = exponents[(k, c)]; the
-    0.05 criterion is met at 0.7 of the steps; both inits alike."""
+    """gd-scaling results (a Table, one row per trial) whose steps follow n^a for a = exponents[(k, c)];
+    the 0.05 criterion is met at 0.7 of the steps; both inits alike."""
     rng = np.random.default_rng(seed)
-    rows = []
-    for (k, c), a in exponents.items():
-        for init in gd_scaling.INITS:
-            for n in (8, 16, 32, 64):
-                for r in range(per_cell):
-                    steps = int(20 * n**a * np.exp(0.3 * rng.standard_normal()))
-                    steps = steps if steps <= budget else -1
-                    loose = -1 if steps < 0 else max(8, int(0.7 * steps))
-                    rows.append({"family": "parity", "k": str(k), "c": str(c), "n": str(n), "init": init, "eps": "0.05",
-                                 "steps": str(steps), "steps_eps": str(loose), "max_steps": str(budget),
-                                 "step": str(budget), "records_per_doubling": "8", "eval_every": "8",
-                                 "test_size": "2048", "width": "100", "lr": "0.1", "batch_size": "32", "loss": "hinge",
-                                 "optimizer": "sgd", "separated_all": "-1", "influence_min": "0", "drift": "1.0",
-                                 "cell": f"{k}{c}{n}{init}", "replicate": str(r)})
-    return rows
+    cells = [(k, c, a, init, n) for (k, c), a in exponents.items() for init in gd_scaling.INITS
+             for n in (8, 16, 32, 64)]
+    k, c, a, init, n = (np.repeat(np.asarray(v, dtype=object if i == 3 else None), per_cell)
+                        for i, v in enumerate(zip(*cells)))
+    size = len(cells) * per_cell
+    steps = (20 * n**a * np.exp(0.3 * rng.standard_normal(size))).astype(np.int64)
+    steps = np.where(steps <= budget, steps, -1)
+    loose = np.where(steps < 0, -1, np.maximum(8, (0.7 * steps).astype(np.int64)))
+    full = lambda value: np.full(size, value, dtype=object if isinstance(value, str) else None)  # noqa: E731
+    return Table({"study": full("gd-scaling"), "cell": np.repeat(np.arange(len(cells)), per_cell),
+                  "replicate": np.tile(np.arange(per_cell), len(cells)), "family": full("parity"), "k": k, "c": c,
+                  "n": n, "init": init, "eps": full(0.05), "steps": steps.astype(np.int32),
+                  "steps_eps": loose.astype(np.int32), "max_steps": full(budget), "step": full(budget),
+                  "records_per_doubling": full(8), "eval_every": full(8), "test_size": full(2048), "width": full(100),
+                  "lr": full(0.1), "batch_size": full(32), "loss": full("hinge"), "optimizer": full("sgd"),
+                  "separated_all": full(-1).astype(np.int32), "influence_min": np.zeros(size, np.float32),
+                  "drift": np.ones(size, np.float32)})
 
 
 def test_gd_scaling_claims_say_whether_they_hold_in_every_variant(monkeypatch):
@@ -335,7 +334,7 @@ def test_gd_scaling_claims_say_whether_they_hold_in_every_variant(monkeypatch):
     assert ("- The exponent of n grows with k (k = 2, 3) for parities at c = 0.3: **fails in every variant** (16 of "
             "16).") in report
     assert "| 8→16 | 16→32 | 32→64 |" in report and "- The uniform 3-parities bend upward on log-log axes" in report
-    trials = gd_scaling_fits.trials(summary.typed(rows))
+    trials = gd_scaling_fits.trials(rows)
     local = gd_scaling_fits.local_slopes(trials, ["family", "k", "c"])
     slopes = [s for _, _, s in local[(("parity", 3, 0.0), "error 0", "he")]]
     assert len(slopes) == 3 and all(abs(v - 1.6) < 0.6 for v in slopes)  # sd ~0.2 each: 16 trials per median

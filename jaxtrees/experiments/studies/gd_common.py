@@ -10,13 +10,13 @@ training from the rows' own configuration (:func:`network_text`). Notes: docs/gd
 
 from __future__ import annotations
 
-import math
-
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxtrees.core import checks
 from jaxtrees.experiments import summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.learners import sgd
 
 #: Barak et al. 2022: every (n, k) in {10, 20, 30} x {2, 3, 4} converged within this many steps.
@@ -60,12 +60,71 @@ def check_training(params):
     checks.integer("test_size", params["test_size"], low=1, high=2**20)
 
 
+# ----------------------------------------------------------------------------- columns and groups
+# ``rows`` is a :class:`~jaxtrees.experiments.table.Table` (a study's results or a subset of them).
+
+
+def present(rows, name) -> list:
+    """The distinct values column ``name`` takes in ``rows``, ascending, as Python values (only those a
+    row has: a subset's column may carry the whole table's values in its codes)."""
+    codes, uniques = tables.factorize(rows, name)
+    seen = np.zeros(len(uniques), bool)
+    seen[codes] = True
+    return uniques[seen].tolist()
+
+
+def first(rows, name):
+    """The column's value in the first row, as a Python value (a per-cell constant such as
+    ``max_steps``; unlike ``rows[0]``, it reads one column, and works beside a column of strings)."""
+    value = rows[name][0]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def columns(rows, *names):
+    """A :class:`~jaxtrees.experiments.table.Table` of only these columns of ``rows`` (for a helper that
+    reads ``rows[0]``, which fails where the table has a column of strings: ``str`` has no ``item()``)."""
+    return tables.Table({name: rows[name] for name in names})
+
+
+def nested(rows, outer, inner) -> dict[tuple, tuple]:
+    """``{outer key: (rows of that key, {inner key: rows})}`` from one group-by over ``outer + inner``
+    (keys sorted as :func:`~jaxtrees.experiments.table.groups`): a figure's panels and their curves."""
+    codes, keys = tables.groups(rows, [*outer, *inner])
+    order = np.argsort(codes, kind="stable")
+    ends = np.cumsum(np.bincount(codes, minlength=len(keys)))
+    starts = ends - np.bincount(codes, minlength=len(keys))
+    out, spans = {}, {}
+    for key, s, e in zip(keys, starts, ends):
+        head = key[:len(outer)]
+        out.setdefault(head, {})[key[len(outer):]] = rows.take(order[s:e])
+        spans[head] = (spans.get(head, (s, e))[0], e)  # an outer key's groups are consecutive
+    return {head: (rows.take(order[slice(*spans[head])]), parts) for head, parts in out.items()}
+
+
+def group_medians(rows, by, values) -> tuple[list[tuple], np.ndarray, np.ndarray]:
+    """``(keys, medians, finite)``: per group of ``by``, ``np.nanmedian`` of ``values`` (an array over
+    the rows, as float64: the mean of the two middle values of an even count; NaN values skipped, NaN
+    for a group without any other) and the count of its values that are not NaN."""
+    values = np.asarray(values, np.float64)
+    codes, keys = tables.groups(rows, by)
+    valid = ~np.isnan(values)
+    count = np.bincount(codes[valid], minlength=len(keys))
+    order = np.flatnonzero(valid)[np.lexsort((values[valid], codes[valid]))]  # by group, ascending, NaN dropped
+    starts = np.cumsum(count) - count
+    last = max(order.size - 1, 0)
+    low = values[order[np.minimum(starts + (count - 1) // 2, last)]] if order.size else np.full(len(keys), np.nan)
+    high = values[order[np.minimum(starts + count // 2, last)]] if order.size else np.full(len(keys), np.nan)
+    with np.errstate(invalid="ignore"):
+        medians = np.where(count > 0, (low + high) / 2, np.nan)
+    return keys, medians, count
+
+
 # ----------------------------------------------------------------------------- texts from the rows
 
 
 def varying(rows, names) -> list[str]:
     """The parameters among ``names`` that take more than one value in ``rows``."""
-    return [b for b in names if b in rows[0] and len({r[b] for r in rows}) > 1]
+    return [b for b in names if b in rows and len(present(rows, b)) > 1]
 
 
 def suffix(names, values) -> str:
@@ -75,7 +134,7 @@ def suffix(names, values) -> str:
 
 def vals(rows, name) -> str:
     """The distinct values of column ``name``, in natural order, joined by ``/``."""
-    return "/".join(str(v) for v in sorted({r[name] for r in rows}, key=summary.natural_key))
+    return "/".join(str(v) for v in sorted(present(rows, name), key=summary.natural_key))
 
 
 def smoothing(c, uniform: str = "uniform (c = 0)") -> str:
@@ -85,7 +144,7 @@ def smoothing(c, uniform: str = "uniform (c = 0)") -> str:
 
 def optimizer(rows) -> str:
     """The optimizer(s) that trained the rows' networks ("SGD" for studies without an optimizer parameter)."""
-    names = sorted({r.get("optimizer", "sgd") for r in rows})
+    names = present(rows, "optimizer") if "optimizer" in rows else ["sgd"]
     return "/".join(OPTIMIZER_NAMES.get(name, name) for name in names)
 
 
@@ -108,7 +167,7 @@ def network_text(rows) -> str:
 
 def divergence_note(rows) -> str:
     """A warning line when some networks diverged (non-finite weights: the drift is NaN or inf)."""
-    diverged = sum(1 for r in rows if not math.isfinite(r["drift"]))
+    diverged = int((~np.isfinite(np.asarray(rows["drift"], np.float64))).sum())
     return "" if diverged == 0 else (
         f"\n**diverged: {diverged} of {len(rows)} trials** ended with non-finite weights (learning rate "
         f"{vals(rows, 'lr')} too large for this loss and width?); they count as not learned.\n")

@@ -20,9 +20,9 @@ from jaxtrees.experiments import analysis, summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies.common import trial_keys
 from jaxtrees.experiments.studies.gd_common import (BARAK, BARAK_BUDGET, EXACT_MAX_N, STATIC_TRAINING, TRAINING,
-                                                    budget_lines, check_training, divergence_note, network,
-                                                    network_text, network_title, optimizer, smoothing, suffix,
-                                                    support_share, train_config, vals, varying)
+                                                    budget_lines, check_training, columns, divergence_note, first,
+                                                    nested, network, network_text, network_title, optimizer, present,
+                                                    smoothing, suffix, support_share, train_config, vals, varying)
 from jaxtrees.learners import sgd
 
 
@@ -68,7 +68,7 @@ def _check_parity(params):
 def _uniform_plot(rows, stem):
     fig, (ax, ax_cdf) = summary.figure(2)
     extra = varying(rows, TRAINING)
-    budget = max(r["max_steps"] for r in rows)
+    budget = int(rows["max_steps"].max())
     for key, sel in summary.split(rows, ["k", *extra]).items():
         summary.median_curve(ax, sel, "n", f"k = {key[0]}" + suffix(extra, key[1:]))
     budget_lines(ax, budget)
@@ -77,7 +77,8 @@ def _uniform_plot(rows, stem):
     ax.set_title("k-parities, uniform inputs")
     ax.legend(fontsize=9)
     for key, sel in summary.split(rows, ["n", "k", *extra]).items():
-        summary.learned_curve(ax_cdf, sel, "steps", f"n = {key[0]}, k = {key[1]}" + suffix(extra, key[2:]))
+        summary.learned_curve(ax_cdf, columns(sel, "steps", "eval_every", "max_steps"), "steps",
+                              f"n = {key[0]}, k = {key[1]}" + suffix(extra, key[2:]))
     ax_cdf.set_xlabel(f"{optimizer(rows)} steps t")
     ax_cdf.set_ylabel("P[100% test accuracy by step t]\n(95% Wilson band)")
     ax_cdf.set_title("time to learn")
@@ -114,23 +115,23 @@ def _uniform_report(rows):
     table = []
     for key, sel in summary.split(rows, ["n", "k", *extra]).items():
         s = analysis.censored_steps(sel)
-        budget = sel[0]["max_steps"]
+        budget = first(sel, "max_steps")
         learned = int(np.isfinite(s).sum())
         table.append([*key, len(s), f"{learned}/{len(s)}", analysis.median_iqr(s, budget),
                       f"{int(s[np.isfinite(s)].max()):,}" if learned else "-",
                       f"all within {BARAK_BUDGET:,} steps; steps ~ n^O(k)", _barak_verdict(s, budget)])
-    budgets = sorted({r["max_steps"] for r in rows})
+    budgets = present(rows, "max_steps")
     caveat = ""
     if max(budgets) < BARAK_BUDGET:
         caveat = (f"\n\nThe step budget here ({', '.join(f'{b:,}' for b in budgets)}) is below Barak et al.'s "
                   f"{BARAK_BUDGET:,}: a censored trial does not contradict their claim, only a learned one "
                   "confirms it.")
-    ns, ks = sorted({r["n"] for r in rows}), sorted({r["k"] for r in rows})
+    ns, ks = present(rows, "n"), present(rows, "k")
     if ns != [10, 20, 30] or ks != [2, 3, 4]:
         caveat += (f" This grid (n in {ns}, k in {ks}) is not Barak et al.'s {{10, 20, 30}} x {{2, 3, 4}}: "
                    "it cannot show the configurations outside it (the quick size leaves out n = 30 and k = 4, "
                    "the slow ones), and an exponent fitted on fewer than three n is only indicative.")
-    every = ", ".join(str(k) for k in sorted({r["eval_every"] for r in rows}))
+    every = ", ".join(str(k) for k in present(rows, "eval_every"))
     text = (f"{network_text(rows)}. Steps: first recorded step (every K = {every}) "
             f"with test error 0, exact over {{0,1}}^n for n <= {EXACT_MAX_N}, else on {vals(rows, 'test_size')} "
             "fresh examples. Censored trials (no 100% accuracy within the budget) count as > budget.")
@@ -157,11 +158,11 @@ GD_PARITY_UNIFORM = Study(
 @summary.styled
 def _smoothed_plot(rows, stem):
     extra = varying(rows, TRAINING)
-    panels = summary.split(rows, ["k", *extra])
+    panels = nested(rows, ["k", *extra], ["c"])
     fig, axes = summary.figure(len(panels), width=6.4, height=4.8)
-    budget = max(r["max_steps"] for r in rows)
-    for ax, (key, sel) in zip(axes, panels.items()):
-        for (c,), part in summary.split(sel, ["c"]).items():
+    budget = int(rows["max_steps"].max())
+    for ax, (key, (_, curves)) in zip(axes, panels.items()):
+        for (c,), part in curves.items():
             summary.median_curve(ax, part, "n", smoothing(c))
         budget_lines(ax, budget, barak=False)
         ax.set_xlabel("input bits n")
@@ -173,8 +174,8 @@ def _smoothed_plot(rows, stem):
 
 
 def _ratio_to_uniform(s, uniform) -> str:
-    """The median steps ``s`` over the uniform cell's (``-`` without one)."""
-    if not uniform:
+    """The median steps ``s`` over the uniform cell's (``uniform``: its rows; ``-`` where None)."""
+    if uniform is None:
         return "-"
     mu, ms = analysis.median(analysis.censored_steps(uniform)), analysis.median(s)
     if np.isfinite(ms) and np.isfinite(mu):
@@ -189,13 +190,14 @@ def _smoothed_report(rows):
     header = ["k", *extra, "c", "n", "trials", "learned within budget", "median steps [IQR]", "median vs uniform",
               "mean share of |W1| on J"]
     table = []
-    for key, sel in summary.split(rows, ["k", *extra, "c", "n"]).items():
+    cells = summary.split(rows, ["k", *extra, "c", "n"])
+    for key, sel in cells.items():
         s = analysis.censored_steps(sel)
-        same = dict(zip(["k", *extra, "n"], [*key[:-2], key[-1]]))
-        uniform = [r for r in rows if r["c"] == 0 and all(r[b] == v for b, v in same.items())]
-        share = np.nanmean([r["support_share"] for r in sel])
-        table.append([*key, len(s), f"{int(np.isfinite(s).sum())}/{len(s)}", analysis.median_iqr(s, sel[0]["max_steps"]),
-                      _ratio_to_uniform(s, uniform if key[-2] != 0 else []),
+        uniform = cells.get((*key[:-2], 0.0, key[-1])) if key[-2] != 0 else None  # the cell's c = 0 twin
+        share = np.nanmean(np.asarray(sel["support_share"], np.float64))
+        table.append([*key, len(s), f"{int(np.isfinite(s).sum())}/{len(s)}",
+                      analysis.median_iqr(s, first(sel, "max_steps")),
+                      _ratio_to_uniform(s, uniform),
                       f"{share:.3f} (chance {key[0] / key[-1]:.3f})"])
     text = (f"{network_text(rows)}; p_i = 1/2 + U[-c, c] drawn per trial (c = 0: uniform). Steps: first recorded "
             f"step with test error 0 (exact for n <= {EXACT_MAX_N}, else on {vals(rows, 'test_size')} fresh examples); "

@@ -1,9 +1,10 @@
 """The fits behind gd-scaling's report: exponents of n and 1/c, the sensitivity table, the claims, local slopes.
 
-Rows are gd-scaling's typed rows reduced to one per trial (:func:`trials`). A variant of the
-exponent of n is a criterion (test error 0 or <= eps), an initialisation, a range of n
-(:data:`RANGES`) and a fit (:data:`FITS`: a Tobit fit over every trial, censored ones included, or
-least squares on the medians); the claims say whether they hold in every variant.
+Rows are gd-scaling's results (a :class:`~jaxtrees.experiments.table.Table`) reduced to one row per
+trial (:func:`trials`). A variant of the exponent of n is a criterion (test error 0 or <= eps), an
+initialisation, a range of n (:data:`RANGES`) and a fit (:data:`FITS`: a Tobit fit over every trial,
+censored ones included, or least squares on the medians); the claims say whether they hold in every
+variant.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 import numpy as np
 
 from jaxtrees.experiments import analysis, summary
-from jaxtrees.experiments.studies.gd_common import suffix
+from jaxtrees.experiments.studies.gd_common import present, suffix
 
 #: Bootstrap resamples behind every interval of the gd-scaling report.
 BOOTSTRAP = 400
@@ -21,35 +22,38 @@ BOOTSTRAP = 400
 RANGE_MIN_N = 16
 
 
-def trials(rows) -> list[dict]:
-    """One row per trial (gd-scaling's rows run along ``step``; the scalars repeat on each). Rows of
-    runs made before the ``init`` parameter read as ``init = he``."""
-    return [{"init": "he", **r} for r in rows if r["step"] == r["max_steps"]]
+def trials(rows):
+    """One row per trial (gd-scaling's rows run along ``step``; the scalars repeat on each), in (cell,
+    replicate) order whatever the order of ``rows`` (the bootstrap resamples by position). Rows of runs
+    made before the ``init`` parameter read as ``init = he``."""
+    at = np.flatnonzero(np.asarray(rows["step"]) == np.asarray(rows["max_steps"]))
+    if "cell" in rows and "replicate" in rows:
+        at = at[np.lexsort((np.asarray(rows["replicate"])[at], np.asarray(rows["cell"])[at]))]
+    out = rows.take(at)
+    return out if "init" in out else out.with_columns(init=np.full(len(out), "he", dtype=object))
 
 
-def exact_trials(trials) -> list[dict]:
+def exact_trials(trials):
     """The trials of the run's first eps: cells that differ only in eps share their trial keys (the
     same trainings), so the exact criterion counts each training once."""
-    if "eps" not in trials[0]:
+    if "eps" not in trials:
         return trials
-    first = min(r["eps"] for r in trials)
-    return [r for r in trials if r["eps"] == first]
+    return trials.take(trials["eps"] == trials["eps"].min())
 
 
-def criteria(trials) -> list[tuple[str, str, list]]:
+def criteria(trials) -> list[tuple[str, str, object]]:
     """``(label, steps column, trials)`` per success criterion: test error 0 (``steps``), then test
     error <= eps (``steps_eps``) for each eps > 0 of the run, largest first."""
     out = [("error 0", "steps", exact_trials(trials))]
-    if "eps" in trials[0]:
-        for eps in sorted({r["eps"] for r in trials if r["eps"] > 0}, reverse=True):
-            out.append((f"error <= {eps:g}", "steps_eps", [r for r in trials if r["eps"] == eps]))
+    if "eps" in trials:
+        for eps in sorted((e for e in present(trials, "eps") if e > 0), reverse=True):
+            out.append((f"error <= {eps:g}", "steps_eps", trials.take(trials["eps"] == eps)))
     return out
 
 
-def _exponent_cell(sel, x_of, column="steps"):
-    """Tobit fit (with a stratified bootstrap) of log(steps) on x_of(row) over the trials ``sel``."""
+def _exponent_cell(sel, x, column="steps"):
+    """Tobit fit (with a stratified bootstrap) of log(steps) on ``x`` (one value per trial) over the trials ``sel``."""
     _, y, censored = analysis.log_steps(sel, column)
-    x = np.asarray([x_of(r) for r in sel])
     return analysis.bootstrap_fit(x, y, censored, replicates=BOOTSTRAP)
 
 
@@ -68,12 +72,12 @@ def scaling_exponents(trials, by, x_name, column="steps"):
     out = {}
     for key, sel in summary.split(trials, by).items():
         if x_name == "c":
-            sel = [r for r in sel if r["c"] > 0]
-        if not sel:
+            sel = sel.take(sel["c"] > 0)
+        if not len(sel):
             continue
-        x_of = (lambda r: math.log(1.0 / r["c"])) if x_name == "c" else (lambda r: math.log(r[x_name]))
-        fit = _exponent_cell(sel, x_of, column)
-        values = sorted({r[x_name] for r in sel})
+        values = np.asarray(sel[x_name], np.float64)
+        fit = _exponent_cell(sel, np.log(1.0 / values) if x_name == "c" else np.log(values), column)
+        values = present(sel, x_name)
         censored = float(np.mean(~np.isfinite(analysis.censored_steps(sel, column))))
         out[key] = (fit, values, censored, sel)
     return out
@@ -89,7 +93,7 @@ def _variant_fit(sel, column, fit) -> tuple[float, str]:
     """``(slope, text)`` of one variant's fit over the trials ``sel``: Tobit over every trial (with
     its bootstrap interval), or least squares on the medians of the cells at most half censored
     (NaN, "-": not identified)."""
-    if not sel:
+    if not len(sel):
         return np.nan, "-"
     x, y, censored = analysis.log_steps(sel, column)
     if fit == "Tobit":
@@ -104,11 +108,13 @@ def sensitivity(trials, by) -> dict:
     of ``by`` under every variant of the run (criteria x inits x :data:`RANGES` x :data:`FITS`)."""
     out = {}
     for label, column, rows in criteria(trials):
-        for (init,), part in summary.split(rows, ["init"]).items():
-            for name, low in RANGES.items():
-                for key, sel in summary.split([r for r in part if r["n"] >= low], by).items():
-                    for fit in FITS:
-                        out[(key, (label, init, name, fit))] = _variant_fit(sel, column, fit)
+        groups = {name: summary.split(rows.take(rows["n"] >= low), ["init", *by]) for name, low in RANGES.items()}
+        for init in present(rows, "init"):  # the order of the variants: criterion, init, range, group, fit
+            for name in RANGES:
+                for (init_, *key), sel in groups[name].items():
+                    if init_ == init:
+                        for fit in FITS:
+                            out[(tuple(key), (label, init, name, fit))] = _variant_fit(sel, column, fit)
     return out
 
 
@@ -222,11 +228,10 @@ def local_slopes(trials, by) -> dict:
     between consecutive n (NaN where a median is censored), under every criterion and init."""
     out = {}
     for label, column, rows in criteria(trials):
-        for (init,), part in summary.split(rows, ["init"]).items():
-            for key, sel in summary.split(part, by).items():
-                x, y, censored = analysis.log_steps(sel, column)
-                out[(key, label, init)] = [(math.exp(a), math.exp(b), s)
-                                           for a, b, s in analysis.local_slopes(x, y, censored)]
+        for (init, *key), sel in summary.split(rows, ["init", *by]).items():  # ordered by init, then group
+            x, y, censored = analysis.log_steps(sel, column)
+            out[(tuple(key), label, init)] = [(math.exp(a), math.exp(b), s)
+                                              for a, b, s in analysis.local_slopes(x, y, censored)]
     return out
 
 

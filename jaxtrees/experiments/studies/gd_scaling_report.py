@@ -13,9 +13,11 @@ import math
 import numpy as np
 
 from jaxtrees.experiments import analysis, summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.studies import gd_scaling_fits as scaling_fits
-from jaxtrees.experiments.studies.gd_common import (EXACT_MAX_N, TRAINING, budget_lines, divergence_note, network,
-                                                    network_text, optimizer, smoothing, suffix, vals, varying)
+from jaxtrees.experiments.studies.gd_common import (EXACT_MAX_N, TRAINING, budget_lines, divergence_note, first,
+                                                    group_medians, nested, network, network_text, optimizer,
+                                                    present, smoothing, suffix, vals, varying)
 
 #: Fresh test examples that resolve a test error of 0.05 to +/- 0.01: the 95% binomial half-width
 #: 1.96 sqrt(0.05 x 0.95 / N) is <= 0.01 from N = 1,825 on (2,048: +/- 0.0094; 8,192: +/- 0.0047).
@@ -26,8 +28,8 @@ def _censored_medians(trials) -> str:
     """A sentence naming the cells whose median is censored (more than half not learned), per criterion."""
     parts = []
     for label, column, rows in scaling_fits.criteria(trials):
-        cells = [key for key, sel in summary.split(rows, ["family", "k", "c", "n", "init"]).items()
-                 if not np.isfinite(analysis.median(analysis.censored_steps(sel, column)))]
+        keys, q = analysis.group_quartiles(rows, ["family", "k", "c", "n", "init"], column)
+        cells = [key for key, median in zip(keys, q[:, 1]) if not np.isfinite(median)]
         names = ", ".join(f"{k}-{f}, c = {c:g}, n = {n}, {i}" for f, k, c, n, i in cells)
         parts.append(f"{label}: " + (f"{len(cells)} ({names})" if cells else "none"))
     return "Cells whose median is censored (more than half of the trials not learned within the budget): " + \
@@ -36,9 +38,9 @@ def _censored_medians(trials) -> str:
 
 def _resolution_text(trials) -> str:
     """How finely the test set resolves the criteria."""
-    sizes = sorted({r["test_size"] for r in trials})
-    eps = sorted({r["eps"] for r in trials if r.get("eps", 0) > 0}) if "eps" in trials[0] else []
-    sampled = any(r["n"] > EXACT_MAX_N for r in trials)
+    sizes = present(trials, "test_size")
+    eps = [e for e in present(trials, "eps") if e > 0] if "eps" in trials else []
+    sampled = bool(np.any(np.asarray(trials["n"]) > EXACT_MAX_N))
     if not eps or not sampled:
         return ""
     widths = ", ".join(f"+/- {1.96 * math.sqrt(e * (1 - e) / size):.4f} at eps = {e:g} on {size:,}"
@@ -68,15 +70,8 @@ def scaling_report(rows):
                for key, (fit, cs, cens, _) in by_c.items() if len(cs) >= 2]
     header_c = ["family", "k", *extra, "n", "exponent of 1/c [95% CI]", "c", "censored"]
     criteria = scaling_fits.criteria(every)
-    cells, names = [], ["family", "k", *extra, "c", "n"]
-    for key, sel in summary.split(exact, names).items():
-        s = analysis.censored_steps(sel)
-        budget = sel[0]["max_steps"]
-        loose = [analysis.median_iqr(analysis.censored_steps([r for r in part if _same_cell(r, sel[0], names)],
-                                                             "steps_eps"), budget) for _, _, part in criteria[1:]]
-        cells.append([*key, len(s), f"{int(np.isfinite(s).sum())}/{len(s)}", analysis.median_iqr(s, budget), *loose,
-                      analysis.median_count(sel, "separated_all"),
-                      f"{np.median([r['influence_min'] for r in sel]):.2g}"])
+    names = ["family", "k", *extra, "c", "n"]
+    cells = _cells_table(exact, names, [part for _, _, part in criteria[1:]])
     header_cells = ["family", "k", *extra, "c", "n", "trials", "learned", "median steps [IQR]",
                     *(f"median steps to {label} [IQR]" for label, _, _ in criteria[1:]),
                     "median step J separated (-: most stopped first)", "median min_j |I(D, j)|"]
@@ -86,7 +81,7 @@ def scaling_report(rows):
             f"{network_text(every)}; p_i = 1/2 + U[-c, c] (c = 0: uniform). Steps: first record with test error 0 "
             f"(records at {vals(every, 'records_per_doubling')} per doubling of the step count from step "
             f"{vals(every, 'eval_every')}, so steps are resolved to about "
-            f"{100 * (2 ** (1 / max(r['records_per_doubling'] for r in every)) - 1):.0f}%; exact over "
+            f"{100 * (2 ** (1 / int(every['records_per_doubling'].max())) - 1):.0f}%; exact over "
             f"{{0,1}}^n for n <= {EXACT_MAX_N}, else on {vals(every, 'test_size')} fresh examples); a trial "
             "stops when it learns (test error 0, the strictest criterion), and the same training gives the steps "
             f"to each looser criterion ({', '.join(label for label, _, _ in criteria)}).{_resolution_text(every)} "
@@ -122,20 +117,51 @@ def scaling_report(rows):
             + divergence_note(exact))
 
 
-def _same_cell(a, b, names) -> bool:
-    return all(a[name] == b[name] for name in names)
+def _iqr_texts(q, budgets) -> list[str]:
+    """:func:`~jaxtrees.experiments.analysis.median_iqr` of each group from its quartiles ``q[g]``."""
+    return [f"{analysis.count_text(q2, b)} [{analysis.count_text(q1, b)}, {analysis.count_text(q3, b)}]"
+            for (q1, q2, q3), b in zip(q, budgets)]
+
+
+def _cells_table(exact, names, loose) -> list[list]:
+    """The report's table of cells (groups of ``names``) from the trials ``exact``: trials, learned,
+    the quartiles of the steps (and of ``steps_eps`` in each looser criterion's trials ``loose``), the
+    median step J separated and the median min_j |I(D, j)|; one group-by per column."""
+    keys, q = analysis.group_quartiles(exact, names)
+    codes, _ = tables.groups(exact, names)
+    trials = np.bincount(codes, minlength=len(keys))
+    learned = np.bincount(codes, np.isfinite(analysis.censored_steps(exact)).astype(np.float64), minlength=len(keys))
+    budgets = analysis.group_first(exact, names, "max_steps")
+    columns = [_iqr_texts(q, budgets)]
+    for part in loose:  # the same cells in a looser criterion's trials, the exact cell's budget
+        at = dict(zip(*analysis.group_quartiles(part, names, "steps_eps")))
+        columns.append(_iqr_texts([at[key] for key in keys], budgets))
+    _, separated = analysis.group_quartiles(exact, names, "separated_all")
+    influence_min = np.asarray(exact["influence_min"], np.float64)
+    _, influence, _ = group_medians(exact, names, influence_min)
+    with_nan = np.bincount(codes, np.isnan(influence_min).astype(np.float64), minlength=len(keys)) > 0
+    influence[with_nan] = np.nan  # as np.median: NaN where a value is
+    return [[*key, int(n), f"{int(k)}/{int(n)}", *(c[g] for c in columns),
+             f"{int(sep):,}" if np.isfinite(sep) else "-", f"{inf:.2g}"]
+            for g, (key, n, k, sep, inf) in enumerate(zip(keys, trials, learned, separated[:, 1], influence))]
+
+
+def _mechanism_points(trials):
+    """``(min_j |I(D, j)|, step J separated)`` of the trials whose support separated and whose signal is > 1e-6."""
+    influence, separated = np.asarray(trials["influence_min"], np.float64), np.asarray(trials["separated_all"])
+    keep = (separated > 0) & (influence > 1e-6)
+    return influence[keep], separated[keep], keep
 
 
 def _mechanism_fit(trials) -> str:
     """Least squares of log(step J separated) on log(min_j |I(D, j)|) over trials where both exist."""
-    pts = [(r["influence_min"], r["separated_all"]) for r in trials
-           if r["separated_all"] > 0 and r["influence_min"] > 1e-6]
-    if len(pts) < 3 or len({i for i, _ in pts}) < 2:
+    influence, separated, _ = _mechanism_points(trials)
+    if influence.size < 3 or np.unique(influence).size < 2:
         return "Too few trials with a separated support and a nonzero signal to fit separation against I."
-    x, y = np.log([i for i, _ in pts]), np.log([s for _, s in pts])
+    x, y = np.log(influence), np.log(separated.astype(np.float64))
     slope = float(np.polyfit(x, y, 1)[0])
     r = float(np.corrcoef(x, y)[0, 1])
-    return (f"Over the {len(pts)} trials whose support separated and whose weakest support coordinate has "
+    return (f"Over the {influence.size} trials whose support separated and whose weakest support coordinate has "
             f"|I| > 1e-6: log(step J separated) = {slope:.2f} log(min_j |I(D, j)|) + const (least squares, "
             f"correlation {r:.2f}; a gradient signal of size I needs ~I^-2 steps to stand out of noise: slope -2).")
 
@@ -147,27 +173,36 @@ def scaling_plot(rows, stem):
     trials = scaling_fits.exact_trials(every)
     loose = scaling_fits.criteria(every)[1:2]  # the loosest criterion, dashed
     extra = varying(trials, TRAINING + ("optimizer", "records_per_doubling", "init"))
-    panels = summary.split(trials, ["family", "k", *extra])
-    fig, axes = summary.figure(len(panels), width=5.6, height=4.6)
-    budget = max(r["max_steps"] for r in trials)
-    fits = scaling_fits.scaling_exponents(trials, ["family", "k", *extra, "c"], "n")
     names = ["family", "k", *extra, "c"]
-    for ax, (key, sel) in zip(axes, panels.items()):
-        for (c,), part in summary.split(sel, ["c"]).items():
+    panels = nested(trials, ["family", "k", *extra], ["c"])
+    fig, axes = summary.figure(len(panels), width=5.6, height=4.6)
+    budget = int(trials["max_steps"].max())
+    fits = scaling_fits.scaling_exponents(trials, names, "n")
+    dashed = []  # per looser criterion: {curve key: [(n, median steps)]}
+    for _, column, rows_ in loose:
+        keys, q = analysis.group_quartiles(rows_, [*names, "n"], column)
+        curves = {}
+        for key, median in zip(keys, q[:, 1]):
+            curves.setdefault(key[:-1], []).append((key[-1], median))
+        dashed.append(curves)
+    codes, cells = tables.groups(trials, [*names, "n"])
+    counts = np.bincount(codes, minlength=len(cells))
+    unlearned = (~np.isfinite(analysis.censored_steps(trials))).astype(np.float64)
+    censored = dict(zip(cells, np.bincount(codes, unlearned, minlength=len(cells)) / counts))
+    for ax, (key, (_, curves)) in zip(axes, panels.items()):
+        for (c,), part in curves.items():
             fit = fits.get((*key, c), (None,))[0]
             slope = f", n^{fit.fit.slope:.2f}" if fit is not None and fit.fit.converged else ""
             summary.median_curve(ax, part, "n", smoothing(c) + slope)
             colour = ax.get_lines()[-1].get_color()
-            for _, column, rows_ in loose:
-                points = [(n, analysis.median(analysis.censored_steps(cell, column)))
-                          for (n,), cell in summary.split([r for r in rows_ if _same_cell(r, part[0], names)],
-                                                          ["n"]).items()]
+            for points in dashed:
+                points = points.get((*key, c), [])
                 ax.plot([n for n, _ in points], [m if np.isfinite(m) else np.nan for _, m in points], "--",
                         color=colour, lw=1)
-            for (n,), cell in summary.split(part, ["n"]).items():
-                censored = float(np.mean(~np.isfinite(analysis.censored_steps(cell))))
-                if censored > 0:
-                    ax.plot([n], [budget], "^", color=colour, ms=4 + 8 * censored, alpha=0.7, ls="none")
+            for n in present(part, "n"):
+                share = float(censored[(*key, c, n)])
+                if share > 0:
+                    ax.plot([n], [budget], "^", color=colour, ms=4 + 8 * share, alpha=0.7, ls="none")
         budget_lines(ax, budget, barak=False)
         ax.set_xlabel("input bits n")
         ax.set_title(f"random {key[1]}-{'parities' if key[0] == 'parity' else 'juntas'}" + suffix(extra, key[2:]))
@@ -177,33 +212,50 @@ def scaling_plot(rows, stem):
                           f"axes; legend: Tobit-fitted exponent of n"
                           + (f"; dashed: median steps to test {loose[0][0]}" if loose else "")
                           + "; triangles at the budget: share of censored "
-                          f"trials (size); {summary.trials_text([len(v) for v in summary.split(trials, ['family', 'k', *extra, 'c', 'n']).values()])}")
+                          f"trials (size); {summary.trials_text(counts.tolist())}")
     files = summary.save(fig, stem)
-    first = {(r["cell"], r["replicate"]) for r in trials if r["init"] == trials[0]["init"]}
-    return files + _mechanism_plot([r for r in rows if (r["cell"], r["replicate"]) in first],
-                                   [r for r in trials if (r["cell"], r["replicate"]) in first], stem)
+    mine = trials.take(trials["init"] == first(trials, "init"))  # the mechanism of the first init's trainings
+    return files + _mechanism_plot(rows.take(_same_trials(rows, mine)), trials.take(_same_trials(trials, mine)), stem)
+
+
+def _same_trials(rows, trials) -> np.ndarray:
+    """The mask of ``rows`` whose trial (cell, replicate) is one of ``trials``'."""
+    def ids(t):
+        return np.asarray(t["cell"], np.int64) * (2**31) + np.asarray(t["replicate"], np.int64)
+
+    return np.isin(ids(rows), ids(trials))
 
 
 def _mechanism_plot(rows, trials, stem):
     """Left: median first-layer row norm on J (solid) and off J (dashed) over training, one panel per
     k at the largest n (parities, or juntas without parities); right: step J separated vs min |I|."""
-    family = "parity" if any(r["family"] == "parity" for r in rows) else "junta"
-    n_top = max(r["n"] for r in rows if r["family"] == family)
-    ks = sorted({r["k"] for r in rows if r["family"] == family})
+    family = "parity" if np.any(rows["family"] == "parity") else "junta"
+    rows_ = rows.take(rows["family"] == family)
+    n_top = int(rows_["n"].max())
+    ks = present(rows_, "k")
+    at_top = rows_.take(rows_["n"] == n_top)
     fig, axes = summary.figure(len(ks) + 1, width=5.2, height=4.4)
     for ax, k in zip(axes, ks):
-        sel = [r for r in rows if r["family"] == family and r["n"] == n_top and r["k"] == k]
-        for i, ((c,), part) in enumerate(summary.split(sel, ["c"]).items()):
-            colour = f"C{i}"
+        sel = at_top.take(at_top["k"] == k)
+        codes, keys = tables.groups(sel, ["c", "step"])
+        count = np.bincount(codes, minlength=len(keys))
+        curves = {}  # column -> {c: [(step, median over the trials still training)]}
+        for column in ("norm_on", "norm_off"):
+            v = np.asarray(sel[column], np.float64)
+            _, medians, _ = group_medians(sel, ["c", "step"], v)
+            finite = np.bincount(codes, np.isfinite(v).astype(np.float64), minlength=len(keys))
+            keep = finite >= np.maximum(1, count // 4)  # while a quarter of the trials still train
+            curves[column] = {}
+            for (c, step), m, ok in zip(keys, medians, keep):
+                points = curves[column].setdefault(c, [])
+                if ok:
+                    points.append((step, float(m)))
+        for i, c in enumerate(curves["norm_on"]):
             label = smoothing(c, "uniform")
             for column, ls, where in (("norm_on", "-", " on J"), ("norm_off", "--", " off J")):
-                points = []
-                for (step,), at in summary.split(part, ["step"]).items():
-                    v = np.asarray([r[column] for r in at], float)
-                    if np.isfinite(v).sum() >= max(1, len(v) // 4):  # while a quarter of the trials still train
-                        points.append((step, float(np.nanmedian(v))))
+                points = curves[column][c]
                 if points:
-                    ax.plot(*zip(*points), ls=ls, color=colour, label=label + where)
+                    ax.plot(*zip(*points), ls=ls, color=f"C{i}", label=label + where)
         ax.legend(fontsize=7, ncols=2)
         ax.set_xscale("log")
         ax.set_xlabel(f"{optimizer(rows)} step")
@@ -211,11 +263,10 @@ def _mechanism_plot(rows, trials, stem):
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("first-layer row norm ||W1[i]||_2\n(median over trials still training)")
     ax = axes[-1]
-    for (family_, k), sel in summary.split(trials, ["family", "k"]).items():
-        pts = [(r["influence_min"], r["separated_all"]) for r in sel
-               if r["separated_all"] > 0 and r["influence_min"] > 1e-6]
-        if pts:
-            ax.plot(*zip(*pts), ls="none", ms=3, alpha=0.5, label=f"{k}-{family_}", **summary.series_style(ax))
+    *_, keep = _mechanism_points(trials)
+    for (family_, k), sel in summary.split(trials.take(keep), ["family", "k"]).items():
+        ax.plot(np.asarray(sel["influence_min"], np.float64), np.asarray(sel["separated_all"]), ls="none", ms=3,
+                alpha=0.5, label=f"{k}-{family_}", **summary.series_style(ax))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("min over J of |I(D, j)| (degree-1 signal)")

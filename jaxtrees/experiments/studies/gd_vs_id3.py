@@ -21,8 +21,8 @@ from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
                                                  sample_sizes, trial_keys)
 from jaxtrees.experiments.studies.gd_common import (BARAK, EXACT_MAX_N, STATIC_TRAINING, TRAINING, check_training,
-                                                    network, network_text, optimizer, smoothing, suffix, train_config,
-                                                    varying)
+                                                    first, nested, network, network_text, optimizer, present,
+                                                    smoothing, suffix, train_config, varying)
 from jaxtrees.learners import sgd
 
 
@@ -73,13 +73,14 @@ def _vs_check(params):
 @summary.styled
 def _vs_plot(rows, stem):
     extra = varying(rows, TRAINING + ("impurity", "eps"))
-    panels = summary.split(rows, ["n", "k", *extra])
+    panels = nested(rows, ["n", "k", *extra], ["c"])
     fig, axes = summary.figure(len(panels), width=6.4, height=4.8)
-    top = max(max(r["m_max"] for r in rows), max(r["max_steps"] * r["batch_size"] for r in rows))
-    grid = [2**e for e in range(int(math.log2(min(r["m_min"] for r in rows))), int(math.log2(top)) + 2)]
-    for ax, (key, sel) in zip(axes, panels.items()):
-        for i, ((c,), part) in enumerate(summary.split(sel, ["c"]).items()):
-            name, m_max = smoothing(c, "uniform"), part[0]["m_max"]
+    seen = np.asarray(rows["max_steps"], np.int64) * np.asarray(rows["batch_size"], np.int64)
+    top = max(int(rows["m_max"].max()), int(seen.max()))
+    grid = [2**e for e in range(int(math.log2(int(rows["m_min"].min()))), int(math.log2(top)) + 2)]
+    for ax, (key, (sel, curves)) in zip(axes, panels.items()):
+        for i, ((c,), part) in enumerate(curves.items()):
+            name, m_max = smoothing(c, "uniform"), first(part, "m_max")
             tree = [(m, analysis.share_within(part, "tree_examples", m)) for m in grid if m <= m_max]
             net = [(m, analysis.share_within(part, "net_examples", m)) for m in grid]
             summary.rate_line(ax, tree, f"ID3, {name}", f"C{i}", "--")
@@ -87,7 +88,7 @@ def _vs_plot(rows, stem):
         summary.panel(ax, f"random {key[1]}-juntas, n = {key[0]}" + suffix(extra, key[2:]),
                       f"examples (ID3: sample size m; {optimizer(sel)}: steps x batch)", ylim=summary.RATE_LIMITS)
     summary.legend(fig, axes)
-    eps = ", ".join(f"{e:g}" for e in sorted({r["eps"] for r in rows}))
+    eps = ", ".join(f"{e:g}" for e in present(rows, "eps"))
     axes[0].set_ylabel(f"P[error <= {eps} within that many examples]\n(95% Wilson band)")
     summary.suptitle(fig, f"ID3 (depth k) vs {optimizer(rows)} ({network(rows)}) on identical (p, f)")
     return summary.save(fig, stem)
@@ -107,13 +108,13 @@ def _vs_report(rows):
         both = np.isfinite(tree) | np.isfinite(net)
         more = (net > tree) & both
         table.append([*key, len(sel), f"{int(np.isfinite(tree).sum())}/{len(sel)}",
-                      analysis.median_iqr(tree, sel[0]["m_max"]), f"{int(np.isfinite(net).sum())}/{len(sel)}",
-                      analysis.median_iqr(net, sel[0]["max_steps"] * sel[0]["batch_size"]),
+                      analysis.median_iqr(tree, first(sel, "m_max")), f"{int(np.isfinite(net).sum())}/{len(sel)}",
+                      analysis.median_iqr(net, first(sel, "max_steps") * first(sel, "batch_size")),
                       f"{mn / mt:.0f}x" if np.isfinite(mt) and np.isfinite(mn) else "-",
                       f"{more.sum() / max(both.sum(), 1):.2f}"])
     text = ("Per trial one (p, f): p_i = 1/2 + U[-c, c], f a random non-degenerate k-junta (drawn from the trial key "
             f"as in the `juntas` study). ID3: trees grown to depth k on the prefixes m = m_min = "
-            f"{min(r['m_min'] for r in rows)}, 2 m_min, ..., m_max = {max(r['m_max'] for r in rows)} of one sample, "
+            f"{int(rows['m_min'].min())}, 2 m_min, ..., m_max = {int(rows['m_max'].max())} of one sample, "
             f"scored exactly; its examples = the smallest m on that grid with exact error <= eps. {net_name}: "
             + network_text(rows) + "; its examples = steps x batch at the first record with test error <= eps "
             f"(exact for n <= {EXACT_MAX_N}); every example is fresh (online), each ID3 example is reused at every "
