@@ -14,6 +14,7 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees import datasets
+from jaxtrees.experiments.table import Table
 from jaxtrees.learners.bagging import random_forest
 from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.stumps import Stump
@@ -207,9 +208,15 @@ def test_boosting_study_trial_is_adaboost_on_the_trials_split():
     np.testing.assert_array_equal(np.asarray(out["forest_test_error"]), np.asarray(F.staged_errors(test)))
     assert out["stumps_gamma"].shape == (7,)
     assert np.all(np.asarray(out["stumps_train_error"]) <= np.asarray(out["stumps_bound"]) + 1e-6)
-    report = boosting.BOOSTING.report([{"data": "heart", "round": "7", **{k: str(float(v[-1])) for k, v in out.items()}}])
-    assert "| heart | decision stumps | 1 | 7 |" in report and "| 22.24 |" in report and "| 24.06 |" in report
+    rows = Table({"data": np.full(7, "heart", object), "round": np.arange(1, 8),  # the trial's rows, as the store's
+                  **{k: np.asarray(v) for k, v in out.items()}})
+    report = boosting.BOOSTING.report(rows)
+    mean = 100 * float(out["stumps_test_error"][-1])  # the error after the last round, not the mean over rounds
+    assert f"| heart | decision stumps | 1 | 7 | {mean:.2f} (0.00) | 22.24 |" in report and "| 24.06 |" in report
     assert "3-parities" not in report.split("|---|")[-1]  # not run: no row
+    assert "on every round of every split: yes" in report
+    bad = rows.with_columns(stumps_train_error=np.asarray(out["stumps_bound"]) + 0.01)
+    assert "on every round of every split: NO" in boosting.BOOSTING.report(bad)
 
 
 def test_boosting_study_runs_one_trial_per_cpu_group():

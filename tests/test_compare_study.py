@@ -3,8 +3,6 @@ trial equal to the learner fitted directly, and the atlas's headline on a small 
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +10,8 @@ import pytest
 
 from jaxtrees import learners
 from jaxtrees.core import sampling
-from jaxtrees.experiments import runner, studies, summary
+from jaxtrees.experiments import runner, studies
+from jaxtrees.experiments.table import Table
 from jaxtrees.experiments.studies import compare
 
 PARAMS = {**compare.SHARED, "learner": "id3-entropy", "family": "junta", "k": 2, "n": 6, "c": 0.2, "test_m": 256,
@@ -64,13 +63,12 @@ def test_parity_learners_beat_id3_on_uniform_parities(tmp_path):
                  "c": 0.0, "n": 8, "m_max": 256}
     config = runner.configure(studies.get("compare"), quick=True, overrides=overrides, seed=0, replicates=12)
     path = runner.run(studies.get("compare"), config, str(tmp_path), progress=False)
-    rows = runner.read_results(os.path.dirname(path))
-    at = {name: np.mean([float(r["success"]) for r in rows if r["learner"] == name and int(r["m"]) == 256])
-          for name in names}
+    rows = runner.read_results(path)
+    at = {name: rows.where(learner=name, m=256)["success"].mean() for name in names}
+    assert len(rows.where(learner="km", m=256)) == 12
     assert at["parities-k"] == 1.0 and at["km"] >= 0.9 and at["id3-entropy"] <= 0.5, at
-    km = [r for r in rows if r["learner"] == "km"]
-    assert {int(r["examples"]) for r in km} == {17 * m for m in (16, 32, 64, 128, 256)}
-    assert {int(r["examples"]) for r in rows if r["learner"] == "population-entropy"} == {-1}
+    assert rows.where(learner="km").unique("examples") == [17 * m for m in (16, 32, 64, 128, 256)]
+    assert rows.where(learner="population-entropy").unique("examples") == [-1]
     report = studies.get("compare").report(rows)
     assert "learners reaching 0.9 that id3-entropy does not: km" in report and "parities-k (16)" in report
 
@@ -95,7 +93,7 @@ def test_a_rows_learner_names_what_ran_and_the_report_prints_its_settings():
     assert compare.configured("adaboost-parities-2", 8, 3, params).weak == learners.Parities(degree=2)
     rows = [{**{name: str(value) for name, value in params.items()}, "learner": name, "m": "16"}
             for name in ("find-k", "km", "sgd")]
-    table = compare._settings_table(summary.typed(rows))  # as the report sees them
+    table = compare._settings_table(Table.from_rows(rows))  # as the report sees them
     assert "| find-k | k = 3, n = 8 | `FindMin(max_rank=3, min_rank=3, max_calls=262144)` |" in table
     assert "| km | k = 3, n = 8 | `m = 16: KushilevitzMansour(theta=0.1" in table and "; m = 128: " in table
     assert "| sgd | k = 3, n = 8 | `MLP of width 64, hinge loss, optax.sgd at learning rate 0.05, 400 steps" in table
@@ -111,15 +109,14 @@ def test_parities_and_juntas_share_a_program_and_keep_their_rows(tmp_path):
         config = runner.configure(study, quick=True, overrides={**base, "family": families}, seed=3, replicates=6)
         assert len(study.programs(config)) == len({compare.JUNTAS.count(f) > 0 or f for f in families})
         path = runner.run(study, config, str(tmp_path / out), progress=False)
-        return runner.read_results(os.path.dirname(path))
+        return runner.read_results(path)
 
     together = run(["parity", "junta", "tree"], "together")
-    strip = lambda r: {k: v for k, v in r.items() if k != "cell"}  # noqa: E731
     for family in ("parity", "junta", "tree"):
-        alone = [strip(r) for r in run([family], family)]
-        mine = [strip(r) for r in together if r["family"] == family]
-        assert [r["success"] for r in mine] == [r["success"] for r in alone]
-        np.testing.assert_allclose([float(r["error"]) for r in mine], [float(r["error"]) for r in alone], atol=1e-6)
+        alone, mine = run([family], family), together.where(family=family)
+        assert len(mine) == len(alone) > 0
+        np.testing.assert_array_equal(mine["success"], alone["success"])
+        np.testing.assert_allclose(mine["error"], alone["error"], atol=1e-6)
 
 
 def test_id3_impurities_share_a_program_and_keep_their_rows(tmp_path):
@@ -134,14 +131,16 @@ def test_id3_impurities_share_a_program_and_keep_their_rows(tmp_path):
     def run(learners, out):
         config = runner.configure(study, quick=True, overrides={**base, "learner": learners}, seed=3, replicates=6)
         path = runner.run(study, config, str(tmp_path / out), progress=False)
-        return study.programs(config), runner.read_results(os.path.dirname(path))
+        return study.programs(config), runner.read_results(path)
 
     programs, together = run(names, "together")
     assert [len(p["learner_choices"]) for p in programs] == [len(names)]
-    strip = lambda r: {k: v for k, v in r.items() if k != "cell"}  # noqa: E731
     for name in names:
-        alone = [strip(r) for r in run([name], name)[1]]
-        assert [strip(r) for r in together if r["learner"] == name] == alone, name
+        alone, mine = run([name], name)[1], together.where(learner=name)
+        assert mine.names == alone.names and len(mine) == len(alone) > 0, name
+        for column in mine.names:
+            if column != "cell":  # a row's cell is its index in its grid
+                np.testing.assert_array_equal(mine[column], alone[column], err_msg=f"{name}: {column}")
 
 
 def test_a_parity_as_a_junta_is_the_same_function_with_the_same_exact_oracle():

@@ -4,8 +4,6 @@ rows and in the report."""
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -49,12 +47,10 @@ def test_lmn_lasso_and_km_learn_uniform_parities_that_id3_does_not(tmp_path):
     config = runner.configure(studies.get("fourier"), quick=True, overrides={k: v for k, v in PARAMS.items()},
                               seed=0, replicates=32)
     path = runner.run(studies.get("fourier"), config, str(tmp_path), progress=False)
-    rows = runner.read_results(os.path.dirname(path))
-    top = [r for r in rows if int(r["m"]) == 512]
-    lmn = np.mean([float(r["lmn_success"]) for r in top])
-    id3 = np.mean([float(r["id3_success"]) for r in top])
-    km = np.mean([float(r["km_success"]) for r in top])
-    lasso = np.mean([float(r["sparse_success"]) for r in top])
+    rows = runner.read_results(path)
+    top = rows.where(m=512)
+    assert len(top) == 32
+    lmn, id3, km, lasso = (top[f"{name}_success"].mean() for name in ("lmn", "id3", "km", "sparse"))
     assert lmn >= 0.9 and km >= 0.9 and lasso >= 0.9 and id3 <= 0.2, (lmn, km, lasso, id3)
     report = studies.get("fourier").report(rows)
     line = next(line for line in report.splitlines() if line.startswith("| parity | 8 | 3 | 0.1 | 0.05 | 0.0 |"))

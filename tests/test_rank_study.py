@@ -3,8 +3,6 @@ learning uniform 2-parities from fewer examples than ID3, in the rows and in the
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,24 +60,25 @@ def test_one_program_for_every_k_with_the_same_rows(tmp_path):
     for ks in ([1, 2], [1]):
         config = runner.configure(rank, quick=True, overrides={**base, "k": ks}, seed=0, replicates=3)
         path = runner.run(rank, config, str(tmp_path / "-".join(map(str, ks))), progress=False)
-        rows[len(ks)] = runner.read_results(os.path.dirname(path))
+        rows[len(ks)] = runner.read_results(path)
 
-    def as_set(rows):  # a row's cell is its index in its grid
-        return sorted(tuple(sorted((k, v) for k, v in r.items() if k != "cell")) for r in rows if r["k"] == "1")
-
-    assert len(as_set(rows[1])) == len(rows[1]) > 0 and len(rows[2]) == 2 * len(rows[1])
-    assert as_set(rows[2]) == as_set(rows[1])
+    assert len(rows[1]) > 0 and len(rows[2]) == 2 * len(rows[1])
+    alone, together = rows[1], rows[2].where(k=1)
+    assert together.names == alone.names and len(together) == len(alone)
+    for column in alone.names:
+        if column != "cell":  # a row's cell is its index in its grid
+            np.testing.assert_array_equal(together[column], alone[column], err_msg=column)
 
 
 def test_findmin_learns_uniform_2_parities_sooner_than_id3(tmp_path):
     config = runner.configure(studies.get("rank"), quick=True, overrides=dict(PARAMS), seed=0, replicates=16)
     path = runner.run(studies.get("rank"), config, str(tmp_path), progress=False)
-    rows = runner.read_results(os.path.dirname(path))
-    top = [r for r in rows if int(r["m"]) == 256]
-    findmin = np.mean([float(r["findmin_error"]) for r in top])
-    id3 = np.mean([float(r["id3_error"]) for r in top])
+    rows = runner.read_results(path)
+    top = rows.where(m=256)
+    assert len(top) == 16
+    findmin, id3 = (np.asarray(top[f"{name}_error"], np.float64).mean() for name in ("findmin", "id3"))
     assert findmin == 0.0 and id3 > 0.05, (findmin, id3)
-    assert all(int(float(r["findmin_rank"])) == 2 for r in top)
+    assert top.unique("findmin_rank") == [2]
     report = studies.get("rank").report(rows)
     assert f"{sample_bound(8, 2, 0.1, 0.1):,.0f}" in report and "beyond the grid" in report
 

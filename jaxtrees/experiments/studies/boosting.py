@@ -13,12 +13,15 @@ import os
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxtrees import datasets
 from jaxtrees.core import bits, checks, sampling
 from jaxtrees.core.sampling import Data
 from jaxtrees.experiments import summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies.common import at_max, group_max
 from jaxtrees.learners import CART16, AdaBoost, Parities, Stump
 from jaxtrees.learners.bagging import random_forest
 
@@ -123,13 +126,17 @@ def _rounds(params):
 
 @summary.styled
 def _plot(rows, stem):
-    panels = summary.split(rows, ["data"])
-    fig, axes = summary.figure(len(panels))
+    names = rows.unique("data")
+    curves = {weak: {} for weak in LEARNERS}  # learner -> data -> its means per round, by round
+    for weak in LEARNERS:
+        for g in summary.means(rows, ["data", "round"], f"{weak}_test_error"):  # one pass per learner
+            curves[weak].setdefault(g["data"], []).append(g)
+    fig, axes = summary.figure(len(names))
     counts = []
-    for ax, ((name,), sel) in zip(axes, panels.items()):
+    for ax, name in zip(axes, names):
         for weak, label in LEARNERS.items():
-            groups = sorted(summary.means(sel, ["round"], f"{weak}_test_error"), key=lambda g: g["round"])
-            groups = [g for g in groups if g["mean"] == g["mean"]]  # 3-parities: empty unless max_degree = 3
+            groups = curves[weak].get(name, [])
+            groups = [g for g in groups if g["mean"] == g["mean"]]  # 3-parities: NaN unless max_degree = 3
             if not groups:
                 continue
             counts += [g["trials"] for g in groups]
@@ -154,23 +161,34 @@ TOLERANCE = 2.0
 
 def _report(rows):
     header = ["data", "learner", "splits", "rounds", "test error % (sd)", "paper %", "difference"]
+    final = at_max(rows, ["data"], "round")  # each data set's rows after its last round
+    codes, keys = tables.groups(final, ["data"])
+    count = np.bincount(codes, minlength=len(keys))
+    last = group_max(final, ["data"], "round")
+    stats = {}  # learner -> (mean, sd, any NaN) per data set, in percent, summed in row order
+    for weak in LEARNERS:
+        errors = 100 * np.asarray(final[f"{weak}_test_error"], np.float64)
+        mean = np.bincount(codes, errors, minlength=len(keys)) / count
+        squares = np.bincount(codes, (errors - mean[codes]) ** 2, minlength=len(keys))
+        missing = np.bincount(codes, np.isnan(errors), minlength=len(keys)) > 0
+        stats[weak] = (mean, np.sqrt(squares / np.maximum(1, count - 1)), missing)
     table, far = [], []
-    for (name,), sel in summary.split(rows, ["data"]).items():
-        last = max(r["round"] for r in sel)
-        final = [r for r in sel if r["round"] == last]
+    for i, (name,) in enumerate(keys):
         for weak, label in LEARNERS.items():
-            errors = [100 * r[f"{weak}_test_error"] for r in final]
-            if any(e != e for e in errors):
+            mean, sd, missing = (float(v[i]) for v in stats[weak])
+            if missing:
                 continue
-            mean = sum(errors) / len(errors)
-            sd = (sum((e - mean) ** 2 for e in errors) / max(1, len(errors) - 1)) ** 0.5
             paper = PAPER.get(name, {}).get(weak)
-            table.append([name, label, len(final), last, f"{mean:.2f} ({sd:.2f})",
+            table.append([name, label, int(count[i]), last[(name,)], f"{mean:.2f} ({sd:.2f})",
                           "" if paper is None else f"{paper:.2f}", "" if paper is None else f"{mean - paper:+.2f}"])
             if paper is not None and abs(mean - paper) > TOLERANCE:
                 far.append(f"{name} / {label}: {mean:.2f} vs {paper:.2f}")
-    bound_ok = all(r[f"{w}_train_error"] <= r[f"{w}_bound"] + 1e-6
-                   for r in rows for w in WEAK if r[f"{w}_bound"] == r[f"{w}_bound"])
+    bound_ok = True
+    for w in WEAK:
+        bound = np.asarray(rows[f"{w}_bound"], np.float64)
+        train = np.asarray(rows[f"{w}_train_error"], np.float64)
+        known = bound == bound
+        bound_ok &= bool(np.all(train[known] <= bound[known] + 1e-6))
     within = sum(1 for line in table if line[6] and abs(float(line[6])) <= TOLERANCE)
     compared = sum(1 for line in table if line[6])
     return ("## AdaBoost and a random forest on the seed's data sets (004, Tables 2 and 3)\n\n"

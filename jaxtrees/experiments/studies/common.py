@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxtrees.core import checks, prng, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
+from jaxtrees.experiments import table as tables
 from jaxtrees.hypotheses import tree
 from jaxtrees.learners import GrowthRule
 from jaxtrees.learners.base import check_data
@@ -155,3 +157,56 @@ def check_sample_grid(params, n):
         raise ValueError(f"m_min and m_max must be powers of two, got {m_min} and {m_max}")
     if n * m_max > 2**31:
         raise ValueError(f"n * m_max must be <= 2^31 (sample bits per trial), got {n} * {m_max}")
+
+
+# ----------------------------------------------------------------------------- result tables
+# Small group-bys the studies' plots and reports share, over a
+# :class:`~jaxtrees.experiments.table.Table` (vectorized: no Python object per row).
+
+
+def keyed(groups, by) -> dict:
+    """The dicts of :func:`~jaxtrees.experiments.table.rates` / ``means`` by their ``by`` values (a tuple)."""
+    return {tuple(g[name] for name in by): g for g in groups}
+
+
+def _values(rows, values) -> np.ndarray:
+    return np.asarray(rows[values] if isinstance(values, str) else values)
+
+
+def at_max(rows, by, column: str):
+    """The rows whose ``column`` equals its largest value in their group of ``by`` (e.g. each
+    cell's rows at its largest m), as a :class:`~jaxtrees.experiments.table.Table`.
+
+    >>> t = tables.Table({"c": [0, 0, 1, 1], "m": [16, 32, 16, 64]})
+    >>> at_max(t, ["c"], "m")["m"].tolist()
+    [32, 64]
+    """
+    v = _values(rows, column)
+    codes, _, top = _maxima(rows, by, v)
+    return rows.take(v == top[codes])
+
+
+def group_max(rows, by, values) -> dict:
+    """Per group of ``by``: the largest of ``values`` (a column name, or an array over the rows) as a
+    Python value, groups sorted."""
+    _, keys, top = _maxima(rows, by, _values(rows, values))
+    return dict(zip(keys, top.tolist()))
+
+
+def _maxima(rows, by, v: np.ndarray):
+    """``(codes, keys, top)``: :func:`~jaxtrees.experiments.table.groups` and each group's largest value."""
+    codes, keys = tables.groups(rows, by)
+    if not len(v):
+        return codes, [], v[:0]
+    order = np.lexsort((v, codes))
+    return codes, keys, v[order[np.cumsum(np.bincount(codes, minlength=len(keys))) - 1]]
+
+
+def group_sums(rows, by, values) -> dict:
+    """Per group of ``by``: ``(sum, count)`` of ``values`` (a column name, or an array over the rows)
+    as float64, summed in row order (as Python's ``sum`` over the rows), groups sorted."""
+    codes, keys = tables.groups(rows, by)
+    v = np.asarray(_values(rows, values), np.float64)
+    sums = np.bincount(codes, v, minlength=len(keys)).tolist()
+    counts = np.bincount(codes, minlength=len(keys)).tolist()
+    return {key: (s, n) for key, s, n in zip(keys, sums, counts) if n}

@@ -17,8 +17,8 @@ from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import fourier
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, on_prefixes,
-                                                 sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, at_max, check_sample_grid, chosen,
+                                                 group_max, keyed, on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.hypotheses.base import sample_error
 from jaxtrees.hypotheses.polynomial import n_subsets
 from jaxtrees.learners import greedy
@@ -98,10 +98,9 @@ def settings(name: str, n: int, k: int, params: dict) -> str:
 
 def _settings_table(rows) -> str:
     """Markdown: each learner's settings in each (k, n) and learner parameters of the rows."""
-    names = [name for name in COMPARE.full if name in rows[0] and name not in ("family", "c")]
-    combos = sorted({tuple(r[name] for name in names) for r in rows}, key=lambda c: tuple(map(summary.natural_key, c)))
+    names = [name for name in COMPARE.full if name in rows and name not in ("family", "c")]
     table = {}
-    for combo in combos:
+    for combo in summary.cells(rows, names):  # sorted column by column
         params = dict(zip(names, combo))
         key = (params["learner"], settings(params["learner"], params["n"], params["k"], params))
         table.setdefault(key, []).append(f"k = {params['k']}, n = {params['n']}")
@@ -209,9 +208,13 @@ def _label(name: str) -> str:
 
 @summary.styled
 def _plot(rows, stem):
+    curves = {}  # family -> (k, n, c) -> learner -> its rates over m: one pass over the rows
+    for g in summary.rates(rows, ["family", "k", "n", "c", "learner", "m"], "success"):
+        panel = curves.setdefault(g["family"], {}).setdefault((g["k"], g["n"], g["c"]), {})
+        panel.setdefault(g["learner"], []).append(g)
     files = _overview_plot(rows, stem)
-    for (family,), sel in summary.split(rows, ["family"]).items():
-        files += _family_plot(sel, family, f"{stem}_{family}")
+    for family, panels in curves.items():
+        files += _family_plot(panels, family, f"{stem}_{family}")
     return files
 
 
@@ -220,18 +223,18 @@ def _overview_plot(rows, stem):
     bar per c (95% Wilson interval as an error bar)."""
     from matplotlib import colormaps
 
-    panels = summary.split(rows, ["family", "k", "n"])
-    names = sorted({r["learner"] for r in rows})
-    fig, axes = summary.figure(len(panels), width=5.0, height=1.2 + 0.3 * len(names))
-    cs = sorted({r["c"] for r in rows})
+    panel_by = ["family", "k", "n"]
+    top = at_max(rows, panel_by, "m")  # each panel's rows at its largest m
+    bars = keyed(summary.rates(top, [*panel_by, "c", "learner"], "success"), [*panel_by, "c", "learner"])
+    m_tops = group_max(top, panel_by, "m")
+    names = rows.unique("learner")
+    fig, axes = summary.figure(len(m_tops), width=5.0, height=1.2 + 0.3 * len(names))
+    cs = rows.unique("c")
     height = 0.8 / len(cs)
     counts = []
-    for ax, ((family, k, n), sel) in zip(axes, panels.items()):
-        m_top = max(r["m"] for r in sel)
-        top = [r for r in sel if r["m"] == m_top]
+    for ax, ((family, k, n), m_top) in zip(axes, m_tops.items()):
         for j, c in enumerate(cs):
-            groups = {g["learner"]: g for g in summary.rates([r for r in top if r["c"] == c], ["learner"],
-                                                             "success")}
+            groups = {name: bars[(family, k, n, c, name)] for name in names if (family, k, n, c, name) in bars}
             counts += [g["trials"] for g in groups.values()]
             ys = [i + (j - (len(cs) - 1) / 2) * height for i in range(len(names))]
             rate = [groups[name]["rate"] if name in groups else 0.0 for name in names]
@@ -251,17 +254,17 @@ def _overview_plot(rows, stem):
     return summary.save(fig, stem)
 
 
-def _family_plot(rows, family, stem):
-    panels = summary.split(rows, ["k", "n", "c"])
-    learners_shown = len({r["learner"] for r in rows})
+def _family_plot(panels, family, stem):
+    """One family's figure: ``panels`` maps (k, n, c) to {learner: its :func:`~jaxtrees.experiments.table.rates`
+    over m}, each in sorted order."""
+    learners_shown = len({name for curves in panels.values() for name in curves})
     cols = min(len(panels), summary.PANELS_PER_ROW)
     width = max(6.0, 13.0 / cols)  # room for a legend of one entry per learner
     legend_rows = -(-learners_shown // max(1, int(width * cols // 2.6)))
     fig, axes = summary.figure(len(panels), width=width, height=4.6 + 0.32 * legend_rows / -(-len(panels) // cols))
     counts = []
-    for ax, ((k, n, c), sel) in zip(axes, panels.items()):
-        for i, (name,), part in ((i, *item) for i, item in enumerate(summary.split(sel, ["learner"]).items())):
-            groups = summary.rates(part, ["m"], "success")
+    for ax, ((k, n, c), curves) in zip(axes, panels.items()):
+        for i, (name, groups) in enumerate(curves.items()):
             counts += [g["trials"] for g in groups]
             summary.rate_curve(ax, groups, "m", _label(name), band_alpha=0.08, ms=4, ls=("-", "--", ":")[min(i // 10, 2)])
         summary.panel(ax, f"random {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}",
@@ -276,10 +279,12 @@ REFERENCE = "id3-entropy"
 
 def _report(rows):
     by = ["family", "k", "n", "c"]
-    names = sorted({r["learner"] for r in rows})
+    names = rows.unique("learner")
+    curves = {}  # (family, k, n, c, learner) -> its rates over m: one pass over the rows
+    for g in summary.rates(rows, [*by, "learner", "m"], "success"):
+        curves.setdefault(tuple(g[name] for name in [*by, "learner"]), []).append(g)
     m90, top = {}, {}
-    for (family, k, n, c, name), sel in summary.split(rows, [*by, "learner"]).items():
-        groups = summary.rates(sel, ["m"], "success")
+    for (family, k, n, c, name), groups in curves.items():
         reach = summary.threshold([(g["m"], g["rate"]) for g in groups])
         if name == "km" and reach is not None:
             reach = f"{(2 * int(n) + 1) * reach} queries"
@@ -288,8 +293,8 @@ def _report(rows):
         top[(family, k, n, c, name)] = best
     cells = summary.cells(rows, by)
     maps = []
-    for (family,), sel in summary.split(rows, ["family"]).items():
-        columns = summary.cells(sel, ["k", "n", "c"])
+    for family in rows.unique("family"):
+        columns = [cell[1:] for cell in cells if cell[0] == family]
         header = ["learner"] + [f"k = {k}, n = {n}, {_c_label(c)}" for k, n, c in columns]
         table = [[name] + [m90.get((family, *column, name), "") for column in columns] for name in names]
         maps.append(f"#### {PLURALS[family].format(k='k')}\n\n" + summary.markdown_table(header, table))

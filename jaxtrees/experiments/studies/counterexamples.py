@@ -11,6 +11,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions
@@ -18,7 +19,7 @@ from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import impurity, trial_keys
+from jaxtrees.experiments.studies.common import at_max, impurity, trial_keys
 from jaxtrees.learners import growth, population
 
 CODES = ("block", "coded")
@@ -134,12 +135,13 @@ def _agnostic_check(params):
 
 
 def _error_plot(rows, stem, by, horizon_name, title, label):
-    panels = summary.split(rows, ["impurity"])
+    panels = {}  # impurity -> cell of ``by`` -> its mean error per depth: one pass over the rows
+    for g in summary.means(rows, ["impurity", *by, "depth"], "error"):
+        panels.setdefault(g["impurity"], {}).setdefault(tuple(g[name] for name in by), []).append(g)
     fig, axes = summary.figure(len(panels))
     counts = []
-    for ax, ((impurity,), sel) in zip(axes, panels.items()):
-        for cell, part in summary.split(sel, by).items():
-            groups = sorted(summary.means(part, ["depth"], "error"), key=lambda g: g["depth"])
+    for ax, (impurity, curves) in zip(axes, panels.items()):
+        for cell, groups in curves.items():
             counts += [g["trials"] for g in groups]
             xs = [g["depth"] for g in groups]
             ys = [g["mean"] for g in groups]
@@ -162,14 +164,6 @@ PATH_COLUMNS = {
 }
 
 
-def _at_horizon(sel, metric):
-    """The rows of a cell at its deepest recorded depth (one per path), the rate of the 0/1
-    ``metric`` there and the mean error there."""
-    last = max(r["depth"] for r in sel)
-    per_path = [r for r in sel if r["depth"] == last]
-    return per_path, summary.rates(per_path, ["depth"], metric)[0], summary.means(per_path, ["depth"], "error")[0]
-
-
 def _rate_text(rate):
     return f"{rate['rate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}]"
 
@@ -182,12 +176,14 @@ def _addressing_plot(rows, stem):
 
 def _path_report(rows, by, metric, columns, cell_columns, title, text) -> str:
     """Per cell of ``by`` (and the impurity): the cell, ``cell_columns(params, per_path, rate, err)``
-    (the paths at the horizon, the rate of ``metric`` there and the error there), as a markdown table
-    under ``title`` and its ``text``."""
+    (the cell's paths at its deepest recorded depth, a :class:`~jaxtrees.experiments.table.Table`; the
+    rate of ``metric`` there and the mean error there), as a markdown table under ``title`` and its ``text``."""
     by = [*by, "impurity"]
+    at_horizon = at_max(rows, by, "depth")  # one row per path
+    rates = summary.rates(at_horizon, by, metric)
+    errors = summary.means(at_horizon, by, "error")
     table = []
-    for cell, sel in summary.split(rows, by).items():
-        per_path, rate, err = _at_horizon(sel, metric)
+    for (cell, per_path), rate, err in zip(summary.split(at_horizon, by).items(), rates, errors):
         table.append([*cell, *cell_columns(dict(zip(by, cell)), per_path, rate, err)])
     return summary.section(title, text, [*by, *columns], table)
 
@@ -198,8 +194,8 @@ def _error_text(err) -> str:
 
 def _addressing_report(rows):
     def columns(params, per_path, rate, err):
-        first = sorted(r["first_address_depth"] for r in per_path)
-        median = first[len(first) // 2]
+        first = np.sort(per_path["first_address_depth"])
+        median = int(first[len(first) // 2])
         lemma = lemma14(params)
         hyp = ("n/a (not (alpha, L))" if lemma["k0"] is None else
                f"{'yes' if lemma['applies'] else 'no'} (c0 = {lemma['c0']:.2f}, k0 = {lemma['k0']:.2f})")
@@ -224,7 +220,7 @@ def _agnostic_plot(rows, stem):
 
 def _agnostic_report(rows):
     def columns(params, per_path, rate, err):
-        dist = summary.means(per_path, ["depth"], "distance_to_junta")[0]
+        dist = summary.means(per_path, [], "distance_to_junta")[0]
         return [_n_free(params), rate["trials"], _rate_text(rate), _error_text(err), f"{dist['mean']:.4f}",
                 params["c"] * params["k"] ** 2]
 

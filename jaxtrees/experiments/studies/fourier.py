@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, on_prefixes,
-                                                 sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, group_max,
+                                                 group_sums, on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses import polynomial, tree
 from jaxtrees.hypotheses.base import sample_error
@@ -109,15 +110,21 @@ def _c_label(c) -> str:
     return "uniform" if float(c) == 0 else f"c = {float(c):g}"
 
 
+PANEL = ["target", "n", "k", "theta", "l1"]
+
+
 @summary.styled
 def _plot(rows, stem):
-    panels = summary.split(rows, ["target", "n", "k", "theta", "l1"])
+    panels = {}  # panel -> learner -> c -> its rates over m: one group-by per learner
+    for learner in LEARNERS:
+        for g in summary.rates(rows, [*PANEL, "c", "m"], f"{learner}_success"):
+            curves = panels.setdefault(tuple(g[name] for name in PANEL), {}).setdefault(learner, {})
+            curves.setdefault(g["c"], []).append(g)
     fig, axes = summary.figure(len(panels))
     counts = []
-    for ax, ((kind, n, k, theta, l1), sel) in zip(axes, panels.items()):
+    for ax, ((kind, n, k, theta, l1), by_learner) in zip(axes, panels.items()):
         for learner in LEARNERS:
-            for (c,), part in summary.split(sel, ["c"]).items():
-                groups = summary.rates(part, ["m"], f"{learner}_success")
+            for c, groups in by_learner[learner].items():
                 counts += [g["trials"] for g in groups]
                 summary.rate_curve(ax, groups, "m", f"{NAMES[learner]}, {_c_label(c)}")
         summary.panel(ax, f"random {PLURALS[kind].format(k=k)}, n = {n}\n(theta = {theta:g}, l1 = {l1:g})",
@@ -128,16 +135,21 @@ def _plot(rows, stem):
         rows, f"{stem}_spectra")
 
 
+def _at_m_max(rows):
+    """The rows of the trees learned at m_max."""
+    return rows.take(rows["m"] == rows["m_max"])
+
+
 def _spectra_plot(rows, stem):
     """Learned trees at m_max: L1 vs leaves and degree vs depth, with the bounds L1 <= s, degree <= depth."""
-    top = [r for r in rows if r["m"] == r["m_max"]]
+    top = _at_m_max(rows)
     fig, axes = summary.figure(2)
     kinds = summary.split(top, ["target"])
     for i, ((kind,), sel) in enumerate(kinds.items()):
         shift = 0.12 * (i - (len(kinds) - 1) / 2)  # side by side, not on top of each other
         style = summary.series_style(axes[0])
         for ax, (x, y) in zip(axes, (("tree_leaves", "tree_l1"), ("tree_depth", "tree_degree"))):
-            ax.plot([r[x] + shift for r in sel], [r[y] for r in sel], ls="none", alpha=0.35,
+            ax.plot(np.asarray(sel[x], np.float64) + shift, np.asarray(sel[y], np.float64), ls="none", alpha=0.35,
                     label=f"trees learned on {PLURALS[kind].format(k='k')}", **style)
     for ax, (label_x, label_y) in zip(axes, (("leaves s", "L1 norm of the tree's spectrum"),
                                              ("depth", "Fourier degree"))):
@@ -159,11 +171,15 @@ def _report(rows):
     by = ["target", "n", "k", "theta", "l1", "c"]
     header = [*by, "trials"] + [f"{NAMES[name]} {what}" for name in LEARNERS
                                 for what in ("P[success] at max m", "m for 90%")]
+    curves = {}  # learner -> cell -> its rates over m: one group-by per learner
+    for name in LEARNERS:
+        for g in summary.rates(rows, [*by, "m"], f"{name}_success"):
+            curves.setdefault(name, {}).setdefault(tuple(g[column] for column in by), []).append(g)
     table = []
-    for cell, sel in summary.split(rows, by).items():
+    for cell in curves[LEARNERS[0]]:
         line = [*cell]
         for name in LEARNERS:
-            groups = summary.rates(sel, ["m"], f"{name}_success")
+            groups = curves[name][cell]
             top = max(groups, key=lambda g: g["m"])
             if len(line) == len(by):
                 line.append(top["trials"])
@@ -172,16 +188,20 @@ def _report(rows):
         table.append(line)
     spectra_header = ["target", "n", "k", "trees", "target L1 (mean)", "target degree (max)",
                       "trees with L1 <= leaves", "trees with degree <= depth", "tree L1 (mean)", "tree leaves (mean)"]
+    top = _at_m_max(rows)
+    cell = ["target", "n", "k"]
+    leaves, l1 = np.asarray(top["tree_leaves"], np.float64), np.asarray(top["tree_l1"], np.float64)
+    within_l1 = group_sums(top, cell, l1 <= leaves + 1e-4)
+    within_degree = group_sums(top, cell, np.asarray(top["tree_degree"]) <= np.asarray(top["tree_depth"]))
+    target_l1, tree_l1 = group_sums(top, cell, "target_l1"), group_sums(top, cell, "tree_l1")
+    tree_leaves, target_degree = group_sums(top, cell, "tree_leaves"), group_max(top, cell, "target_degree")
     spectra_table = []
-    top = [r for r in rows if r["m"] == r["m_max"]]
-    for cell, sel in summary.split(top, ["target", "n", "k"]).items():
-        within_l1 = sum(r["tree_l1"] <= r["tree_leaves"] + 1e-4 for r in sel)
-        within_degree = sum(r["tree_degree"] <= r["tree_depth"] for r in sel)
-        spectra_table.append([*cell, len(sel), f"{_mean(sel, 'target_l1'):.3f}",
-                              max(r["target_degree"] for r in sel), f"{within_l1} of {len(sel)}",
-                              f"{within_degree} of {len(sel)}", f"{_mean(sel, 'tree_l1'):.3f}",
-                              f"{_mean(sel, 'tree_leaves'):.2f}"])
-    m_grid = f"{min(r['m'] for r in rows)}..{max(r['m'] for r in rows)}"
+    for key, (_, trees) in target_l1.items():
+        spectra_table.append([*key, trees, f"{target_l1[key][0] / trees:.3f}", target_degree[key],
+                              f"{within_l1[key][0]:.0f} of {trees}", f"{within_degree[key][0]:.0f} of {trees}",
+                              f"{tree_l1[key][0] / trees:.3f}", f"{tree_leaves[key][0] / trees:.2f}"])
+    m = rows["m"]
+    m_grid = f"{m.min()}..{m.max()}"
     return summary.section(
         "Fourier learners vs ID3 (001)",
         f"m grid {m_grid} (powers of two; nested prefixes of one sample per trial, the same examples for "
@@ -194,10 +214,6 @@ def _report(rows):
         after="\n\n### Spectra of the trees ID3 learns at max m (exact, uniform basis)\n\n"
               "001: a tree with s leaves has L1 <= s and degree <= its depth.\n\n"
               + summary.markdown_table(spectra_header, spectra_table))
-
-
-def _mean(rows, column) -> float:
-    return sum(r[column] for r in rows) / len(rows)
 
 
 FOURIER = Study(

@@ -11,13 +11,15 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import bits, checks, distributions, sampling
 from jaxtrees.experiments import summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, check_sample_grid, chosen, on_prefixes, sample_sizes,
-                                                 trial_keys)
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, at_max, check_sample_grid, chosen, group_max,
+                                                 group_sums, on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.hypotheses import node_tree, tree
 from jaxtrees.learners import GreedyTree, GrowthRule
 from jaxtrees.learners.rank import FindMin, sample_bound
@@ -106,8 +108,8 @@ def _c_label(c) -> str:
     return "uniform" if float(c) == 0 else f"c = {float(c):g}"
 
 
-def _mean_curve(ax, rows, metric, label, **style):
-    groups = sorted(summary.means(rows, ["m"], metric), key=lambda g: g["m"])
+def _mean_curve(ax, groups, label, **style):
+    """A mean over m with its 95% band, from :func:`~jaxtrees.experiments.table.means` groups sorted by m."""
     xs = [g["m"] for g in groups]
     mean = [g["mean"] for g in groups]
     half = [1.96 * (g["sem"] if g["sem"] == g["sem"] else 0.0) for g in groups]
@@ -116,25 +118,37 @@ def _mean_curve(ax, rows, metric, label, **style):
                     color=line.get_color(), alpha=0.15)
 
 
+def _curves(rows, by, metric) -> dict:
+    """Per group of ``by``: the :func:`~jaxtrees.experiments.table.means` of ``metric`` over m (one pass)."""
+    out = {}
+    for g in summary.means(rows, [*by, "m"], metric):
+        out.setdefault(tuple(g[name] for name in by), []).append(g)
+    return out
+
+
 PANEL = ["target", "k", "n", "eps", "delta"]
 
 
 @summary.styled
 def _plot(rows, stem):
-    panels = summary.split(rows, PANEL)
+    findmin, id3 = _curves(rows, [*PANEL, "c"], "findmin_error"), _curves(rows, [*PANEL, "c"], "id3_error")
+    panels = {}
+    for key in findmin:
+        panels.setdefault(key[:-1], []).append(key)
+    m_max = group_max(rows, PANEL, "m")
     fig, axes = summary.figure(len(panels))
     counts = []
-    for ax, (cell, sel) in zip(axes, panels.items()):
-        cell = dict(zip(PANEL, cell))
-        for (c,), part in summary.split(sel, ["c"]).items():
-            counts += [g["trials"] for g in summary.means(part, ["m"], "findmin_error")]
-            _mean_curve(ax, part, "findmin_error", f"FINDMIN, {_c_label(c)}", ls="-")
-            _mean_curve(ax, part, "id3_error", f"ID3, {_c_label(c)}", ls="--")
-        m_max = max(r["m"] for r in sel)
+    for ax, (panel, keys) in zip(axes, panels.items()):
+        cell = dict(zip(PANEL, panel))
+        for key in keys:
+            c = key[-1]
+            counts += [g["trials"] for g in findmin[key]]
+            _mean_curve(ax, findmin[key], f"FINDMIN, {_c_label(c)}", ls="-")
+            _mean_curve(ax, id3[key], f"ID3, {_c_label(c)}", ls="--")
         bound = _bound(cell)
         ax.axhline(float(cell["eps"]), color="k", lw=0.8, ls=":", label="eps")
         where = f"Thm 2: m = {bound:,.0f}"
-        if bound <= m_max:
+        if bound <= m_max[panel]:
             ax.axvline(bound, color="k", lw=1, ls="-.", label="Theorem 2's m(eps, delta) for r = k")
         else:
             where += " (beyond the grid)"
@@ -146,20 +160,33 @@ def _plot(rows, stem):
             + _ranks_plot(rows, f"{stem}_ranks") + _calls_plot(rows, f"{stem}_calls"))
 
 
+def _found(rows):
+    """The rows where FINDMIN found a consistent tree."""
+    return rows.take(np.asarray(rows["findmin_found"]) != 0)
+
+
 @summary.styled
 def _ranks_plot(rows, stem):
     """Mean rank against m: the target's, FINDMIN's r(S), ID3's tree."""
-    panels = summary.split(rows, ["target", "k", "n"])
-    fig, axes = summary.figure(len(panels))
-    for ax, ((kind, k, n), sel) in zip(axes, panels.items()):
-        _mean_curve(ax, sel, "target_rank", "target", ls=":")
-        _mean_curve(ax, [r for r in sel if r["findmin_found"]], "findmin_rank", "FINDMIN: r(S)", ls="-")
-        _mean_curve(ax, sel, "id3_rank", "ID3's tree", ls="--")
+    by = ["target", "k", "n"]
+    target, id3 = _curves(rows, by, "target_rank"), _curves(rows, by, "id3_rank")
+    findmin = _curves(_found(rows), by, "findmin_rank")
+    fig, axes = summary.figure(len(target))
+    for ax, (kind, k, n) in zip(axes, target):
+        _mean_curve(ax, target[(kind, k, n)], "target", ls=":")
+        _mean_curve(ax, findmin.get((kind, k, n), []), "FINDMIN: r(S)", ls="-")
+        _mean_curve(ax, id3[(kind, k, n)], "ID3's tree", ls="--")
         summary.panel(ax, f"random {PLURALS[kind].format(k=k)}, n = {n}", "training examples m")
     axes[0].set_ylabel("mean rank (95% band)")
     summary.legend(fig, axes)
     summary.suptitle(fig, "Ranks of the target, of the sample (FINDMIN) and of ID3's tree, all c pooled")
     return summary.save(fig, stem)
+
+
+def _lemma3_bounds(rows) -> np.ndarray:
+    """:func:`lemma3_bound` at each row's n and FINDMIN rank, as floats (computed once per distinct pair)."""
+    codes, keys = tables.groups(rows, ["n", "findmin_rank"])
+    return np.asarray([float(lemma3_bound(n, r)) for n, r in keys], np.float64)[codes] if keys else np.zeros(0)
 
 
 @summary.styled
@@ -168,10 +195,10 @@ def _calls_plot(rows, stem):
     fig, axes = summary.figure(1)
     ax = axes[0]
     hi = 1.0
-    for (kind,), sel in summary.split([r for r in rows if r["findmin_found"]], ["target"]).items():
-        xs = [lemma3_bound(r["n"], r["findmin_rank"]) for r in sel]
-        ys = [r["findmin_calls"] for r in sel]
-        hi = max(hi, *xs, *ys)
+    for (kind,), sel in summary.split(_found(rows), ["target"]).items():
+        xs = _lemma3_bounds(sel)
+        ys = np.asarray(sel["findmin_calls"], np.float64)
+        hi = max(hi, xs.max(), ys.max())
         ax.plot(xs, ys, ls="none", alpha=0.3, label=f"{PLURALS[kind].format(k='k')}", **summary.series_style(ax))
     ax.plot([1, hi], [1, hi], "k--", lw=1, label="Lemma 3: sum_{j<=r} (n + 1)^(2j)")
     ax.set_xscale("log")
@@ -191,24 +218,39 @@ def _report(rows):
     ranks_header = [*by, "target rank", "r(S) at max m", "FINDMIN tree rank", "ID3 rank", "ID3 rank > r(S)",
                     "FINDMIN size", "ID3 size", "no tree found"]
     calls_header = [*by, "calls (mean)", "calls (max)", "max calls / Lemma 3 bound", "budget exhausted"]
+    eps = np.asarray(rows["eps"], np.float64)
+    rows = rows.with_columns(findmin_ok=np.asarray(rows["findmin_error"], np.float64) <= eps,
+                             id3_ok=np.asarray(rows["id3_error"], np.float64) <= eps)
+    fms, oks = {}, {}  # cell -> m -> rates of error <= eps: one pass each
+    for rates, metric in ((fms, "findmin_ok"), (oks, "id3_ok")):
+        for g in summary.rates(rows, [*by, "m"], metric):
+            rates.setdefault(tuple(g[name] for name in by), {})[g["m"]] = g
+    top = at_max(rows, by, "m")  # each cell's rows at its largest m
+    found, top_found = _found(rows), _found(top)
+    at_top = {metric: group_sums(top, by, metric) for metric in ("findmin_error", "id3_error", "target_rank",
+                                                                  "id3_rank", "id3_size")}
+    at_top_found = {metric: group_sums(top_found, by, metric) for metric in ("findmin_rank", "findmin_tree_rank",
+                                                                              "findmin_size")}
+    above = group_sums(top_found, by, np.asarray(top_found["id3_rank"]) > np.asarray(top_found["findmin_rank"]))
+    calls, calls_max = group_sums(rows, by, "findmin_calls"), group_max(rows, by, "findmin_calls")
+    exhausted = group_sums(rows, by, "findmin_exhausted")
+    ratios = group_max(found, by, np.asarray(found["findmin_calls"], np.float64) / _lemma3_bounds(found))
     table, ranks_table, calls_table = [], [], []
-    for cell, sel in summary.split(rows, by).items():
+    for cell, fm in fms.items():
+        ok = oks[cell]
         info = dict(zip(by, cell))
         bound = _bound(info)
         level = 1.0 - info["delta"]
-        for r in sel:
-            r["findmin_ok"] = 1.0 if r["findmin_error"] <= info["eps"] else 0.0
-            r["id3_ok"] = 1.0 if r["id3_error"] <= info["eps"] else 0.0
-        fm = {g["m"]: g for g in summary.rates(sel, ["m"], "findmin_ok")}
-        ok = {g["m"]: g for g in summary.rates(sel, ["m"], "id3_ok")}
         at = min((m for m in fm if m >= bound), default=None)
         there = "beyond the grid" if at is None else (f"{fm[at]['rate']:.3f} [{fm[at]['low']:.3f}, "
                                                       f"{fm[at]['high']:.3f}]")
         m_top = max(fm)
-        top = [r for r in sel if r["m"] == m_top]
+        n_top = at_top["findmin_error"][cell][1]
+        n_found = at_top_found["findmin_rank"].get(cell, (0.0, 0))[1]
 
-        def mean(metric, rows_=top):
-            return sum(r[metric] for r in rows_) / max(len(rows_), 1)
+        def mean(metric, sums=at_top):
+            total, count = sums[metric].get(cell, (0.0, 0))
+            return total / max(count, 1)
 
         def reach(groups):
             m = summary.threshold([(m, g["rate"]) for m, g in groups.items()], level)
@@ -216,17 +258,14 @@ def _report(rows):
 
         table.append([*cell, fm[m_top]["trials"], f"{bound:,.0f}", "-" if at is None else at, there, f"{level:g}",
                       reach(fm), reach(ok), f"{mean('findmin_error'):.4f}", f"{mean('id3_error'):.4f}"])
-        found = [r for r in top if r["findmin_found"]]
-        above = sum(r["id3_rank"] > r["findmin_rank"] for r in found)
-        ranks_table.append([*cell, f"{mean('target_rank'):.2f}", f"{mean('findmin_rank', found):.2f}",
-                            f"{mean('findmin_tree_rank', found):.2f}", f"{mean('id3_rank'):.2f}",
-                            f"{above} of {len(found)}", f"{mean('findmin_size', found):.1f}",
-                            f"{mean('id3_size'):.1f}", f"{len(top) - len(found)} of {len(top)}"])
-        ratios = [r["findmin_calls"] / lemma3_bound(info["n"], r["findmin_rank"])
-                  for r in sel if r["findmin_found"]]
-        calls_table.append([*cell, f"{mean('findmin_calls', sel):.0f}", max(r["findmin_calls"] for r in sel),
-                            f"{max(ratios, default=float('nan')):.2e}",
-                            f"{sum(r['findmin_exhausted'] for r in sel)} of {len(sel)}"])
+        ranks_table.append([*cell, f"{mean('target_rank'):.2f}", f"{mean('findmin_rank', at_top_found):.2f}",
+                            f"{mean('findmin_tree_rank', at_top_found):.2f}", f"{mean('id3_rank'):.2f}",
+                            f"{above.get(cell, (0.0, 0))[0]:.0f} of {n_found}",
+                            f"{mean('findmin_size', at_top_found):.1f}",
+                            f"{mean('id3_size'):.1f}", f"{n_top - n_found} of {n_top}"])
+        total, count = calls[cell]
+        calls_table.append([*cell, f"{total / count:.0f}", calls_max[cell],
+                            f"{ratios.get(cell, float('nan')):.2e}", f"{exhausted[cell][0]:.0f} of {count}"])
     return summary.section(
         "FINDMIN (least-rank consistent trees, 003) vs ID3",
         "Theorem 2: from m >= (1/eps) ((e n / r)^r ln(8n) + ln(1/delta)) examples of a target of rank <= r, "
