@@ -10,6 +10,7 @@ CPU with AVX-512 (:func:`wide_vectors`); the measured effect of each is in docs/
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -71,6 +72,18 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"jaxtrees {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        again = " (rerun the same command to resume: every part written is whole)" if args.command == "run" else ""
+        print(f"jaxtrees {args.command}: interrupted{again}", file=sys.stderr)
+        return 130
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = f" ({e.filename})" if e.filename else ""
+        again = "; free some space and rerun the same command to resume (the parts written are whole)" \
+            if args.command == "run" else "; free some space and retry"
+        print(f"jaxtrees {args.command}: error: the disk is full{where}{again}", file=sys.stderr)
+        return 1
 
 
 #: Where a study's parameters are listed (``jaxtrees list`` and ``jaxtrees run --help`` say it).

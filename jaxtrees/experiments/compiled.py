@@ -147,9 +147,9 @@ def compiler_options(study, device) -> dict | None:
     resumed run compiles as it did."""
     if device.platform != "cpu":
         return programs.compiler_options(device)
-    match = re.search(rf"--{OPT_LEVEL_FLAG}=(\S+)", os.environ.get("XLA_FLAGS", ""))
-    if match:
-        return {OPT_LEVEL_FLAG: int(match.group(1)) if match.group(1).isdigit() else match.group(1)}
+    given = re.findall(rf"--{OPT_LEVEL_FLAG}=(\S+)", os.environ.get("XLA_FLAGS", ""))
+    if given:  # the last one given is the one XLA takes
+        return {OPT_LEVEL_FLAG: int(given[-1]) if given[-1].isdigit() else given[-1]}
     return None if study.cpu_opt_level is None else {OPT_LEVEL_FLAG: study.cpu_opt_level}
 
 

@@ -69,15 +69,20 @@ def read(directory: str, config: dict | None = None):
     """The rows of an earlier version's results directory, checked as :func:`~jaxtrees.experiments.store.read_results` checks parts."""
     from jaxtrees.experiments.layout import check_columns
 
+    import pyarrow as pa
+
     table, paths, sources = _arrow(directory)
-    return check_columns(table, config if config is not None else _config(directory), paths, sources)
+    config = config if config is not None else _config(directory)
+    grid = (config or {}).get("grid", {})
+    for i, field in enumerate(table.schema):  # a trial's float outputs are float32, written as decimals
+        if pa.types.is_floating(field.type) and field.name not in grid:
+            table = table.set_column(i, field.name, table.column(i).cast(pa.float32()))
+    return check_columns(table, config, paths, sources)
 
 
 def convert(directory: str) -> str:
     """Rewrite an earlier version's results directory as Parquet (``rows/``); the CSV files are
     removed once the new rows read back equal to them. Returns a line saying what was done."""
-    import pyarrow as pa
-
     from jaxtrees.experiments import store
 
     if not is_legacy(directory):
@@ -109,5 +114,4 @@ def convert(directory: str) -> str:
         for name in os.listdir(parts):
             os.remove(os.path.join(parts, name))
         os.rmdir(parts)
-    del pa
     return f"converted {len(rows):,} rows of {directory} to {path}"

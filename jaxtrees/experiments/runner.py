@@ -74,7 +74,12 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
         "compile_threads", compile_threads, low=1, high=64)
     process, processes = jax.process_index(), jax.process_count()
     store = Store(out, study.name, process, processes)
-    metadata = store.open(config.as_json(), _run_id(processes))
+    run_id = f"{int(np.frombuffer(os.urandom(4), np.uint32)[0]):08x}"
+    if process == 0:  # takes the directory's lock, then tells the others the run's id, which they find in it
+        metadata = store.open(config.as_json(), run_id)
+    run_id = _shared_id(run_id, processes)
+    if process != 0:
+        metadata = store.open(config.as_json(), run_id)
     try:
         job = _Job(study, config, store, metadata, jax.local_devices(), chunk, group, progress, allow_changes)
         todo = job.plan(max_trials)
@@ -96,14 +101,14 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     return store.directory
 
 
-def _run_id(processes: int) -> str:
-    """A fresh id for this run, the same on every process (process 0's, broadcast)."""
-    value = np.frombuffer(os.urandom(4), np.uint32)
-    if processes > 1:
-        from jax.experimental import multihost_utils
+def _shared_id(run_id: str, processes: int) -> str:
+    """Process 0's ``run_id`` on every process (a broadcast; as it is with one process)."""
+    if processes == 1:
+        return run_id
+    from jax.experimental import multihost_utils
 
-        value = np.asarray(multihost_utils.broadcast_one_to_all(value))
-    return f"{int(value[0]):08x}"
+    value = multihost_utils.broadcast_one_to_all(np.asarray([int(run_id, 16)], np.uint32))
+    return f"{int(np.asarray(value)[0]):08x}"
 
 
 class _deferred_interrupt:

@@ -172,14 +172,14 @@ class Store:
         done = np.zeros(cells * replicates, bool)
         if self.config is None or not os.path.isdir(self.rows):
             return done
-        for path, ids in _parts(self.rows, self.digest, ["cell", "replicate"], self.process == 0):
+        for path, ids in _parts(self.rows, self.digest, None, self.process == 0):  # every page read: checksums
             cell = ids.column("cell").to_numpy().astype(np.int64)
             trial = cell * replicates + ids.column("replicate").to_numpy()
             if trial.size and (trial.min() < 0 or trial.max() >= done.size):
-                _damaged(path, "it holds trials outside this run's grid", move=self.process == 0)
+                _damaged(path, "it holds trials outside this run's grid", self.process == 0)
                 continue
             if layout is not None and not layout.whole(cell, trial):
-                _damaged(path, "it holds a trial's rows more than once or not all of them", move=self.process == 0)
+                _damaged(path, "it holds a trial's rows more than once or not all of them", self.process == 0)
                 continue
             done[trial] = True
         return done
@@ -203,7 +203,7 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
             os.path.join(directory, "metadata.json")) or {}).get("config")
     if not _part_names(rows_dir) and legacy.is_legacy(directory):
         return legacy.read(directory, config)
-    parts = list(_parts(rows_dir, None if config is None else config_digest(config), columns, warn=True))
+    parts = list(_parts(rows_dir, None if config is None else config_digest(config), columns, move=None))
     if not parts:
         raise ValueError(f"no results in {directory} (expected rows/part-*.parquet); rerun `jaxtrees run` with the "
                          f"same arguments to write them")
@@ -243,10 +243,11 @@ def config_digest(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _parts(rows_dir: str, digest: str | None, columns, warn: bool):
+def _parts(rows_dir: str, digest: str | None, columns, move: bool | None):
     """``(path, pyarrow table)`` of each whole part of ``rows_dir`` of configuration ``digest``
     (None: any); a part that cannot be read, or whose rows are not those it records, is moved to
-    ``NAME.damaged`` (``warn``: by this process, with a warning) and left out."""
+    ``NAME.damaged`` (``move``: by this process, with a warning; False: by another) and left out, or
+    (``move`` None: a reader's) raises ValueError naming it."""
     import pyarrow.parquet as pq
 
     for name in _part_names(rows_dir):
@@ -262,17 +263,20 @@ def _parts(rows_dir: str, digest: str | None, columns, warn: bool):
         except FileNotFoundError:
             continue  # another process moved it first
         except (OSError, KeyError, TypeError, json.JSONDecodeError) as e:
-            _damaged(path, str(e), move=warn)
+            _damaged(path, str(e), move)
             continue
         except Exception as e:  # noqa: BLE001 - pyarrow's errors on a damaged file (ArrowInvalid, ...)
             if type(e).__module__.startswith("pyarrow"):
-                _damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__, move=warn)
+                _damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__, move)
                 continue
             raise
         yield path, table
 
 
-def _damaged(path: str, why: str, move: bool):
+def _damaged(path: str, why: str, move: bool | None):
+    if move is None:
+        raise ValueError(f"{path} is damaged ({why}); rerun `jaxtrees run` with the same arguments (the run moves it "
+                         f"aside and runs its trials again), or {WAY_OUT}")
     if not move:
         return
     try:

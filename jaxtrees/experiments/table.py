@@ -64,7 +64,7 @@ class Table:
             except KeyError:
                 raise KeyError(f"no column {key!r}; the table has {', '.join(self._columns)}") from None
         if isinstance(key, (int, np.integer)):
-            return {name: values[key].item() for name, values in self._columns.items()}
+            return {name: _python(values[key]) for name, values in self._columns.items()}
         raise TypeError(f"Table[{key!r}]: index a column by name, or one row by an int")
 
     def __iter__(self):
@@ -94,16 +94,24 @@ class Table:
         return Table({**self._columns, **columns}, factors)
 
     def unique(self, name) -> list:
-        """The distinct values of a column, ascending, as Python values."""
-        return factorize(self, name)[1].tolist()
+        """The distinct values the column holds, ascending, as Python values."""
+        codes, uniques = factorize(self, name)
+        present = np.zeros(len(uniques), bool)
+        present[codes] = True
+        return uniques[present].tolist()
 
     def first(self, name):
         """The column's value in the first row (a Python value)."""
-        return self._columns[name][0].item()
+        return _python(self._columns[name][0])
 
     def to_dict(self) -> dict[str, np.ndarray]:
         """The columns (name -> array), in order."""
         return dict(self._columns)
+
+
+def _python(value):
+    """A NumPy scalar as a Python value (an object column's values are Python values already)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _column(name, values) -> np.ndarray:

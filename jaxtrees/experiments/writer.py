@@ -9,6 +9,7 @@ rows or ``FLUSH_SECONDS`` of them are waiting: a part's fixed cost (fsync, renam
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -17,7 +18,8 @@ import numpy as np
 
 #: A part is written once this many rows wait (or :data:`FLUSH_SECONDS` passed): ~0.3 MB of Parquet.
 ROWS_PER_PART = 2**17
-#: ... or once the oldest waiting rows are this old: a killed run loses at most this much of its trials.
+#: ... or once the oldest waiting rows are this old: a killed run loses at most this much of its trials
+#: (``$JAXTREES_FLUSH_SECONDS`` sets it; 0: a part per call).
 FLUSH_SECONDS = 5.0
 #: Calls handed over and not yet on the host, at most (the main thread waits beyond: back pressure).
 IN_FLIGHT = 2
@@ -28,8 +30,14 @@ class Writer:
     raised, e.g. a full disk); ``on_written(trials)`` is called (on the thread) per part written."""
 
     def __init__(self, store, layout, on_written=None, rows_per_part: int = ROWS_PER_PART,
-                 flush_seconds: float = FLUSH_SECONDS):
+                 flush_seconds: float | None = None):
         self.store, self.layout, self.on_written = store, layout, on_written
+        if flush_seconds is None:
+            value = os.environ.get("JAXTREES_FLUSH_SECONDS", "").strip()
+            try:
+                flush_seconds = float(value) if value else FLUSH_SECONDS
+            except ValueError:
+                raise ValueError(f"JAXTREES_FLUSH_SECONDS must be a number of seconds >= 0, got {value!r}") from None
         self.rows_per_part, self.flush_seconds = rows_per_part, flush_seconds
         self.queue: queue.Queue = queue.Queue(maxsize=IN_FLIGHT)
         self.error: BaseException | None = None

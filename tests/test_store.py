@@ -1,0 +1,278 @@
+"""The columnar store: Parquet parts read anywhere, promises that hold on resuming, damage found, old CSV read."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxtrees import cli
+from jaxtrees.experiments import runner, store, studies
+from jaxtrees.experiments.table import Table
+
+TINY = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16", "--set", "m_max=64",
+        "--set", "replicates=6", "--no-progress"]
+OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6}
+
+
+def _columns(directory) -> dict:
+    table = store.read_results(str(directory))
+    return {name: table[name].tolist() for name in table.names}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    assert cli.main(["run", "juntas", "--quick", "--out", str(out), *TINY]) == 0
+    return out / "juntas"
+
+
+def _cli(*args, env=None, **kwargs):
+    return subprocess.run([sys.executable, "-m", "jaxtrees.cli", *args], env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, **kwargs)
+
+
+def test_pandas_reads_the_rows_with_typed_columns(reference):
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_parquet(reference / "rows")
+    table = store.read_results(str(reference))
+    assert len(frame) == len(table) == 2 * 6 * 3
+    assert str(frame["impurity"].dtype) == "category" and frame["exact_error"].dtype == np.float32
+    assert frame["success"].dtype == np.int8 and frame["c"].dtype == np.float64 and frame["m"].dtype == np.int64
+    frame = frame.sort_values(["cell", "replicate", "m"], kind="stable")
+    assert frame["exact_error"].tolist() == table["exact_error"].tolist()
+
+
+def test_export_writes_the_tidy_csv_and_an_old_csv_directory_is_read_and_converted(tmp_path, reference, capsys):
+    """``jaxtrees export --csv`` writes every row; a directory in the earlier CSV layout (metadata.json, parts/*.csv
+    with parts/config.json) is read as it is, refused by ``run`` with the way out, converted by ``jaxtrees convert``,
+    and then resumed into (nothing left to run) with the same rows."""
+    old = tmp_path / "old" / "juntas"
+    shutil.copytree(reference, old)
+    assert cli.main(["export", str(old), "--csv", str(tmp_path / "rows.csv")]) == 0
+    text = (tmp_path / "rows.csv").read_text()
+    assert text.count("\n") == 1 + 2 * 6 * 3 and text.splitlines()[0].startswith('"study","seed","cell"')
+    shutil.rmtree(old / "rows")
+    (old / "parts").mkdir()
+    config = json.loads((old / "metadata.json").read_text())["config"]
+    (old / "parts" / "config.json").write_text(json.dumps({"config": config}))
+    lines = text.replace('"', "").splitlines(keepends=True)
+    (old / "parts" / "0001.csv").write_text("\ufeff" + "".join(lines[:19]))  # a spreadsheet's byte-order mark
+    (old / "parts" / "0002.csv").write_text(lines[0] + "".join(lines[19:]))  # trials whole: 6 x 3 rows, then the rest
+    assert _columns(old) == _columns(reference)
+    assert cli.main(["report", str(old)]) == 0
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "old"), *TINY]) == 2
+    assert f"jaxtrees convert {old}" in capsys.readouterr().err
+    assert cli.main(["convert", str(old)]) == 0
+    assert not (old / "parts").exists() and _columns(old) == _columns(reference)
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "old"), *TINY]) == 0
+    assert _columns(old) == _columns(reference)
+
+
+def _run_killed(args, parts: Path, env) -> int:
+    """Start ``jaxtrees run`` and SIGKILL it once two parts are on disk; the parts written."""
+    proc = subprocess.Popen([sys.executable, "-m", "jaxtrees.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, **env})
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if parts.exists() and len(list(parts.glob("part-*.parquet"))) >= 2:
+            break
+        time.sleep(0.01)
+    alive = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert alive, "the run finished before it could be killed"
+    return len(list(parts.glob("part-*.parquet")))
+
+
+def test_killed_in_its_first_program_a_run_resumes_with_its_recorded_group(tmp_path):
+    """The group is recorded before the first call: a run of one program with --group 16, SIGKILLed inside that
+    program, resumes without --group at 16 (not the default 32) and gives the rows of an uninterrupted run."""
+    tiny = [a if not a.startswith("replicates=") else "replicates=320" for a in TINY]
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "whole"), "--group", "16", *tiny]) == 0
+    args = ["run", "juntas", "--quick", "--out", str(tmp_path / "killed"), "--chunk", "32", "--group", "16", *tiny]
+    written = _run_killed(args, tmp_path / "killed" / "juntas" / "rows", {"JAXTREES_FLUSH_SECONDS": "0"})
+    assert 2 <= written < 40
+    metadata = json.loads((tmp_path / "killed" / "juntas" / "metadata.json").read_text())
+    assert set(metadata["contract"]["groups"].values()) == {16}
+    assert cli.main([a for a in args if a not in ("--group", "16")]) == 0
+    runs = json.loads((tmp_path / "killed" / "juntas" / "metadata.json").read_text())["runs"]
+    assert [set(r["group"].values()) for r in runs] == [{16}, {16}]
+    assert _columns(tmp_path / "killed" / "juntas") == _columns(tmp_path / "whole" / "juntas")
+
+
+@pytest.mark.parametrize("change", ["group", "opt-level", "jax"])
+def test_a_resume_under_a_setting_that_can_change_rows_is_refused(tmp_path, monkeypatch, capsys, change):
+    study = studies.get("juntas")
+    config = runner.configure(study, quick=True, overrides=OVERRIDES)
+    runner.run(study, config, str(tmp_path), progress=False, max_trials=5)
+    args = ["run", "juntas", "--quick", "--out", str(tmp_path), *TINY]
+    if change == "group":
+        args += ["--group", "8"]
+        named = "group of program"
+    elif change == "opt-level":
+        monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=1")
+        named = "compiler_options"
+    else:
+        real = runner.environment
+        monkeypatch.setattr(runner, "environment", lambda: {**real(), "jax": "0.0.1"})
+        named = "jax: recorded"
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "was started with other settings that can change its rows" in err and "--allow-changes" in err
+    assert named in err, err
+    assert len(store.read_results(str(tmp_path / "juntas"))) == 5 * 3  # nothing more written
+
+
+@pytest.mark.parametrize("damage", ["truncated", "fewer-rows", "flipped-byte"])
+def test_a_damaged_part_is_found_named_moved_aside_and_its_trials_run_again(tmp_path, reference, capsys, damage):
+    study = studies.get("juntas")
+    config = runner.configure(study, quick=True, overrides=OVERRIDES)
+    directory = Path(runner.run(study, config, str(tmp_path), progress=False, chunk=4))
+    part = sorted((directory / "rows").glob("part-*.parquet"))[0]
+    data = part.read_bytes()
+    if damage == "truncated":
+        part.write_bytes(data[: len(data) // 2])
+    elif damage == "fewer-rows":  # rows cut out, the part's own record of its rows kept
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(part)
+        pq.write_table(table.slice(0, table.num_rows - 3).replace_schema_metadata(table.schema.metadata), part)
+    else:  # a byte inside the first data page: its checksum no longer matches
+        import pyarrow.parquet as pq
+
+        start = pq.ParquetFile(part).metadata.row_group(0).column(0).data_page_offset
+        part.write_bytes(data[:start + 20] + bytes([data[start + 20] ^ 0xFF]) + data[start + 21:])
+    with pytest.raises(ValueError):
+        store.read_results(str(directory))
+    capsys.readouterr()
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY]) == 0
+    assert f"{part} is damaged" in capsys.readouterr().err
+    assert Path(f"{part}.damaged").exists() and _columns(directory) == _columns(reference)
+
+
+def test_one_lock_per_directory_whatever_the_process_count(tmp_path):
+    """A single-process run and process 1 of a distributed run cannot both write: process 0 holds the one lock,
+    the others only check that it names their run."""
+    first = store.Store(str(tmp_path), "juntas")
+    config = runner.configure(studies.get("juntas"), quick=True, overrides=OVERRIDES).as_json()
+    first.open(config, "aaaa")
+    with pytest.raises(ValueError, match="another run .* is writing"):
+        store.Store(str(tmp_path), "juntas").open(config, "bbbb")
+    with pytest.raises(ValueError, match="is not held by this run"):
+        store.Store(str(tmp_path), "juntas", process=1, processes=2).open(config, "bbbb")
+    store.Store(str(tmp_path), "juntas", process=1, processes=2).open(config, "aaaa")  # its own run's lock
+    first.close()
+
+
+def test_a_damaged_metadata_file_is_rebuilt_from_the_parts(tmp_path, reference, capsys):
+    shutil.copytree(reference, tmp_path / "juntas")
+    (tmp_path / "juntas" / "metadata.json").write_text("{ not json")
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY]) == 0
+    assert "rebuilt from rows/_config.json" in capsys.readouterr().err
+    assert _columns(tmp_path / "juntas") == _columns(reference)
+
+
+def test_a_full_disk_is_one_sentence_and_the_run_resumes_once_space_is_freed(tmp_path, reference):
+    """A small tmpfs filled up: the run stops with a sentence saying what to do (no traceback); once space is
+    freed, the same command finishes with the rows of an uninterrupted run. Needs root to mount (else skipped)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        filler = disk / "filler"
+        with open(filler, "wb") as fh:
+            try:
+                fh.write(b"x" * (256 * 1024))
+            except OSError:
+                pass
+        os.truncate(filler, max(0, filler.stat().st_size - 12 * 1024))  # 12 KB left: metadata, not every part
+        proc = _cli("run", "juntas", "--quick", "--out", str(disk), *TINY, env={"JAXTREES_FLUSH_SECONDS": "0"})
+        assert proc.returncode == 1 and "the disk is full" in proc.stderr and "Traceback" not in proc.stderr
+        assert "rerun the same command to resume" in proc.stderr
+        filler.unlink()
+        proc = _cli("run", "juntas", "--quick", "--out", str(disk), *TINY)
+        assert proc.returncode == 0, proc.stderr
+        assert _columns(disk / "juntas") == _columns(reference)
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+def test_four_processes_write_the_rows_of_one_and_resume_after_one_is_killed(tmp_path, reference):
+    """jax.distributed on loopback (CPU, gloo), four processes: the rows of one process; process 2 killed
+    mid-run, the other three stopped, all four rerun: the rows of one process again."""
+    def start(out, kill=None):
+        with socket.socket() as s:
+            s.bind(("localhost", 0))
+            port = s.getsockname()[1]
+        tiny = [a if not a.startswith("replicates=") else "replicates=48" for a in TINY]
+        args = [sys.executable, "-m", "jaxtrees.cli", "run", "juntas", "--quick", "--out", str(out), *tiny, "--chunk",
+                "8", "--group", "4", "--coordinator", f"localhost:{port}", "--num-processes", "4", "--process-id"]
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXTREES_CPU_DEVICES": "1", "JAXTREES_FLUSH_SECONDS": "0"}
+        return [subprocess.Popen([*args, str(i)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for i in range(4)]
+
+    whole = tmp_path / "whole"
+    procs = start(whole)
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs
+    single = tmp_path / "single"
+    assert cli.main(["run", "juntas", "--quick", "--out", str(single), "--group", "4",
+                     *[a if not a.startswith("replicates=") else "replicates=48" for a in TINY]]) == 0
+    assert _columns(whole / "juntas") == _columns(single / "juntas")
+    killed = tmp_path / "killed"
+    procs = start(killed)
+    rows = killed / "juntas" / "rows"
+    deadline = time.time() + 300
+    while time.time() < deadline and not any(n.name.split("-")[2] == "0002" for n in rows.glob("part-*.parquet")):
+        time.sleep(0.05)
+    procs[2].send_signal(signal.SIGKILL)
+    for p in procs:
+        try:
+            p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+    procs = start(killed)
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs
+    assert _columns(killed / "juntas") == _columns(single / "juntas")
+
+
+def test_group_bys_agree_with_a_loop_over_rows():
+    """rates, means, split and quantiles on columns agree with plain per-row Python on random tables."""
+    from jaxtrees.experiments import table as tables
+
+    rng = np.random.default_rng(0)
+    t = Table({"c": rng.choice([0.0, 0.1, 0.2], 500), "k": rng.integers(3, 6, 500),
+               "name": np.asarray(rng.choice(["gini", "entropy"], 500), dtype=object),
+               "success": rng.integers(0, 2, 500).astype(np.int8), "error": rng.random(500).astype(np.float32)})
+    rows = [dict(zip(t.names, values)) for values in zip(*(t[n].tolist() for n in t.names))]
+    by = ["name", "c", "k"]
+    keys = sorted({tuple(r[b] for b in by) for r in rows})
+    rates = tables.rates(t, by, "success")
+    assert [tuple(g[b] for b in by) for g in rates] == keys
+    for g, key in zip(rates, keys):
+        xs = [r["success"] for r in rows if tuple(r[b] for b in by) == key]
+        assert (g["trials"], g["successes"]) == (len(xs), sum(xs))
+    for g in tables.means(t, by, "error"):
+        xs = np.asarray([r["error"] for r in rows if tuple(r[b] for b in by) == tuple(g[b] for b in by)], np.float64)
+        assert g["mean"] == pytest.approx(xs.mean(), rel=1e-12) and g["sem"] == pytest.approx(
+            xs.std(ddof=1) / np.sqrt(xs.size), rel=1e-9)
+    split = tables.split(t, ["k"])
+    assert list(split) == [(3,), (4,), (5,)] and sum(map(len, split.values())) == 500
+    keys_q, q = tables.group_quantiles(t, ["k"], "error", (0.25, 0.5, 0.75))
+    for (k,), row in zip(keys_q, q):
+        xs = np.asarray([r["error"] for r in rows if r["k"] == k], np.float64)
+        assert row.tolist() == np.quantile(xs, [0.25, 0.5, 0.75], method="inverted_cdf").tolist()
+    with pytest.raises(TypeError, match="not iterated row by row"):
+        list(t)
