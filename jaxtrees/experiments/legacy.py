@@ -75,7 +75,9 @@ def read(directory: str, config: dict | None = None):
     config = config if config is not None else _config(directory)
     grid = (config or {}).get("grid", {})
     for i, field in enumerate(table.schema):  # a trial's float outputs are float32, written as decimals
-        if pa.types.is_floating(field.type) and field.name not in grid:
+        if pa.types.is_null(field.type):  # a column of nan only (the CSV reader types it null)
+            table = table.set_column(i, field.name, pa.array(np.full(table.num_rows, np.nan, np.float32)))
+        elif pa.types.is_floating(field.type) and field.name not in grid:
             table = table.set_column(i, field.name, table.column(i).cast(pa.float32()))
     return check_columns(table, config, paths, sources)
 

@@ -76,6 +76,8 @@ class Table:
     def take(self, index) -> "Table":
         """The rows at ``index`` (integer indices or a boolean mask), in that order."""
         index = np.asarray(index)
+        if index.size == 0 and index.dtype != bool:
+            index = index.astype(np.int64)
         if index.dtype == bool:
             index = np.flatnonzero(index)
         factors = {name: (factorize(self, name)[0][index], factorize(self, name)[1]) for name in self._factors}
