@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from jaxtrees import cli
+from jaxtrees.experiments import store
 
 TINY = ["--quick", "--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16", "--set", "m_max=64",
         "--set", "replicates=6", "--no-progress"]
@@ -21,88 +22,78 @@ def _run(out, *extra, **values):
     return cli.main(["run", "juntas", "--out", str(out), *tiny, *extra])
 
 
+def _columns(directory) -> dict:
+    table = store.read_results(str(directory))
+    return {name: table[name].tolist() for name in table.names}
+
+
 def test_a_directory_without_metadata_is_rebuilt_from_its_parts_or_refused(tmp_path, capsys):
     """Case 1: with metadata.json deleted, another configuration is refused (it once relabelled the
     old rows as its own), the same one rebuilds the metadata, and parts of an unknown one are refused."""
     directory = tmp_path / "juntas"
     assert _run(tmp_path) == 0
-    results = (directory / "results.csv").read_bytes()
+    rows = _columns(directory)
     (directory / "metadata.json").unlink()
     capsys.readouterr()
     assert _run(tmp_path, "--seed", "1", c=0.2) == 2
-    assert "holds a run of another configuration (see its parts/config.json)" in capsys.readouterr().err
-    assert not (directory / "metadata.json").exists() and (directory / "results.csv").read_bytes() == results
+    assert "holds a run of another configuration (see its rows/_config.json)" in capsys.readouterr().err
+    assert not (directory / "metadata.json").exists() and _columns(directory) == rows
 
     assert _run(tmp_path) == 0
-    assert "metadata.json was missing: rebuilt from parts/config.json" in capsys.readouterr().err
+    assert "metadata.json was missing or damaged: rebuilt from rows/_config.json" in capsys.readouterr().err
     metadata = json.loads((directory / "metadata.json").read_text())
     assert metadata["config"]["seed"] == 0 and metadata["config"]["grid"]["c"] == [0.0, 0.2]
-    assert (directory / "results.csv").read_bytes() == results
+    assert _columns(directory) == rows
 
     (directory / "metadata.json").unlink()
-    (directory / "parts" / "config.json").unlink()
+    (directory / "rows" / "_config.json").unlink()
     assert _run(tmp_path, "--seed", "1") == 2
     assert "holds rows of an unknown configuration" in capsys.readouterr().err
 
 
-def test_a_part_cut_short_runs_again_and_a_damaged_one_is_named(tmp_path, capsys):
-    """Case 5: a part whose last line is unfinished is moved aside with a warning and its trials run
-    again (the same rows); a garbage line is an error naming the file and line, results.csv is left
-    as it was, and moving the file out (the documented way out) lets the run finish."""
+def _damaged_copy(part, column: str, change):
+    """Rewrite a part with one column changed (``change(values) -> values``), its own record of its rows kept."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(part)
+    i = table.column_names.index(column)
+    values = change(table.column(i).to_pylist())
+    table = table.set_column(i, column, pa.array(values))
+    pq.write_table(table, part)
+
+
+@pytest.mark.parametrize("column, change, message", [
+    ("exact_error", lambda v: [str(x) for x in v], "column exact_error must hold numbers, got string"),
+    ("seed", lambda v: v[:-1] + [1], "a row of another seed (this run's is 0)"),
+    ("c", lambda v: v[:-1] + [0.1], "a row whose c is not its cell's"),
+    ("cell", lambda v: v[:-1] + [9], "a trial outside this run's 2 cells x 6 replicates"),
+    ("replicate", lambda v: v[:-1] + [-1], "cell and replicate must be integers >= 0"),
+], ids=["output", "seed", "parameter", "cell", "replicate"])
+def test_a_row_that_is_not_this_runs_is_refused_by_a_reader_and_run_again_by_a_run(tmp_path, capsys, column, change,
+                                                                                   message):
+    """Case 5: every row read back is checked against the run's configuration (its last row here): ``report``
+    refuses the part, naming it and what is wrong; ``run`` moves it aside with that reason and runs its trials again."""
     directory = tmp_path / "juntas"
     assert _run(tmp_path) == 0
-    results = (directory / "results.csv").read_bytes()
-    [part] = (directory / "parts").glob("*.csv")
-    part.write_bytes(part.read_bytes()[:-3])
+    rows = _columns(directory)
+    [part] = (directory / "rows").glob("part-*.parquet")
+    _damaged_copy(part, column, change)
     capsys.readouterr()
+    assert cli.main(["report", str(directory)]) == 2
+    err = capsys.readouterr().err
+    assert str(part) in err and message in err, err
     assert _run(tmp_path) == 0
     err = capsys.readouterr().err
-    assert f"{part} ends in an unfinished line" in err and "its trials run again" in err
-    assert (directory / "results.csv").read_bytes() == results
-    assert os.path.exists(f"{part}.unfinished")
-
-    [part] = (directory / "parts").glob("*.csv")
-    lines = part.read_text().splitlines(keepends=True)
-    part.write_text("".join(lines[:2] + ["garbage\n"] + lines[2:]))
-    assert _run(tmp_path) == 2
-    err = capsys.readouterr().err
-    assert f"{part}, line 3: 1 fields where the header has" in err and "move the file out" in err
-    assert (directory / "results.csv").read_bytes() == results
-
-    shutil.move(part, tmp_path / "aside.csv")
-    assert _run(tmp_path) == 0
-    assert (directory / "results.csv").read_bytes() == results
+    assert f"{part} is damaged" in err and message in err and "its trials run again" in err
+    assert _columns(directory) == rows
 
 
-def test_a_row_that_is_not_this_runs_is_an_error(tmp_path, capsys):
-    """Case 5: every row read back is checked against the run's configuration (its last row here:
-    cell 1, c = 0.2, replicate 5)."""
+def test_report_and_plot_on_damaged_rows_or_an_unwritable_directory(tmp_path, capsys):
+    """Case 6: no rows, or a part that is not Parquet, is a clear error naming it; a report that cannot be written
+    is still printed; figures that cannot be written are an error; a damaged metadata.json says how to rebuild it."""
     directory = tmp_path / "juntas"
     assert _run(tmp_path) == 0
-    [part] = (directory / "parts").glob("*.csv")
-    header, *rows = part.read_text().splitlines(keepends=True)
-    assert header == "study,seed,cell,replicate,c,impurity,k,m_max,m_min,n,m,exact_error,success,support_recovered\n"
-    last = rows[-1].split(",")
-    for column, value, message in [(11, "x", "exact_error must be a number, got 'x'"),
-                                   (1, "1", "a row of study 'juntas', seed '1'; this run is study 'juntas', seed 0"),
-                                   (4, "0.0", "cell 1 has c=0.0, impurity=entropy"),
-                                   (2, "9", "cell 9, replicate 5 is not a trial of this run (2 cells x 6 replicates)"),
-                                   (3, "-1", "cell and replicate must be integers >= 0, got '1' and '-1'")]:
-        damaged = last[:column] + [value] + last[column + 1:]
-        part.write_text(header + "".join(rows[:-1]) + ",".join(damaged))
-        capsys.readouterr()
-        assert _run(tmp_path) == 2
-        assert f"{part}, line {len(rows) + 1}: {message}" in capsys.readouterr().err
-
-
-def test_report_and_plot_on_a_damaged_results_file_or_an_unwritable_directory(tmp_path, capsys):
-    """Case 6: a header-only or damaged results.csv is a clear error (once TypeError / ZeroDivisionError
-    tracebacks); a report that cannot be written is still printed; figures that cannot be written are an error."""
-    directory = tmp_path / "juntas"
-    assert _run(tmp_path) == 0
-    results = directory / "results.csv"
-    text = results.read_text()
-    header, *lines = text.splitlines(keepends=True)
     (directory / "report.md").unlink()
     (directory / "report.md").mkdir()  # cannot be written, even by root
     capsys.readouterr()
@@ -115,14 +106,15 @@ def test_report_and_plot_on_a_damaged_results_file_or_an_unwritable_directory(tm
     assert cli.main(["plot", str(directory)]) == 2
     assert f"cannot write the figures juntas.png / .svg in {directory}" in capsys.readouterr().err
 
-    results.write_text(header)
+    [part] = (directory / "rows").glob("part-*.parquet")
+    shutil.move(part, tmp_path / "aside.parquet")
     for command in ("report", "plot"):
         assert cli.main([command, str(directory)]) == 2
-        assert f"no results in {results}" in capsys.readouterr().err
-    results.write_text(header + lines[0] + "1,2,3\n" + "".join(lines[1:]))
+        assert f"no results in {directory}" in capsys.readouterr().err
+    part.write_text("study,seed,cell\njuntas,0,0\n")
     for command in ("report", "plot"):
         assert cli.main([command, str(directory)]) == 2
-        assert f"{results}, line 3: 3 fields where the header has 14" in capsys.readouterr().err
+        assert f"{part} is damaged" in capsys.readouterr().err
     (directory / "metadata.json").write_text("{")
     assert cli.main(["report", str(directory)]) == 2
     assert f"cannot read {directory / 'metadata.json'}" in capsys.readouterr().err

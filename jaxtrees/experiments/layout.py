@@ -105,7 +105,8 @@ def columns_table(columns: dict):
     return pa.table(arrays)
 
 
-def check_columns(table, config: dict | None, paths: list[str], sources: np.ndarray, ordered: bool = True) -> Table:
+def check_columns(table, config: dict | None, paths: list[str], sources: np.ndarray, ordered: bool = True,
+                  layout: Layout | None = None) -> Table:
     """``table`` (pyarrow, rows read back from ``paths``; ``sources[i]``: the path of row i) as a
     :class:`~jaxtrees.experiments.table.Table`, sorted by (cell, replicate) where ``ordered``, every column
     checked against ``config``: the study and seed, cells and replicates in range, each parameter its
@@ -147,7 +148,7 @@ def check_columns(table, config: dict | None, paths: list[str], sources: np.ndar
         from jaxtrees.experiments import studies
         from jaxtrees.experiments.study import Config
 
-        layout = Layout(studies.STUDIES.get(config["study"]), Config(**config))
+        layout = layout or Layout(studies.STUDIES.get(config["study"]), Config(**config))
         fail((cell >= len(layout.cells)) | (replicate >= layout.replicates),
              f"a trial outside this run's {len(layout.cells)} cells x {layout.replicates} replicates")
         for name in ("study", *layout.params):

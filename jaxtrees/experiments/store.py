@@ -167,21 +167,19 @@ class Store:
         return path
 
     def trials_done(self, cells: int, replicates: int, layout: Layout | None = None) -> np.ndarray:
-        """``done[cell * replicates + replicate]``: the trial's rows are all in one whole part (a part
-        that cannot be read, or whose rows are not those it records, is moved aside and warned of)."""
+        """``done[cell * replicates + replicate]``: the trial's rows are all in one whole part. A part that
+        cannot be read, fails a checksum, holds other rows than it records or fails a reader's checks
+        (:func:`~jaxtrees.experiments.layout.check_columns`) is moved aside with a warning: its trials run again."""
         done = np.zeros(cells * replicates, bool)
         if self.config is None or not os.path.isdir(self.rows):
             return done
-        for path, ids in _parts(self.rows, self.digest, None, self.process == 0):  # every page read: checksums
-            cell = ids.column("cell").to_numpy().astype(np.int64)
-            trial = cell * replicates + ids.column("replicate").to_numpy()
-            if trial.size and (trial.min() < 0 or trial.max() >= done.size):
-                _damaged(path, "it holds trials outside this run's grid", self.process == 0)
+        for path, part in _parts(self.rows, self.digest, None, self.process == 0):  # every page read: checksums
+            try:  # every row checked as a reader checks it (a part holds each of its trials whole)
+                rows = check_columns(part, self.config, [path], np.zeros(part.num_rows, np.int32), False, layout)
+            except ValueError as e:
+                _damaged(path, str(e).removeprefix(f"{path}: ").split("; move the file")[0], self.process == 0)
                 continue
-            if layout is not None and not layout.whole(cell, trial):
-                _damaged(path, "it holds a trial's rows more than once or not all of them", self.process == 0)
-                continue
-            done[trial] = True
+            done[np.asarray(rows["cell"], np.int64) * replicates + rows["replicate"]] = True
         return done
 
 
