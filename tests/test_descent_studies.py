@@ -286,7 +286,8 @@ def test_gd_scaling_parity_is_the_mask_parity_as_a_padded_junta():
 
 def test_gd_scaling_families_share_a_program_and_keep_their_rows():
     """Issue 34: parities and juntas share a program (the family a traced index): each family's rows in
-    it equal its program alone."""
+    it equal its program alone, float columns within the determinism contract's tolerance (README: two
+    programs may round a float 1 ulp apart; the influences' NaN guard for an out-of-range k fuses differently)."""
     keys = jax.random.split(jax.random.key(5), 8)
     shared = jax.jit(jax.vmap(lambda key, family: gd_scaling.GD_SCALING.trial(key, _scaling_params(
         family=family, family_choices=tuple(gd_scaling.FAMILIES))), in_axes=(0, None)))
@@ -294,7 +295,11 @@ def test_gd_scaling_families_share_a_program_and_keep_their_rows():
         alone = jax.jit(jax.vmap(lambda key: gd_scaling.GD_SCALING.trial(key, _scaling_params(family=family))))(keys)
         got = shared(keys, jnp.int32(index))
         for name, want in alone.items():
-            np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want), err_msg=f"{family}: {name}")
+            got_, want = np.asarray(got[name]), np.asarray(want)
+            if np.issubdtype(want.dtype, np.floating):
+                np.testing.assert_allclose(got_, want, rtol=1e-6, atol=0, err_msg=f"{family}: {name}")
+            else:
+                np.testing.assert_array_equal(got_, want, err_msg=f"{family}: {name}")
     assert shared._cache_size() == 1
 
 
