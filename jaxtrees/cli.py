@@ -50,6 +50,8 @@ def main(argv=None) -> int:
     hosts.add_argument("--coordinator", metavar="HOST:PORT", help="elsewhere: process 0's address ...")
     hosts.add_argument("--num-processes", type=int, metavar="P", help="... the number of processes ...")
     hosts.add_argument("--process-id", type=int, metavar="I", help="... and this one's index, 0 <= I < P")
+    hosts.add_argument("--distributed-timeout", type=int, default=60, metavar="S",
+                       help="seconds to wait for the coordinator and every process (default 60)")
 
     for name, text in (("plot", "figures (PNG and SVG) from a results directory"),
                        ("report", "a markdown report with the key numbers")):
@@ -66,9 +68,14 @@ def main(argv=None) -> int:
                                          "results directory as Parquet rows/; `jaxtrees run` then resumes into it.")
     convert.add_argument("results", help="the study's results directory, e.g. results/juntas")
 
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except BrokenPipeError:  # `jaxtrees run STUDY --help | head -1`: the reader has gone, nothing is wrong
+        return _closed_pipe()
     try:
         return _COMMANDS[args.command](args)
+    except BrokenPipeError:
+        return _closed_pipe()
     except ValueError as e:
         print(f"jaxtrees {args.command}: error: {e}", file=sys.stderr)
         return 2
@@ -84,6 +91,23 @@ def main(argv=None) -> int:
             if args.command == "run" else "; free some space and retry"
         print(f"jaxtrees {args.command}: error: the disk is full{where}{again}", file=sys.stderr)
         return 1
+    except Exception as e:  # noqa: BLE001 - XLA's out-of-memory error, re-raised as is otherwise
+        if "RESOURCE_EXHAUSTED" not in str(e):
+            raise
+        print(f"jaxtrees {args.command}: error: out of device or host memory ({str(e).splitlines()[0][:200]}); "
+              f"rerun with a smaller --group (trials vmapped together) or --chunk (trials per call): the parts "
+              f"written are kept and the run resumes", file=sys.stderr)
+        return 1
+
+
+def _closed_pipe() -> int:
+    """stdout's reader closed it (``| head``): exit quietly, as a Unix tool does."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    return 0
 
 
 #: Where a study's parameters are listed (``jaxtrees list`` and ``jaxtrees run --help`` say it).
@@ -196,6 +220,7 @@ def _run(args) -> int:
     split_cpu()
     wide_vectors()
     _initialize_distributed(args)
+    _backend()
     _compilation_cache()
     from jaxtrees.experiments import runner, studies
 
@@ -329,10 +354,50 @@ def _initialize_distributed(args):
             raise ValueError(f"--num-processes must be >= 1, got {args.num_processes}")
         if not 0 <= args.process_id < args.num_processes:
             raise ValueError(f"--process-id must be in [0, {args.num_processes - 1}], got {args.process_id}")
+    timeout = args.distributed_timeout
+    if timeout < 1:
+        raise ValueError(f"--distributed-timeout must be >= 1 second, got {timeout}")
+    if args.process_id not in (None, 0):
+        _wait_for_coordinator(args.coordinator, args.process_id, timeout)
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU processes (no effect on GPU / TPU)
-    jax.distributed.initialize(*explicit)
+    where = f" at {args.coordinator}" if args.coordinator else ""
+    who = f"process {args.process_id}" if args.process_id is not None else "this process"
+    print(f"jaxtrees run: {who} joining the run{where}, waiting up to {timeout} s for every process (if XLA then aborts "
+          f"with DEADLINE_EXCEEDED: start every process with the same --coordinator and --num-processes and its own "
+          f"--process-id, each able to reach the coordinator)", file=sys.stderr)
+    try:
+        jax.distributed.initialize(*explicit, initialization_timeout=timeout)
+    except ValueError as e:
+        if args.distributed and "coordinator" in str(e):
+            raise ValueError("--distributed found no cluster to join (it reads SLURM, Open MPI and Cloud TPU settings); "
+                             "elsewhere give --coordinator HOST:PORT --num-processes P --process-id I") from None
+        raise
+    except Exception as e:  # noqa: BLE001 - the coordination service's errors
+        raise ValueError(f"process {args.process_id} could not join the run{where} within {timeout} s ({e}); check "
+                         f"that every process was started with the same --coordinator and --num-processes and its "
+                         f"own --process-id, and that HOST:PORT is reachable from each") from None
+
+
+def _wait_for_coordinator(address: str, process_id: int, timeout: float):
+    """Wait until process 0's coordinator at ``address`` accepts connections; ValueError after ``timeout`` s."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--coordinator must be HOST:PORT, got {address!r}")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=2):
+                return
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                raise ValueError(f"process {process_id}: no coordinator at {address} after {timeout:g} s ({e.strerror or e}); "
+                                 f"start process 0 with --coordinator {address} on that host (it serves the "
+                                 f"coordinator), or check the address and that the port is reachable") from None
+            time.sleep(0.5)
 
 
 def _plot(args) -> int:
@@ -402,6 +467,8 @@ def _plot_files(study, directory, rows=None):
         rows = store.read_results(directory, _metadata(directory)["config"])
     try:
         return study.plot(rows, os.path.join(directory, study.name))
+    except KeyError as e:
+        raise ValueError(_lacking(directory, study, e)) from None
     except OSError as e:
         raise ValueError(f"cannot write the figures {study.name}.png / .svg in {directory}: {e.strerror}") from None
 
@@ -429,13 +496,39 @@ def _write_report(study, directory, rows=None) -> str:
             + f". jaxtrees {env['jaxtrees']}, jax {env['jax']} on {env['local_device_count']} x "
               f"{env['device_kind']} ({env['backend']}); {seconds:.0f} s in all, {waiting:.0f} s of it waiting for "
               f"compiles ({compiling:.0f} s of compiling on background threads).\n\n"
-            + study.report(rows) + _cost_table(metadata))
+            + _study_report(study, directory, rows) + _cost_table(metadata))
     path = os.path.join(directory, "report.md")
     try:
         store.write_atomic(path, text)
     except OSError as e:
         print(f"jaxtrees: warning: cannot write {path} ({e.strerror}); the report is printed only", file=sys.stderr)
     return text
+
+
+def _study_report(study, directory, rows) -> str:
+    try:
+        return study.report(rows)
+    except KeyError as e:
+        raise ValueError(_lacking(directory, study, e)) from None
+
+
+def _lacking(directory, study, error: KeyError) -> str:
+    return (f"{directory}: the rows lack a column the {study.name} study's figures and report need "
+            f"({error.args[0] if error.args else error}); were they written by another version? Rerun "
+            f"`jaxtrees run` into a new --out")
+
+
+def _backend() -> None:
+    """Start JAX's backend now, so that a JAX_PLATFORMS this machine lacks is one sentence, not a traceback."""
+    import jax
+
+    try:
+        jax.devices()
+    except (RuntimeError, AssertionError, ValueError) as e:
+        wanted = os.environ.get("JAX_PLATFORMS", "")
+        raise ValueError(f"JAX cannot start the backend{f' JAX_PLATFORMS={wanted}' if wanted else ''} here "
+                         f"({(str(e).strip().splitlines() or [type(e).__name__])[0][:200]}); unset JAX_PLATFORMS (or set it "
+                         f"to cpu), or install the jax build for that accelerator") from None
 
 
 def _compilation_cache() -> None:

@@ -91,6 +91,8 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
                 for program, executable in ahead.programs(bar):
                     job.run(program, executable, bar, interrupted)
                     del executable  # this group's program, unmapped once it has run
+                    if interrupted.is_set():
+                        break  # the parts of the calls made are written; leaving raises KeyboardInterrupt
                     ahead.release_if_crowded()  # a notebook's own jit caches past a quarter of vm.max_map_count
         finally:
             ahead.cancel()
