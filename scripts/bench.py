@@ -62,7 +62,7 @@ import subprocess
 import sys
 import time
 
-from jaxtrees.cli import wide_vectors
+from jaxtrees.core.platform import wide_vectors
 
 wide_vectors()  # before JAX starts: 512-bit vectors on an AVX-512 CPU, as ``jaxtrees run`` (scripts importing this too)
 

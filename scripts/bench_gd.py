@@ -11,7 +11,7 @@ Times, after compilation (best of --reps):
   loop      jax.jit(train) called for each member in turn on the default device (same keys,
             same numbers);
   vmapped   jaxtrees.learners.sgd.train_many (jax.jit(jax.vmap(train))) on all B members, sharded
-            over the local devices (on a CPU, one per core: ``jaxtrees.cli.split_cpu``), each
+            over the local devices (on a CPU, one per core: ``jaxtrees.core.platform.split_cpu``), each
             device's members in ``lax.map`` groups of ``sgd.CPU_GROUP`` on a CPU (one vmap elsewhere);
   one vmap  the same with one vmap over each device's members (``group=B``), the layout before
             groups;
@@ -47,7 +47,7 @@ import os
 import platform
 import time
 
-from jaxtrees.cli import split_cpu, wide_vectors
+from jaxtrees.core.platform import split_cpu, wide_vectors
 
 split_cpu()  # before JAX starts: one CPU device per core, as ``jaxtrees run`` (JAXTREES_CPU_DEVICES=1: off)
 wide_vectors()  # and 512-bit vectors on an AVX-512 CPU

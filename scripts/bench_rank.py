@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from jaxtrees.cli import split_cpu
+from jaxtrees.core.platform import split_cpu
 
 split_cpu()  # before JAX starts: one CPU device per core, as ``jaxtrees run`` (JAXTREES_CPU_DEVICES=1: off)
 

@@ -23,7 +23,7 @@ The CLI's persistent compilation cache is off for the suite (``JAXTREES_CACHE_DI
 that every run compiles what it tests, and so is its split of the CPU into one device per core
 (``JAXTREES_CPU_DEVICES=1``: ``cli.main`` called in a test process must not change that process's
 devices); tests/test_runner.py turns each on where it tests it. The CLI's vector width for XLA's
-CPU code (``cli.wide_vectors``: 512 bits on AVX-512) is set here for the whole suite, so that
+CPU code (``jaxtrees.core.platform.wide_vectors``: 512 bits on AVX-512) is set here for the whole suite, so that
 tests run what ``jaxtrees run`` runs and the test process and its CLI subprocesses agree.
 
 Compiled programs: every program XLA:CPU compiles stays mapped while a jit cache holds it (for a
@@ -46,7 +46,7 @@ os.environ.setdefault("JAXTREES_CACHE_DIR", "")
 os.environ.setdefault("JAXTREES_CPU_DEVICES", "1")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-from jaxtrees.cli import wide_vectors  # noqa: E402  (the CLI module imports no JAX)
+from jaxtrees.core.platform import wide_vectors  # noqa: E402  (sets XLA_FLAGS; JAX has not started its backend)
 
 wide_vectors()
 

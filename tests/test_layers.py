@@ -139,3 +139,16 @@ def test_checker_catches_an_upward_import(module, is_package, source, expected):
 ])
 def test_checker_allows_own_and_lower_layers(module, source):
     assert violations(source, module, "x.py", module == "jaxtrees") == []
+
+
+def test_scripts_take_platform_setup_from_the_core_layer():
+    """The benchmark scripts set up CPU devices and vector width with :mod:`jaxtrees.core.platform`,
+    not through the command line module (the top layer)."""
+    scripts = PACKAGE.parent / "scripts"
+    found = []
+    for path in sorted(scripts.glob("*.py")):
+        for line, imported in imported_modules(path.read_text(), "scripts." + path.stem):
+            if imported == "jaxtrees.cli" and any(name in path.read_text().splitlines()[line - 1]
+                                                  for name in ("split_cpu", "wide_vectors", "_has_avx512")):
+                found.append(f"scripts/{path.name}:{line}")
+    assert not found, f"platform helpers taken from jaxtrees.cli (use jaxtrees.core.platform): {found}"

@@ -20,6 +20,7 @@ import pytest
 import helpers
 
 from jaxtrees import cli
+from jaxtrees.core import platform as cpu_platform
 from jaxtrees.experiments import compiled, runner, studies
 from jaxtrees.experiments.study import Study
 
@@ -151,18 +152,18 @@ def test_wide_vectors_sets_the_width_unless_xla_flags_does(monkeypatch):
             monkeypatch.delenv("JAXTREES_CPU_VECTOR_WIDTH", raising=False)
         else:
             monkeypatch.setenv("JAXTREES_CPU_VECTOR_WIDTH", env)
-        monkeypatch.setattr(cli, "_has_avx512", lambda: avx512)
-        cli.wide_vectors()
+        monkeypatch.setattr(cpu_platform, "_has_avx512", lambda: avx512)
+        cpu_platform.wide_vectors()
         widths = re.findall(r"--xla_cpu_prefer_vector_width=(\d+)", os.environ["XLA_FLAGS"])
         assert widths == ([] if expected is None else [expected]), (env, avx512)
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_prefer_vector_width=256")
     monkeypatch.setenv("JAXTREES_CPU_VECTOR_WIDTH", "512")
-    cli.wide_vectors()
+    cpu_platform.wide_vectors()
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_prefer_vector_width=256"  # the user's XLA_FLAGS wins
     monkeypatch.setenv("XLA_FLAGS", "")
     monkeypatch.setenv("JAXTREES_CPU_VECTOR_WIDTH", "1024")
     with pytest.raises(ValueError, match="JAXTREES_CPU_VECTOR_WIDTH must be 128, 256 or 512"):
-        cli.wide_vectors()
+        cpu_platform.wide_vectors()
 
 
 def test_the_vector_width_leaves_the_rows_alone(tmp_path, reference):
