@@ -1,0 +1,272 @@
+"""The seeds' bounds, each a NumPy function of its paper's formula, for the studies' overlays and "Theory" sections.
+
+Conventions are the project's (README, "Conventions"): impurities have G(1/2) = 1 (Gini G(q) = 4 q (1 - q), an
+(alpha, L)-impurity of 002 Def. 5 with alpha = L = 8); AdaBoost's edge is 004's gamma_t = 1 - 2 eps_t (the
+``*_gamma`` column), 001's is gamma'_t = 1/2 - eps_t = gamma_t / 2. Every function takes arrays and broadcasts.
+Where a seed's printed formula disagrees with its own derivation, the function follows the derivation and a
+``*_as_printed`` twin gives the printed one (docs/studies.md, "Theory": which, and why).
+
+A statement checked against measurements becomes a :class:`Check` (:func:`check`): how many points respect it, and
+the median ratio of the bound to the measurement; :func:`section` writes a report's "Theory" section from them.
+
+>>> float(adaboost_rounds(m=100, gamma=0.2))   # ceil(2 ln 100 / 0.04) = ceil(230.26)
+231.0
+>>> round(float(lemma14_memory_floor(k=6, kappa=4 / 3)), 10)   # 2^-12 / (16 / 3)
+4.57764e-05
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+# ----------------------------------------------------------------------------- AdaBoost (001, 004)
+
+
+def edge_to_error(gamma):
+    """eps_t = (1 - gamma_t) / 2: the weighted error of a round's hypothesis from 004's edge gamma_t = 1 - 2 eps_t."""
+    return (1 - np.asarray(gamma, np.float64)) / 2
+
+
+def adaboost_product_bound(gamma, axis: int = -1):
+    """001's AdaBoost theorem: training error after t rounds <= prod_{s <= t} 2 sqrt(eps_s (1 - eps_s)), along
+    ``axis`` (the rounds); with eps = (1 - gamma) / 2 each factor is sqrt(1 - gamma^2)."""
+    eps = edge_to_error(gamma)
+    return np.cumprod(2 * np.sqrt(np.clip(eps * (1 - eps), 0, None)), axis=axis)
+
+
+def adaboost_exp_bound(gamma, axis: int = -1):
+    """001's AdaBoost theorem, its second step, in 004's edge: prod_t 2 sqrt(eps_t (1 - eps_t)) = prod_t sqrt(1 -
+    gamma_t^2) <= exp(-sum_{s <= t} gamma_s^2 / 2) (001 writes exp(-2 sum gamma'^2) with gamma' = gamma / 2)."""
+    gamma = np.asarray(gamma, np.float64)
+    return np.exp(-np.cumsum(gamma**2, axis=axis) / 2)
+
+
+def adaboost_exp_bound_from_sum(sum_squares):
+    """exp(-S / 2) for S = sum_{s <= t} gamma_s^2 (:func:`adaboost_exp_bound` from its running sum)."""
+    return np.exp(-np.asarray(sum_squares, np.float64) / 2)
+
+
+def adaboost_rounds(m, gamma):
+    """Rounds after which the training error is < 1/m, so 0, when every edge is >= gamma: exp(-T gamma^2 / 2) < 1/m
+    from T = ceil(2 ln m / gamma^2) (the derivation of 004 Eq. 1 in its own edge gamma = 1 - 2 eps; inf for
+    gamma = 0)."""
+    m, gamma = np.asarray(m, np.float64), np.asarray(gamma, np.float64)
+    with np.errstate(divide="ignore"):
+        return np.ceil(2 * np.log(m) / gamma**2)
+
+
+def adaboost_rounds_as_printed(m, gamma):
+    """004 Eq. 1's T = ceil(ln m / (2 gamma^2)) as printed: right for 001's edge gamma' = 1/2 - eps, a quarter of
+    :func:`adaboost_rounds` (rounded up) under 004's own gamma = 1 - 2 eps."""
+    m, gamma = np.asarray(m, np.float64), np.asarray(gamma, np.float64)
+    with np.errstate(divide="ignore"):
+        return np.ceil(np.log(m) / (2 * gamma**2))
+
+
+# ----------------------------------------------------------------------------- addressing (002)
+
+#: 002 Def. 5 for Gini G(q) = 4 q (1 - q) (G'' = -8): alpha = L = 8.
+GINI_ALPHA = GINI_L = 8.0
+
+
+def lemma8_kappa(delta, alpha: float = GINI_ALPHA, L: float = GINI_L):
+    """002 Lemma 8: kappa = max(2 / (alpha delta (1 - delta)), L / 8) for a delta-balanced product distribution and
+    an (alpha, L)-impurity; gain / (mu_0 - mu_1)^2 lies in [1 / kappa, kappa]."""
+    delta = np.asarray(delta, np.float64)
+    return np.maximum(2 / (alpha * delta * (1 - delta)), L / 8)
+
+
+def lemma14_c0(delta):
+    """002 Lemma 14: c_0 = ln 5 / delta."""
+    return math.log(5) / np.asarray(delta, np.float64)
+
+
+def lemma14_k0(kappa):
+    """002 Lemma 14: k_0 = ln(2 kappa) / ln(5/4) + 1."""
+    return np.log(2 * np.asarray(kappa, np.float64)) / math.log(5 / 4) + 1
+
+
+def lemma14_memory_floor(k, kappa):
+    """002 Lemma 14's proof: every memory bit outside the restriction has gain >= 2^(-2k) / (4 kappa)."""
+    return 2.0 ** (-2 * np.asarray(k, np.float64)) / (4 * np.asarray(kappa, np.float64))
+
+
+def lemma14_address_ceiling(k, kappa):
+    """002 Lemma 14's proof: every addressing bit has gain <= kappa (2/5)^(2k)."""
+    return np.asarray(kappa, np.float64) * 0.4 ** (2 * np.asarray(k, np.float64))
+
+
+def lemma16_distance(k, delta):
+    """002 Lemmas 16-17: the code distance f_{c,k,S} needs, (ln 5 / delta) k."""
+    return math.log(5) / np.asarray(delta, np.float64) * np.asarray(k, np.float64)
+
+
+def lemma16_holds(distance, k, delta):
+    """Whether a code of this distance meets Lemmas 16-17's condition distance >= (ln 5 / delta) k."""
+    return np.asarray(distance, np.float64) >= lemma16_distance(k, delta)
+
+
+def theorem10_floor(delta):
+    """002 Theorem 10 (its proof, Sec. 4): a greedy tree of depth <= 2^k that never queries an addressing bit errs
+    with probability >= delta / 6."""
+    return np.asarray(delta, np.float64) / 6
+
+
+def theorem10_floor_valid(k, delta):
+    """Where the proof's Hoeffding step gives probability >= 2/3: 1 - exp(-2^k delta^2 / 8) >= 2/3."""
+    k, delta = np.asarray(k, np.float64), np.asarray(delta, np.float64)
+    return 1 - np.exp(-(2.0**k) * delta**2 / 8) >= 2 / 3
+
+
+#: 002 Theorem 11's proof (Sec. 6): a leaf that queried no addressing bit has mu in [1/8, 7/8], so error >= 1/8.
+THEOREM11_FLOOR = 1 / 8
+
+
+def lemma13_xor_bias(n, delta):
+    """002 Lemma 13: |Pr[XOR of n delta-balanced bits = 1] - 1/2| <= (1 - 2 delta)^n / 2."""
+    return (1 - 2 * np.asarray(delta, np.float64)) ** np.asarray(n, np.float64) / 2
+
+
+# ----------------------------------------------------------------------------- juntas and parities (000)
+
+
+def parity_covariance(p, support):
+    """The exact degree-1 signal of the parity chi_J (label y = XOR of x_J) under the product distribution p:
+    |I(D, j)| = p_j (1 - p_j) prod_{i in J \\ j} |2 p_i - 1| for j in J, 0 off J (000 Lemma 9's proof).
+    ``p``: [..., n], ``support``: bool [..., n]."""
+    p, support = np.asarray(p, np.float64), np.asarray(support, bool)
+    factor = np.where(support, np.abs(2 * p - 1), 1.0)
+    ones = np.ones_like(factor[..., :1])
+    before = np.cumprod(np.concatenate([ones, factor[..., :-1]], axis=-1), axis=-1)  # prod_{i < j}
+    after = np.flip(np.cumprod(np.concatenate([ones, np.flip(factor, -1)[..., :-1]], axis=-1), axis=-1), -1)
+    return np.where(support, p * (1 - p) * before * after, 0.0)
+
+
+def lemma9_floor(alpha, c, k):
+    """000 Lemma 9: a k-parity with every p_j in (alpha, 1 - alpha) and |p_j - 1/2| >= c has |I(D_w, j)| >
+    alpha^2 (2c)^(k-1) for every j of the support not fixed by w."""
+    return np.asarray(alpha, np.float64) ** 2 * (2 * np.asarray(c, np.float64)) ** (np.asarray(k, np.float64) - 1)
+
+
+def lemma11_floor(alpha, c, k, delta):
+    """000 Lemma 11: with p_i = p-hat_i + U[-c, c] in (alpha, 1 - alpha), with probability >= 1 - delta some free
+    coordinate has |I(D_w, i)| > 2 alpha^2 delta^2 (c/2)^(2k)."""
+    alpha, c, k, delta = (np.asarray(v, np.float64) for v in (alpha, c, k, delta))
+    return 2 * alpha**2 * delta**2 * (c / 2) ** (2 * k)
+
+
+def lemma11_probability(t, alpha, c, k):
+    """000 Lemma 11 inverted: P[max_i |I(D_w, i)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)), capped at 1."""
+    t, alpha, c, k = (np.asarray(v, np.float64) for v in (t, alpha, c, k))
+    return np.minimum(1.0, (2 / c) ** k * np.sqrt(np.maximum(t, 0) / (2 * alpha**2)))
+
+
+def theorem7_examples(eps, alpha, k, n, delta, beta: float = 1.0, lipschitz: float = 1.0):
+    """000 Theorem 7's sample size up to its constant: beta^-2 gamma^2 eps^-4 alpha^-2k k ln(n / delta)
+    (gamma: the impurity's Lipschitz constant, ``lipschitz``)."""
+    eps, alpha, k, n, delta = (np.asarray(v, np.float64) for v in (eps, alpha, k, n, delta))
+    return lipschitz**2 / beta**2 * eps**-4 * alpha ** (-2 * k) * k * np.log(n / delta)
+
+
+def theorem10_examples(alpha, c, k, n, delta, beta: float = 1.0, lipschitz: float = 1.0):
+    """000 Theorem 10 as derived (Theorem 7 with Lemma 9's eps = alpha^2 (2c)^(k-1)): beta^-2 gamma^2 (2c)^(-4k+4)
+    alpha^(-2k-8) k ln(n / delta), up to its constant."""
+    return theorem7_examples(lemma9_floor(alpha, c, k), alpha, k, n, delta, beta, lipschitz)
+
+
+def theorem10_examples_as_printed(alpha, c, k, n, delta, beta: float = 1.0, lipschitz: float = 1.0):
+    """000 Theorem 10 as printed: (2c)^(-4k-4) where the derivation gives (2c)^(-4k+4), (2c)^-8 times more."""
+    alpha, c, k, n, delta = (np.asarray(v, np.float64) for v in (alpha, c, k, n, delta))
+    return lipschitz**2 / beta**2 * (2 * c) ** (-4 * k - 4) * alpha ** (-2 * k - 8) * k * np.log(n / delta)
+
+
+def theorem12_slope(k):
+    """000 Theorem 12: m ~ c^(-8k), so log m against log(1/c) has slope 8k."""
+    return 8 * np.asarray(k, np.float64)
+
+
+# ----------------------------------------------------------------------------- rank (003)
+
+
+def rank_nodes_min(r):
+    """003 Lemma 1 (and Lemma 5): a reduced tree of rank r has >= 2^(r+1) - 1 nodes."""
+    return 2.0 ** (np.asarray(r, np.float64) + 1) - 1
+
+
+def rank_nodes_max(n, r):
+    """003 Lemma 1: a reduced tree of rank r over n variables has <= 2 sum_{i <= r} C(n, i) - 1 nodes."""
+    n, r = np.broadcast_arrays(np.asarray(n, np.int64), np.asarray(r, np.int64))
+    out = np.zeros(n.shape, np.float64)
+    for a, b in set(zip(n.ravel().tolist(), r.ravel().tolist())):  # over the distinct (n, r), not rows
+        out[(n == a) & (r == b)] = 2 * sum(math.comb(a, i) for i in range(max(b, -1) + 1)) - 1
+    return out[()] if out.ndim == 0 else out
+
+
+def lemma5_rank(nodes):
+    """003 Lemma 5: a tree of s nodes has rank <= floor(log2 s)."""
+    return np.floor(np.log2(np.asarray(nodes, np.float64)))
+
+
+# ----------------------------------------------------------------------------- Fourier (001)
+
+
+def fourier_degree(s, eps):
+    """001's approximation theorem: a tree of s leaves is 2 eps-approximated by degree log2(s / eps)."""
+    return np.log2(np.asarray(s, np.float64) / np.asarray(eps, np.float64))
+
+
+def fourier_terms_proof(s, eps):
+    """001's approximation theorem, Step 3's proof: at most L1^2 / eps <= s^2 / eps coefficients of |f^(S)| >=
+    eps / L1 (the statement says s / eps)."""
+    return np.asarray(s, np.float64) ** 2 / np.asarray(eps, np.float64)
+
+
+def fourier_terms_stated(s, eps):
+    """001's approximation theorem as stated: sparsity s / eps."""
+    return np.asarray(s, np.float64) / np.asarray(eps, np.float64)
+
+
+# ----------------------------------------------------------------------------- checks and the report section
+
+
+class Check(NamedTuple):
+    """One statement against its measurements: ``respected`` of ``points`` respect it; ``ratio`` the median of
+    bound / measurement over the points where both are finite and nonzero (NaN if none)."""
+
+    source: str       # "002 Thm 10"
+    formula: str      # "error >= delta / 6"
+    respected: int
+    points: int
+    ratio: float
+    unit: str = "points"
+    note: str = ""
+
+
+def check(source: str, formula: str, bound, measured, kind: str, unit: str = "points", note: str = "",
+          tol: float = 1e-6) -> Check:
+    """A :class:`Check` of ``measured <= bound`` (``kind="upper"``) or ``measured >= bound`` (``"lower"``) over
+    the finite pairs of the arrays, within ``tol`` (float32 sums)."""
+    bound, measured = np.broadcast_arrays(np.asarray(bound, np.float64), np.asarray(measured, np.float64))
+    known = np.isfinite(bound) & ~np.isnan(measured)
+    b, v = bound[known], measured[known]
+    ok = v <= b + tol if kind == "upper" else v >= b - tol
+    usable = (v != 0) & np.isfinite(v)
+    ratio = float(np.median(b[usable] / v[usable])) if usable.any() else float("nan")
+    return Check(source, formula, int(ok.sum()), int(known.sum()), ratio, unit, note)
+
+
+def line(c: Check) -> str:
+    """A :class:`Check` as one markdown bullet: paper and number, formula, the count, the median ratio."""
+    ratio = "-" if not np.isfinite(c.ratio) else f"{c.ratio:.3g}"
+    note = f" {c.note}" if c.note else ""
+    return (f"- {c.source}: {c.formula}: holds in {c.respected:,} of {c.points:,} {c.unit}; median bound / "
+            f"measured {ratio}.{note}")
+
+
+def section(checks, text: str = "") -> str:
+    """A report's "Theory" section: one line per :class:`Check` (or a plain string line)."""
+    lines = [line(c) if isinstance(c, Check) else c for c in checks]
+    return "## Theory\n\n" + (text + "\n\n" if text else "") + "\n".join(lines) + "\n"

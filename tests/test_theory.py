@@ -1,0 +1,189 @@
+"""The seeds' bounds (jaxtrees/experiments/studies/theory.py), each against values computed by hand from the paper."""
+
+import math
+
+import numpy as np
+import pytest
+
+from jaxtrees.experiments.studies import theory
+
+
+# ----------------------------------------------------------------------------- AdaBoost: 001's theorem, 004 Eq. 1
+
+
+def test_adaboost_product_bound_is_prod_2_sqrt_eps_1_minus_eps():
+    # 001, "Theorem write eps_t = 1/2 - gamma_t": Error_train <= prod_t 2 sqrt(eps_t (1 - eps_t)).
+    # 004's edge gamma = 1 - 2 eps: gamma = 0.6 -> eps = 0.2 -> 2 sqrt(0.16) = 0.8; gamma = 0.2 -> eps = 0.4 ->
+    # 2 sqrt(0.24) = 0.979796; after two rounds 0.8 * 0.979796 = 0.783837.
+    assert theory.edge_to_error(0.6) == pytest.approx(0.2)
+    np.testing.assert_allclose(theory.adaboost_product_bound([0.6, 0.2]), [0.8, 0.7838367], rtol=1e-6)
+    # along an axis: rounds on the last one
+    np.testing.assert_allclose(theory.adaboost_product_bound([[0.6, 0.2], [0.0, 1.0]]),
+                               [[0.8, 0.7838367], [1.0, 0.0]], rtol=1e-6, atol=1e-12)
+
+
+def test_adaboost_exp_bound_is_exp_minus_half_the_sum_of_squared_edges():
+    # 001: prod 2 sqrt(eps (1 - eps)) <= exp(-2 sum gamma'^2), gamma' = 1/2 - eps = gamma / 2, so exp(-sum gamma^2 / 2).
+    # gamma = (0.6, 0.2): exp(-0.18) = 0.835270, exp(-0.2) = 0.818731; each >= the product bound (0.8, 0.783837).
+    exp = theory.adaboost_exp_bound([0.6, 0.2])
+    np.testing.assert_allclose(exp, [math.exp(-0.18), math.exp(-0.2)], rtol=1e-12)
+    assert np.all(exp >= theory.adaboost_product_bound([0.6, 0.2]))
+    assert theory.adaboost_exp_bound_from_sum(0.4) == pytest.approx(math.exp(-0.2))
+
+
+def test_adaboost_rounds_and_004_eq_1_as_printed_is_four_times_too_few():
+    # exp(-T gamma^2 / 2) < 1/m  <=>  T > 2 ln m / gamma^2. m = 100, gamma = 0.2: 2 * 4.605170 / 0.04 = 230.26 -> 231.
+    assert theory.adaboost_rounds(100, 0.2) == 231
+    # 004 Eq. 1 prints T = ceil(ln m / (2 gamma^2)) = ceil(4.605170 / 0.08) = ceil(57.56) = 58: a quarter.
+    assert theory.adaboost_rounds_as_printed(100, 0.2) == 58
+    # at the derived T the exp bound is below 1/m; at the printed T it is not
+    assert math.exp(-231 * 0.04 / 2) < 1 / 100 < math.exp(-58 * 0.04 / 2)
+    assert np.isinf(theory.adaboost_rounds(100, 0.0))
+
+
+# ----------------------------------------------------------------------------- 002: Lemma 8, 14, 16; Theorems 10, 11
+
+
+def test_lemma8_kappa_for_gini():
+    # 002 Lemma 8: kappa = max(2 / (alpha delta (1 - delta)), L / 8); Gini alpha = L = 8.
+    # delta = 0.25: 2 / (8 * 0.25 * 0.75) = 4/3 > 1; delta = 0.4: 2 / (8 * 0.4 * 0.6) = 1.041667; delta = 0.5: 1.
+    np.testing.assert_allclose(theory.lemma8_kappa([0.25, 0.4, 0.5]), [4 / 3, 1.0416667, 1.0], rtol=1e-6)
+    # an impurity with L = 16 and large alpha: L / 8 = 2 wins
+    assert theory.lemma8_kappa(0.5, alpha=100.0, L=16.0) == 2.0
+
+
+def test_lemma14_constants_and_gain_bounds():
+    # 002 Lemma 14: c0 = ln 5 / delta (delta = 0.25: 6.437752), k0 = ln(2 kappa) / ln(5/4) + 1
+    # (kappa = 4/3: ln(8/3) / 0.223144 + 1 = 0.980829 / 0.223144 + 1 = 5.395508).
+    assert theory.lemma14_c0(0.25) == pytest.approx(6.437752, rel=1e-6)
+    assert theory.lemma14_k0(4 / 3) == pytest.approx(5.395508, rel=1e-6)
+    # memory-bit floor 2^(-2k) / (4 kappa): k = 6, kappa = 4/3: 2^-12 / (16/3) = 4.577637e-5
+    assert theory.lemma14_memory_floor(6, 4 / 3) == pytest.approx(4.577637e-5, rel=1e-6)
+    # addressing ceiling kappa (2/5)^(2k): k = 6: 4/3 * 0.4^12 = 4/3 * 1.6777216e-5 = 2.2369621e-5
+    assert theory.lemma14_address_ceiling(6, 4 / 3) == pytest.approx(2.2369621e-5, rel=1e-6)
+    # the proof's ordering holds from k > ln(2 kappa) / ln(5/4) on (k = 6 > 5.40); at k = 3 it does not: ceiling
+    # 4/3 * 0.4^6 = 5.4613e-3 > floor 2^-6 / (16/3) = 2.9297e-3.
+    assert theory.lemma14_address_ceiling(6, 4 / 3) < theory.lemma14_memory_floor(6, 4 / 3)
+    assert theory.lemma14_address_ceiling(3, 4 / 3) > theory.lemma14_memory_floor(3, 4 / 3)
+
+
+def test_lemma16_distance_condition():
+    # 002 Lemmas 16-17: distance >= (ln 5 / delta) k. delta = 0.25, k = 4: 6.437752 * 4 = 25.75 -> 26 needed.
+    assert theory.lemma16_distance(4, 0.25) == pytest.approx(25.751007, rel=1e-6)
+    assert not theory.lemma16_holds(25, 4, 0.25) and theory.lemma16_holds(26, 4, 0.25)
+    # a code of length c k = 28 (c = 7) cannot have distance 26 among k = 4 words (Plotkin: d <= n 2^(k-1) / (2^k - 1)
+    # = 28 * 8 / 15 = 14.9)
+    assert 28 * 8 / 15 < theory.lemma16_distance(4, 0.25)
+
+
+def test_theorem10_floor_and_its_validity():
+    # 002 Thm 10's proof: error >= delta / 6; delta = 0.25: 0.0416667.
+    assert theory.theorem10_floor(0.25) == pytest.approx(1 / 24)
+    # valid where 1 - exp(-2^k delta^2 / 8) >= 2/3, i.e. 2^k delta^2 / 8 >= ln 3 = 1.098612:
+    # delta = 0.25: 2^k >= 140.6 -> k >= 8 (k = 7: 128 * 0.0625 / 8 = 1.0 < 1.0986; k = 8: 2.0);
+    # delta = 0.4: 2^k >= 54.93 -> k >= 6 (k = 5: 32 * 0.16 / 8 = 0.64; k = 6: 1.28).
+    assert list(theory.theorem10_floor_valid(np.arange(5, 10), 0.25)) == [False, False, False, True, True]
+    assert list(theory.theorem10_floor_valid(np.arange(5, 8), 0.4)) == [False, True, True]
+    assert theory.THEOREM11_FLOOR == 1 / 8
+
+
+def test_lemma13_xor_bias():
+    # 002 Lemma 13: |Pr[XOR = 1] - 1/2| <= (1 - 2 delta)^n / 2; delta = 0.25, n = 3: 0.5^3 / 2 = 0.0625,
+    # exactly the bias of three bits of mean 1/4: Pr[odd] = 3 (1/4)(3/4)^2 + (1/4)^3 = 0.4375.
+    assert theory.lemma13_xor_bias(3, 0.25) == pytest.approx(0.0625)
+    assert abs(3 * 0.25 * 0.75**2 + 0.25**3 - 0.5) == pytest.approx(0.0625)
+
+
+# ----------------------------------------------------------------------------- 000: Lemmas 9, 11; Theorems 7, 10, 12
+
+
+def test_parity_covariance_is_lemma_9s_exact_signal():
+    # 000 Lemma 9's proof: |I(D, j)| = p_j |eps_k' - 1/2| 2^(k'-1) prod |eps_i| = p_j (1 - p_j) prod_{i in J\j} |2 p_i - 1|.
+    # p = (0.6, 0.3, 0.5, 0.9), J = {0, 1, 3}: j = 0: 0.24 * 0.4 * 0.8 = 0.0768; j = 1: 0.21 * 0.2 * 0.8 = 0.0336;
+    # j = 3: 0.09 * 0.2 * 0.4 = 0.0072; off J: 0.
+    p = np.array([0.6, 0.3, 0.5, 0.9])
+    support = np.array([1, 1, 0, 1], bool)
+    np.testing.assert_allclose(theory.parity_covariance(p, support), [0.0768, 0.0336, 0.0, 0.0072], rtol=1e-12)
+    # against a brute-force covariance E[y x_j] - E[y] E[x_j] over {0,1}^4
+    x = (np.arange(16)[:, None] >> np.arange(4)) & 1
+    w = np.prod(np.where(x == 1, p, 1 - p), axis=1)
+    y = x[:, support].sum(1) % 2
+    brute = np.abs((w * y) @ x - (w @ y) * p)
+    np.testing.assert_allclose(theory.parity_covariance(p, support), brute, atol=1e-12)
+    # a factor 2 p_i - 1 = 0 zeroes the other coordinates' signal only
+    np.testing.assert_allclose(theory.parity_covariance([0.5, 0.7], [1, 1]), [0.25 * 0.4, 0.0], atol=1e-15)
+
+
+def test_lemma9_floor():
+    # 000 Lemma 9: |I| > alpha^2 (2c)^(k-1); alpha = 0.05, c = 0.1, k = 4: 0.0025 * 0.2^3 = 2e-5.
+    assert theory.lemma9_floor(0.05, 0.1, 4) == pytest.approx(2e-5)
+    # the exact signal respects it: p_j = 0.5 +- 0.1 (|p - 1/2| = c), alpha = 0.05: 0.24 * 0.2^3 = 1.92e-3 > 2e-5
+    exact = theory.parity_covariance(np.full(4, 0.6), np.ones(4, bool))
+    assert np.all(exact > theory.lemma9_floor(0.05, 0.1, 4))
+
+
+def test_lemma11_floor_and_its_inverse():
+    # 000 Lemma 11: |I| > 2 alpha^2 delta^2 (c/2)^(2k); alpha = 0.4, c = 0.1, k = 2, delta = 0.5:
+    # 2 * 0.16 * 0.25 * 0.05^4 = 0.08 * 6.25e-6 = 5e-7.
+    assert theory.lemma11_floor(0.4, 0.1, 2, 0.5) == pytest.approx(5e-7)
+    # inverted: P[max |I| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)); at t = 5e-7: 400 * sqrt(5e-7 / 0.32) = 400 * 1.25e-3
+    # = 0.5 = delta.
+    assert theory.lemma11_probability(5e-7, 0.4, 0.1, 2) == pytest.approx(0.5)
+    assert theory.lemma11_probability(1.0, 0.4, 0.1, 2) == 1.0  # capped
+
+
+def test_theorem10_of_000_uses_the_derivation_not_the_printed_exponent():
+    # Theorem 7: m ~ beta^-2 gamma^2 eps^-4 alpha^-2k k ln(n / delta); with Lemma 9's eps = alpha^2 (2c)^(k-1):
+    # eps^-4 = alpha^-8 (2c)^(-4k+4). alpha = 0.1, c = 0.2, k = 2, n = 16, delta = 0.1:
+    # (0.4)^-4 * 0.1^-12 * 2 * ln 160 = 39.0625 * 1e12 * 2 * 5.075174 = 3.965e14.
+    derived = theory.theorem10_examples(0.1, 0.2, 2, 16, 0.1)
+    assert derived == pytest.approx(39.0625e12 * 2 * math.log(160), rel=1e-9)
+    # printed: (2c)^(-4k-4) = 0.4^-12 = 59604.64 instead of 0.4^-4: (2c)^-8 = 1525.9 times more
+    printed = theory.theorem10_examples_as_printed(0.1, 0.2, 2, 16, 0.1)
+    assert printed / derived == pytest.approx(0.4**-8, rel=1e-9)
+    assert theory.theorem7_examples(1.0, 1.0, 1, math.e, 1.0) == pytest.approx(1.0)
+
+
+def test_theorem12_slope():
+    # 000 Theorem 12: m ~ c^(-8k): slope 8k of log m in log(1/c); k = 3: 24.
+    assert theory.theorem12_slope(3) == 24
+
+
+# ----------------------------------------------------------------------------- 003: Lemmas 1 and 5
+
+
+def test_rank_node_bounds():
+    # 003 Lemma 1: 2^(r+1) - 1 <= nodes <= 2 sum_{i <= r} C(n, i) - 1. r = 2: 7; n = 10, r = 2: 2 (1 + 10 + 45) - 1 = 111;
+    # r = 1: 2 * 11 - 1 = 21 (a decision list on 10 variables: 10 tests, 11 leaves); r = 0: 1 node.
+    np.testing.assert_array_equal(theory.rank_nodes_min([0, 1, 2]), [1, 3, 7])
+    assert theory.rank_nodes_max(10, 2) == 111
+    np.testing.assert_array_equal(theory.rank_nodes_max([10, 10, 10], [0, 1, 2]), [1, 21, 111])
+    # n = r: every full tree of depth n: 2^(n+1) - 1 nodes, both bounds meet
+    assert theory.rank_nodes_max(3, 3) == theory.rank_nodes_min(3) == 15
+    # Lemma 5: s nodes -> rank <= floor(log2 s): 7 nodes -> 2, 6 nodes -> 2, 15 -> 3
+    np.testing.assert_array_equal(theory.lemma5_rank([7, 6, 15]), [2, 2, 3])
+
+
+# ----------------------------------------------------------------------------- 001: the approximation theorem
+
+
+def test_fourier_approximation_sizes():
+    # 001: s leaves, eps: degree log2(s / eps); s = 8, eps = 1/4: 5. Terms: statement s / eps = 32, proof s^2 / eps = 256.
+    assert theory.fourier_degree(8, 0.25) == 5
+    assert theory.fourier_terms_stated(8, 0.25) == 32
+    assert theory.fourier_terms_proof(8, 0.25) == 256
+
+
+# ----------------------------------------------------------------------------- checks and sections
+
+
+def test_check_counts_and_ratio():
+    c = theory.check("001", "train <= bound", bound=[0.5, 0.4, 0.1, np.nan], measured=[0.25, 0.1, 0.2, 0.3],
+                     kind="upper", unit="rounds")
+    assert (c.respected, c.points) == (2, 3)
+    assert c.ratio == pytest.approx(2.0)  # median of 2, 4, 0.5
+    floor = theory.check("002", "error >= 1/8", bound=0.125, measured=[0.25, 0.125, 0.1], kind="lower")
+    assert (floor.respected, floor.points) == (2, 3)
+    text = theory.section([c, "- a plain line"])
+    assert text.startswith("## Theory\n") and "holds in 2 of 3 rounds; median bound / measured 2." in text
+    assert "- a plain line" in text
