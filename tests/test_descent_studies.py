@@ -414,3 +414,43 @@ def test_descent_reexports_the_gd_studies():
     assert descent.GD_SCALING is gd_scaling.GD_SCALING and descent.GD_SMOOTHED is gd_parity.GD_SMOOTHED
     assert descent.CPU_REPORT["family"] == "parity" and descent.checkpoints is gd_scaling.checkpoints
     assert descent._network_title is gd_common.network_title and descent._trials is gd_scaling_fits.trials
+
+
+def _with_signal(rows, seed=1):
+    """Synthetic trials with each trial's exact k-parity signal max_J |I(D, j)| (000 Lemma 9's proof's formula) for
+    p_i = 1/2 + U[-c, c]; the trials of both inits share it (as the study's do)."""
+    from jaxtrees.experiments.studies import theory
+
+    rng = np.random.default_rng(seed)
+    k, c = np.asarray(rows["k"], np.int64), np.asarray(rows["c"], np.float64)
+    trial = np.asarray(rows["cell"]) // 4 * 10_000 + np.asarray(rows["replicate"])  # inits: neighbouring cells
+    _, first_row = np.unique(trial, return_index=True)
+    p = 0.5 + rng.uniform(-1, 1, (len(rows), 3)) * c[:, None]
+    p = p[first_row[np.searchsorted(np.unique(trial), trial)]]
+    support = np.arange(3) < k[:, None]
+    return rows.with_columns(influence_max=theory.parity_covariance(p, support).max(axis=1).astype(np.float32))
+
+
+def test_gd_scaling_cites_and_draws_lemma_11_not_lemma_9(monkeypatch):
+    """Issue 57: p_i = 1/2 + U[-c, c] reverses 000 Lemma 9's hypothesis |p_j - 1/2| >= c; Lemma 11 applies. The
+    report quotes Lemma 11 and checks it on every smoothed trial (a Theory section); the mechanism figure draws it."""
+    from matplotlib.figure import Figure
+
+    from jaxtrees.experiments.studies import gd_scaling_report
+
+    monkeypatch.setattr(gd_scaling_fits, "BOOTSTRAP", 20)
+    rows = _with_signal(_synthetic_trials({(2, 0.0): 1.0, (2, 0.3): 0.6, (3, 0.0): 1.6, (3, 0.3): 0.1}, per_cell=8))
+    report = gd_scaling.GD_SCALING.report(rows)
+    assert "000 Lemma 9: |I| > alpha^2 (2c)^(k-1)" not in report
+    assert "(000 Lemma 11: for p_i = 1/2 + U[-c, c], P[max_J |I| <= t] <= (2/c)^k sqrt(t / (2 alpha^2))" in report
+    assert "## Theory" in report
+    smoothed = 2 * 4 * 8  # k x n x replicates at c = 0.3, one init
+    assert f"- 000 Lemma 11: P[max_J |I(D, j)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)), alpha = 1/2 - c, for p_i = " \
+           f"1/2 + U[-c, c]: holds in {smoothed} of {smoothed} smoothed trials" in report
+    sel, measured, bound, codes, keys = gd_scaling_report.lemma11_points(gd_scaling_fits.exact_trials(
+        gd_scaling_fits.trials(rows)))
+    assert len(sel) == smoothed and keys == [("parity", 2, 0.3), ("parity", 3, 0.3)]
+    assert np.all(measured <= bound)
+    ax = Figure().subplots()
+    gd_scaling_report._lemma11_panel(ax, gd_scaling_fits.exact_trials(gd_scaling_fits.trials(rows)))
+    assert len(ax.get_lines()) == 4 and "Lemma 11" in ax.get_title()  # a step curve and its bound per cell

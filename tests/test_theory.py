@@ -187,3 +187,10 @@ def test_check_counts_and_ratio():
     text = theory.section([c, "- a plain line"])
     assert text.startswith("## Theory\n") and "holds in 2 of 3 rounds; median bound / measured 2." in text
     assert "- a plain line" in text
+
+
+def test_empirical_cdf_per_group_with_ties():
+    codes = np.array([0, 1, 0, 0, 1, 0])
+    values = np.array([0.3, 5.0, 0.1, 0.3, 1.0, 0.2])
+    # group 0: 0.1, 0.2, 0.3, 0.3 -> F = 1/4, 2/4, 4/4 (ties), 4/4; group 1: 1.0, 5.0 -> 1/2, 1
+    np.testing.assert_allclose(theory.empirical_cdf(codes, values), [1.0, 1.0, 0.25, 1.0, 0.5, 0.5])

@@ -15,6 +15,7 @@ import numpy as np
 from jaxtrees.experiments import analysis, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.studies import gd_scaling_fits as scaling_fits
+from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.gd_common import (EXACT_MAX_N, TRAINING, budget_lines, divergence_note, first,
                                                     group_medians, nested, network, network_text, optimizer,
                                                     present, smoothing, suffix, vals, varying)
@@ -112,9 +113,49 @@ def scaling_report(rows):
             + "\n\n### Mechanism: the support separates in the first layer\n\n"
               "'Step J separated': the first record from which every support coordinate's first-layer "
               "row norm ||W1[j]||_2 stays above every off-support row norm. I(D, j) = E[f x_j] - E[f] E[x_j], the "
-              "degree-1 signal (000 Lemma 9: |I| > alpha^2 (2c)^(k-1) for a k-parity). "
+              "degree-1 signal (000 Lemma 11: for p_i = 1/2 + U[-c, c], P[max_J |I| <= t] <= (2/c)^k sqrt(t / "
+              "(2 alpha^2)), alpha = 1/2 - c; a k-parity's is exactly p_j (1 - p_j) prod_{i in J \\ j} |2 p_i - 1|). "
             + mech + "\n\n### Cells\n\n" + summary.markdown_table(header_cells, cells) + "\n"
-            + divergence_note(exact))
+            + divergence_note(exact) + "\n" + theory_section(exact))
+
+
+def _signal_trials(trials):
+    """The trials of the first initialisation (both train on the same p and target), smoothed (c > 0), whose
+    signal ``influence_max`` is known: one point per distribution."""
+    if "influence_max" not in trials:
+        return trials.take(np.zeros(len(trials), bool))
+    keep = np.asarray(trials["c"], np.float64) > 0
+    if "init" in trials:
+        keep &= trials["init"] == first(trials, "init")
+    return trials.take(keep & np.isfinite(np.asarray(trials["influence_max"], np.float64)))
+
+
+def lemma11_points(trials):
+    """``(table, measured, bound, codes, keys)`` for 000 Lemma 11 over the smoothed trials (:func:`_signal_trials`)
+    by (family, k, c): each trial's max_J |I(D, j)| = t, the empirical P[max_J |I| <= t] of its cell
+    (``measured``) and the lemma's (2/c)^k sqrt(t / (2 alpha^2)), alpha = 1/2 - c (``bound``)."""
+    sel = _signal_trials(trials)
+    codes, keys = tables.groups(sel, ["family", "k", "c"])
+    t = np.asarray(sel["influence_max"], np.float64)
+    measured = theory.empirical_cdf(codes, t)
+    c = np.asarray(sel["c"], np.float64)
+    bound = theory.lemma11_probability(t, 0.5 - c, c, np.asarray(sel["k"], np.float64))
+    return sel, measured, bound, codes, keys
+
+
+def theory_section(trials) -> str:
+    """gd-scaling's "Theory" section: 000 Lemma 11 against every smoothed trial's exact signal."""
+    sel, measured, bound, _, _ = lemma11_points(trials)
+    lines = [theory.check("000 Lemma 11", "P[max_J |I(D, j)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)), alpha = 1/2 - c, "
+                          "for p_i = 1/2 + U[-c, c]", bound, measured, "upper", unit="smoothed trials",
+                          note="Measured: the empirical P[max_J |I| <= t] of the trial's (family, k, c) at its own t.")
+             if len(sel) else "- 000 Lemma 11: no smoothed trial (c > 0) in these rows.",
+             "- 000 Lemma 9 (|I(D_w, j)| > alpha^2 (2c)^(k-1)) is not drawn: it needs |p_j - 1/2| >= c, which "
+             "p_i = 1/2 + U[-c, c] reverses (its exact signal p_j (1 - p_j) prod_{i in J \\ j} |2 p_i - 1| is "
+             "`influence_min` / `influence_max` for parities)."]
+    return theory.section(lines, "Each statement of the seed this study tests, against the measured points; the "
+                                 "ratio bound / measured is the median over the points (> 1: room to spare for an "
+                                 "upper bound).")
 
 
 def _iqr_texts(q, budgets) -> list[str]:
@@ -234,7 +275,7 @@ def _mechanism_plot(rows, trials, stem):
     n_top = int(rows_["n"].max())
     ks = present(rows_, "k")
     at_top = rows_.take(rows_["n"] == n_top)
-    fig, axes = summary.figure(len(ks) + 1, width=5.2, height=4.4)
+    fig, axes = summary.figure(len(ks) + 2, width=5.2, height=4.4)
     for ax, k in zip(axes, ks):
         sel = at_top.take(at_top["k"] == k)
         codes, keys = tables.groups(sel, ["c", "step"])
@@ -262,7 +303,7 @@ def _mechanism_plot(rows, trials, stem):
         ax.set_title(f"{k}-{family}, n = {n_top}")
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("first-layer row norm ||W1[i]||_2\n(median over trials still training)")
-    ax = axes[-1]
+    ax = axes[-2]
     *_, keep = _mechanism_points(trials)
     for (family_, k), sel in summary.split(trials.take(keep), ["family", "k"]).items():
         ax.plot(np.asarray(sel["influence_min"], np.float64), np.asarray(sel["separated_all"]), ls="none", ms=3,
@@ -274,6 +315,27 @@ def _mechanism_plot(rows, trials, stem):
     ax.set_title("separation vs signal, every trial")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
+    _lemma11_panel(axes[-1], trials)
     summary.suptitle(fig, "Mechanism: the support's first-layer weights grow away from the rest")
     return summary.save(fig, stem + "_mechanism")
 
+
+
+def _lemma11_panel(ax, trials):
+    """000 Lemma 11 beside its measurement: per smoothed (family, k, c), the empirical P[max_J |I| <= t] (solid
+    steps) and the lemma's (2/c)^k sqrt(t / (2 alpha^2)) (dashed, same colour)."""
+    sel, measured, bound, codes, keys = lemma11_points(trials)
+    t = np.asarray(sel["influence_max"], np.float64)
+    for g, (family_, k, c) in enumerate(keys):
+        mine = np.flatnonzero(codes == g)
+        order = mine[np.argsort(t[mine], kind="stable")]
+        look = summary.series_style(ax)
+        ax.step(t[order], measured[order], where="post", color=look["color"], label=f"{k}-{family_}, c = {c:g}")
+        ax.plot(t[order], bound[order], "--", color=look["color"], lw=1)
+    ax.set_xscale("log")
+    ax.set_ylim(*summary.RATE_LIMITS)
+    ax.set_xlabel("t (max over J of |I(D, j)|)")
+    ax.set_title("000 Lemma 11: P[max_J |I| <= t]\n(dashed: (2/c)^k sqrt(t / (2 alpha^2)))")
+    ax.grid(alpha=0.3, which="both")
+    if keys:
+        ax.legend(fontsize=7)

@@ -270,3 +270,19 @@ def section(checks, text: str = "") -> str:
     """A report's "Theory" section: one line per :class:`Check` (or a plain string line)."""
     lines = [line(c) if isinstance(c, Check) else c for c in checks]
     return "## Theory\n\n" + (text + "\n\n" if text else "") + "\n".join(lines) + "\n"
+
+
+def empirical_cdf(codes, values):
+    """Per element, the share of its group (``codes``) whose value is <= its own: the empirical CDF of each
+    group at each of its points, ties included (one sort, no per-row Python)."""
+    codes, values = np.asarray(codes, np.int64), np.asarray(values, np.float64)
+    order = np.lexsort((values, codes))
+    c, v = codes[order], values[order]
+    count = np.bincount(codes)
+    starts = np.cumsum(count) - count
+    change = np.r_[True, (c[1:] != c[:-1]) | (v[1:] != v[:-1])] if c.size else np.zeros(0, bool)
+    run_last = np.r_[np.flatnonzero(change)[1:], c.size] - 1  # the last index of each run of equal (code, value)
+    last = run_last[np.cumsum(change) - 1]
+    out = np.empty(codes.size, np.float64)
+    out[order] = (last - starts[c] + 1) / count[c]
+    return out
