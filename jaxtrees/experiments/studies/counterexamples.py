@@ -7,6 +7,7 @@ f_{c,k,S}) and ``agnostic`` (002 Thm 4: f_pi). What each measures per path: docs
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -18,7 +19,9 @@ from jaxtrees.core import checks, distributions
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments import summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import at_max, impurity, trial_keys
 from jaxtrees.learners import growth, population
 
@@ -33,16 +36,35 @@ def depths(params) -> list[int]:
 
 def lemma14(params) -> dict:
     """The constants of 002 Lemma 14 for this cell: delta, c_0 = ln 5 / delta, and for Gini
-    (an (alpha, L)-impurity with alpha = L = 8) kappa and k_0 = ln(2 kappa) / ln(5/4) + 1."""
+    (an (alpha, L)-impurity with alpha = L = 8) kappa and k_0 = ln(2 kappa) / ln(5/4) + 1. A coded cell
+    (f_{c,k,S}) adds Lemmas 16-17's condition: ``distance`` (its code's), ``distance_needed`` = (ln 5 / delta) k
+    and ``distance_ok``; there Lemma 17 (not Lemma 14) applies when k >= k_0 and the distance suffices."""
     delta = 0.5 - params["s"]
-    out = {"delta": delta, "c0": math.log(5) / delta, "kappa": None, "k0": None, "applies": False}
+    out = {"delta": delta, "c0": float(theory.lemma14_c0(delta)), "kappa": None, "k0": None, "applies": False}
+    coded = params.get("code", "block") == "coded"
+    if coded:
+        distance = code_distance(params["k"], params["c"] * params["k"])
+        needed = float(theory.lemma16_distance(params["k"], delta))
+        out.update(distance=distance, distance_needed=needed, distance_ok=distance >= needed)
     if params["impurity"] == "gini":
-        alpha = L = 8.0  # G(q) = 4 q (1 - q): G'' = -8
-        kappa = max(2 / (alpha * delta * (1 - delta)), L / 8)
-        out.update(kappa=kappa, k0=math.log(2 * kappa) / math.log(5 / 4) + 1)
-        if params.get("code", "block") == "block":
+        kappa = float(theory.lemma8_kappa(delta))  # G(q) = 4 q (1 - q): alpha = L = 8
+        out.update(kappa=kappa, k0=float(theory.lemma14_k0(kappa)))
+        if coded:
+            out["applies"] = bool(out["distance_ok"]) and params["k"] >= out["k0"]
+        else:
             out["applies"] = params["c"] >= out["c0"] and params["k"] >= out["k0"]
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def code_distance(k: int, length: int) -> int:
+    """The distance of :func:`best_code` (k, length): min over non-empty I of |symmetric difference of S_i, i in I|."""
+    return targets.code_distance(best_code(k, length))
+
+
+def target_depth(params) -> int:
+    """The depth of a tree computing the cell's target: c k^2 + 1 (block) or c k + 1 (coded) (002 Secs. 4-5)."""
+    return params["c"] * params["k"] ** (2 if params.get("code", "block") == "block" else 1) + 1
 
 
 def _target(params):
@@ -134,7 +156,7 @@ def _agnostic_check(params):
                          f"[eps 2^(k-2), eps 2^(k-1)]; raise eps or k")
 
 
-def _error_plot(rows, stem, by, horizon_name, title, label):
+def _error_plot(rows, stem, by, horizon_name, title, label, overlay=None):
     panels = {}  # impurity -> cell of ``by`` -> its mean error per depth: one pass over the rows
     for g in summary.means(rows, ["impurity", *by, "depth"], "error"):
         panels.setdefault(g["impurity"], {}).setdefault(tuple(g[name] for name in by), []).append(g)
@@ -149,10 +171,30 @@ def _error_plot(rows, stem, by, horizon_name, title, label):
             line, = ax.plot(xs, ys, "-", ms=4, label=label(dict(zip(by, cell))), **summary.series_style(ax))
             ax.fill_between(xs, [y - e for y, e in zip(ys, err)], [y + e for y, e in zip(ys, err)],
                             color=line.get_color(), alpha=0.2)
+            if overlay is not None:
+                overlay(ax, {**dict(zip(by, cell)), "impurity": impurity}, line.get_color(), max(xs))
         ax.set_xscale("symlog", base=2, linthresh=1)
         summary.panel(ax, f"{title}, {impurity}", f"tree depth d (up to {horizon_name})", xbase=None, ylim=(0, 0.52))
     return summary.finish(fig, axes, stem, "error of the tree truncated at depth d\n(mean, 95% CI)",
-                          "Greedy growth, exact gains", counts)
+                          "Greedy growth, exact gains" + ("" if overlay is None else "; " + overlay.__doc__), counts)
+
+
+def _addressing_overlay(ax, params, colour, horizon):
+    """thin lines: 002 Thm 10's floor delta / 6 (solid where 1 - exp(-2^k delta^2 / 8) >= 2/3, dotted
+    elsewhere), vertical: the 2^k horizon (dashed) and the target's depth (dash-dot)"""
+    delta = 0.5 - params["s"]
+    valid = bool(theory.theorem10_floor_valid(params["k"], delta))
+    ax.hlines(float(theory.theorem10_floor(delta)), 0, horizon, colors=colour, lw=0.9, ls="-" if valid else ":")
+    ax.axvline(2 ** params["k"], color=colour, lw=0.7, ls="--")
+    ax.axvline(target_depth(params), color=colour, lw=0.7, ls="-.")
+
+
+def _agnostic_overlay(ax, params, colour, horizon):
+    """thin lines: 002 Thm 11's floor 1/8 for paths without an addressing query (black), vertical: |A^free|
+    (dashed) and the junta's depth c k^2 (dash-dot)"""
+    ax.axhline(theory.THEOREM11_FLOOR, color="black", lw=0.8, ls="-")
+    ax.axvline(_n_free(params), color=colour, lw=0.7, ls="--")
+    ax.axvline(params["c"] * params["k"] ** 2, color=colour, lw=0.7, ls="-.")
 
 
 #: Output columns of the exact path-mode studies.
@@ -171,7 +213,7 @@ def _rate_text(rate):
 @summary.styled
 def _addressing_plot(rows, stem):
     return _error_plot(rows, stem, ["code", "k", "c", "s"], "2^k", "f_{c,k}: exact path mode",
-                       lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g}")
+                       lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g}", _addressing_overlay)
 
 
 def _path_report(rows, by, metric, columns, cell_columns, title, text) -> str:
@@ -199,6 +241,10 @@ def _addressing_report(rows):
         lemma = lemma14(params)
         hyp = ("n/a (not (alpha, L))" if lemma["k0"] is None else
                f"{'yes' if lemma['applies'] else 'no'} (c0 = {lemma['c0']:.2f}, k0 = {lemma['k0']:.2f})")
+        if params["code"] == "coded":  # Lemmas 16-17: the code's distance, not c, is the condition
+            hyp = (f"{hyp.split(' (')[0]} (distance {lemma['distance']} {'>=' if lemma['distance_ok'] else '<'} "
+                   f"(ln 5 / delta) k = {lemma['distance_needed']:.2f}"
+                   + ("" if lemma["k0"] is None else f", k0 = {lemma['k0']:.2f}") + ")")
         A = params["c"] * params["k"] ** (2 if params["code"] == "block" else 1)
         return [hyp, rate["trials"], _rate_text(rate), "none (> 2^k)" if median < 0 else median, _error_text(err), A + 1]
 
@@ -209,13 +255,15 @@ def _addressing_report(rows):
                         "Each path: a c-smoothed distribution (p_i in [1/2 - s, 1/2 + s], delta = 1/2 - s), x ~ p, "
                         "exact gains, ties within 0. 'All memory bits first': every one of the 2^k memory bits is "
                         "queried before the first addressing bit. Lemma 14 hypotheses (Gini only): c >= ln 5 / delta "
-                        "and k >= k0.")
+                        "and k >= k0; a coded cell (f_{c,k,S}) needs, by Lemmas 16-17, its code's distance >= "
+                        "(ln 5 / delta) k (with length c k and c <= 7 no cell meets it: Plotkin's d <= c k 2^(k-1) / "
+                        "(2^k - 1)) and k >= k0.") + "\n" + _addressing_theory(rows)
 
 
 @summary.styled
 def _agnostic_plot(rows, stem):
     return _error_plot(rows, stem, ["k", "c", "eps", "s"], "|A^free|", "f_pi: exact path mode",
-                       lambda c: f"k = {c['k']}, c = {c['c']}, eps = {c['eps']:g}")
+                       lambda c: f"k = {c['k']}, c = {c['c']}, eps = {c['eps']:g}", _agnostic_overlay)
 
 
 def _agnostic_report(rows):
@@ -230,14 +278,108 @@ def _agnostic_report(rows):
                         "Agnostic counterexample f_pi (002 Thm 4, Sec. 6), exact path mode",
                         "f_pi pins the memory bits outside A^free; it is eps-close to the junta g(x) = 1[z(x) in A^1], "
                         "which a depth c k^2 tree computes. The greedy tree queries every free memory bit before any "
-                        "addressing bit, so at depth |A^free| it still errs with constant probability.")
+                        "addressing bit, so at depth |A^free| it still errs with constant probability.") + "\n" + \
+        _agnostic_theory(rows)
+
+
+# ----------------------------------------------------------------------------- theory beside measurement
+
+
+def _cell_params(rows, by) -> tuple[list[dict], np.ndarray]:
+    """``(cells, codes)``: each group of ``by`` as a parameter dict, and each row's group index."""
+    codes, keys = tables.groups(rows, by)
+    return [dict(zip(by, key)) for key in keys], codes
+
+
+def _floor_points(rows, by):
+    """Per (cell of ``by``, depth): the mean error over paths, with each cell's parameters: ``(cells, keys, mean)``
+    where ``keys[g] = (cell index, depth)``."""
+    cells, codes = _cell_params(rows, by)
+    combined, keys = tables.groups(rows.with_columns(_cell=codes), ["_cell", "depth"])
+    count = np.bincount(combined, minlength=len(keys))
+    mean = np.bincount(combined, np.asarray(rows["error"], np.float64), minlength=len(keys)) / np.maximum(count, 1)
+    return cells, keys, mean
+
+
+def _addressing_theory(rows) -> str:
+    """The addressing report's Theory section: 002 Lemma 14 (memory bits first), Theorem 10's floor delta / 6,
+    the depth separation, Lemmas 16-17's distance."""
+    by = ["code", "k", "c", "s", "impurity"]
+    cells, keys, mean = _floor_points(rows, by)
+    lemma = [lemma14(c) for c in cells]
+    cell = np.asarray([g for g, _ in keys], np.int64)
+    depth = np.asarray([d for _, d in keys], np.float64)
+    k = np.asarray([c["k"] for c in cells], np.float64)[cell]
+    delta = np.asarray([lm["delta"] for lm in lemma], np.float64)[cell]
+    applies = np.asarray([lm["applies"] for lm in lemma], bool)[cell]
+    valid = theory.theorem10_floor_valid(k, delta) & (depth <= 2.0**k)
+    floor = theory.theorem10_floor(delta)
+    lines = [theory.check("002 Thm 10 (proof, Sec. 4)", "error of the tree truncated at depth d <= 2^k >= delta / 6 "
+                          "where Lemma 14 applies and 1 - exp(-2^k delta^2 / 8) >= 2/3",
+                          floor[applies & valid], mean[applies & valid], "lower", unit="(cell, depth) points"),
+             theory.check("002 Thm 10, outside its hypotheses", "the same floor delta / 6 where Lemma 14 or the 2/3 "
+                          "condition fails (not implied; for comparison)", floor[~(applies & valid)],
+                          mean[~(applies & valid)], "lower", unit="(cell, depth) points")]
+    at_horizon = at_max(rows, by, "depth")
+    hyp_cells, codes = _cell_params(at_horizon, by)
+    applies_row = np.asarray([lemma14(c)["applies"] for c in hyp_cells], bool)[codes]
+    first = np.asarray(at_horizon["memory_first"], np.float64)
+    lines.append(theory.check("002 Lemma 14 (Lemma 17 coded)", "every memory bit is queried before any addressing bit, "
+                              "on paths of cells where it applies (Gini, c >= ln 5 / delta, k >= k0)",
+                              np.ones(int(applies_row.sum())), first[applies_row], "lower", unit="paths",
+                              ratios=False))
+    separated = [c for c, lm in zip(cells, lemma) if lm["applies"] and target_depth(c) < 2 ** c["k"]]
+    lines.append("- Depth separation (002 Thm 3): cells where Lemma 14 applies and the target's depth "
+                 "(c k^2 + 1, coded c k + 1) is below the 2^k horizon: " + (
+                     ", ".join(f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g} ({target_depth(c)} < "
+                               f"{2 ** c['k']})" for c in separated) if separated else
+                     "none in these rows (block codes need k >= 10 at c = 7: k = 8 has depth 449 > 256)") + ".")
+    coded = [(c, lm) for c, lm in zip(cells, lemma) if c["code"] == "coded"]
+    if coded:
+        ok = sum(bool(lm["distance_ok"]) for _, lm in coded)
+        lines.append(f"- 002 Lemmas 16-17: code distance >= (ln 5 / delta) k in {ok} of {len(coded)} coded cells ("
+                     + "; ".join(sorted({f"k = {c['k']}, c = {c['c']}, s = {c['s']:g}: {lm['distance']} vs "
+                                         f"{lm['distance_needed']:.2f}" for c, lm in coded})) + ").")
+    return theory.section(lines, _THEORY_TEXT)
+
+
+_THEORY_TEXT = ("Each statement of the seed this study tests, in one line, against the measured points; ratio: the median "
+                "of bound / measured (<= 1 where a floor holds).")
+
+
+def _agnostic_theory(rows) -> str:
+    """The agnostic report's Theory section: 002 Theorem 11's 1/8 floor on paths without an addressing query, its
+    distance bound, and its free-memory-bits-first step."""
+    by = ["k", "c", "eps", "s", "impurity"]
+    depth = np.asarray(rows["depth"], np.int64)
+    first = np.asarray(rows["first_address_depth"], np.int64)
+    clean = (first < 0) | (first >= depth)  # no addressing bit among the path's first ``depth`` queries
+    error = np.asarray(rows["error"], np.float64)
+    lines = [theory.check("002 Thm 11 (proof, Sec. 6)", "a path that has queried no addressing bit by depth d has "
+                          "error min(mu_d, 1 - mu_d) >= 1/8", np.full(int(clean.sum()), theory.THEOREM11_FLOOR),
+                          error[clean], "lower", unit="(path, depth) points")]
+    at_horizon = at_max(rows, by, "depth")
+    cells, codes = _cell_params(at_horizon, by)
+    free = np.asarray([_n_free(c) for c in cells], np.float64)[codes]
+    k = np.asarray([c["k"] for c in cells], np.float64)[codes]
+    eps = np.asarray([c["eps"] for c in cells], np.float64)[codes]
+    lines.append(theory.check("002 Thm 11 (1), Lemma 16", "Pr[f_pi != g] <= |A^free| (2^-k + 5^-k) < eps",
+                              free * (2.0**-k + 5.0**-k), at_horizon["distance_to_junta"], "upper", unit="paths"))
+    lines.append(theory.check("002 Thm 11 (1)", "Pr[f_pi != g] < eps", eps, at_horizon["distance_to_junta"], "upper",
+                              unit="paths"))
+    applies = np.asarray([lemma14(c)["applies"] for c in cells], bool)[codes]
+    lines.append(theory.check("002 Lemma 17 (Lemma 14 for f_pi)", "every free memory bit is queried before any "
+                              "addressing bit, on paths of cells where it applies (Gini, c >= ln 5 / delta, k >= k0)",
+                              np.ones(int(applies.sum())), np.asarray(at_horizon["free_first"], np.float64)[applies],
+                              "lower", unit="paths", ratios=False))
+    return theory.section(lines, _THEORY_TEXT)
 
 
 ADDRESSING = Study(
     name="addressing",
     description="002 Thm 3 / Lemma 14: f_{c,k} in exact path mode: memory bits before addressing bits, error vs depth",
     quick={"k": [3, 4, 5, 6], "c": [1, 2, 7], "code": "block", "s": 0.25, "impurity": ["gini", "entropy"]},
-    full={"k": [3, 4, 5, 6, 7, 8], "c": [1, 2, 4, 7], "code": ["block", "coded"], "s": [0.1, 0.25],
+    full={"k": [3, 4, 5, 6, 7, 8, 10], "c": [1, 2, 4, 7], "code": ["block", "coded"], "s": [0.1, 0.25],
           "impurity": ["gini", "entropy", "kearns_mansour"]},
     static=("k", "c", "code"),
     branches=("k", "c", "code"),

@@ -246,24 +246,24 @@ class Check(NamedTuple):
 
 
 def check(source: str, formula: str, bound, measured, kind: str, unit: str = "points", note: str = "",
-          tol: float = 1e-6) -> Check:
+          tol: float = 1e-6, ratios: bool = True) -> Check:
     """A :class:`Check` of ``measured <= bound`` (``kind="upper"``) or ``measured >= bound`` (``"lower"``) over
-    the finite pairs of the arrays, within ``tol`` (float32 sums)."""
+    the finite pairs of the arrays, within ``tol`` (float32 sums); ``ratios=False`` for a yes/no statement (no
+    ratio: NaN)."""
     bound, measured = np.broadcast_arrays(np.asarray(bound, np.float64), np.asarray(measured, np.float64))
     known = np.isfinite(bound) & ~np.isnan(measured)
     b, v = bound[known], measured[known]
     ok = v <= b + tol if kind == "upper" else v >= b - tol
-    usable = (v != 0) & np.isfinite(v)
+    usable = (v != 0) & np.isfinite(v) & ratios
     ratio = float(np.median(b[usable] / v[usable])) if usable.any() else float("nan")
     return Check(source, formula, int(ok.sum()), int(known.sum()), ratio, unit, note)
 
 
 def line(c: Check) -> str:
     """A :class:`Check` as one markdown bullet: paper and number, formula, the count, the median ratio."""
-    ratio = "-" if not np.isfinite(c.ratio) else f"{c.ratio:.3g}"
+    ratio = "" if not np.isfinite(c.ratio) else f"; median bound / measured {c.ratio:.3g}"
     note = f" {c.note}" if c.note else ""
-    return (f"- {c.source}: {c.formula}: holds in {c.respected:,} of {c.points:,} {c.unit}; median bound / "
-            f"measured {ratio}.{note}")
+    return f"- {c.source}: {c.formula}: holds in {c.respected:,} of {c.points:,} {c.unit}{ratio}.{note}"
 
 
 def section(checks, text: str = "") -> str:

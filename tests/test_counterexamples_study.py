@@ -1,0 +1,126 @@
+"""The addressing and agnostic studies' theory (002): Lemma 14's cells, Lemmas 16-17's distance, Theorems 10-11's
+floors, on hand-made rows (the studies' runs are in tests/test_runner.py and the notebooks)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import helpers
+
+from jaxtrees.experiments.studies import counterexamples as ce
+from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.table import Table
+
+
+def _cell(**changes):
+    return {"code": "block", "k": 10, "c": 7, "s": 0.25, "impurity": "gini", **changes}
+
+
+def test_the_full_addressing_grid_reaches_a_cell_where_lemma_14_applies_and_the_depth_separates():
+    """Issue 57: Lemma 14 holds on the grid only at c = 7 (block), where the target's depth c k^2 + 1 exceeds the 2^k
+    horizon for every k <= 9 (k = 8: 449 > 256); k = 10 is the first with both (701 < 1024)."""
+    full = ce.ADDRESSING.full
+    assert 10 in full["k"] and 7 in full["c"] and "block" in full["code"] and 0.25 in full["s"]
+    assert "gini" in full["impurity"]
+    for k in range(3, 10):
+        assert ce.target_depth(_cell(k=k)) > 2**k
+    assert ce.target_depth(_cell(k=8)) == 449 and ce.target_depth(_cell(k=10)) == 701
+    for s in full["s"]:  # delta = 0.4 and 0.25: c0 = 4.02, 6.44 <= 7; k0 = 4.29, 5.40 <= 10
+        lemma = ce.lemma14(_cell(s=s))
+        assert lemma["applies"] and lemma["c0"] <= 7 and lemma["k0"] <= 10
+    ce._addressing_check(_cell())  # n = 700 + 1024 is within the study's bounds
+    assert not ce.lemma14(_cell(impurity="entropy"))["applies"]
+
+
+def test_lemma14_keeps_its_constants():
+    lemma = ce.lemma14(_cell(k=6))
+    assert lemma["c0"] == pytest.approx(math.log(5) / 0.25)
+    assert lemma["kappa"] == pytest.approx(4 / 3) and lemma["k0"] == pytest.approx(5.395508, rel=1e-6)
+    assert lemma["applies"] and not ce.lemma14(_cell(k=5))["applies"]
+
+
+def test_coded_cells_evaluate_the_distance_condition():
+    """Issue 57: Lemmas 16-17 need a code distance >= (ln 5 / delta) k; with length c k, c <= 7, no cell meets it
+    (Plotkin: d <= c k 2^(k-1) / (2^k - 1)), and the report says so per coded cell."""
+    for k in (3, 4, 5, 6):
+        lemma = ce.lemma14(_cell(code="coded", k=k))
+        assert lemma["distance"] == ce.code_distance(k, 7 * k) <= 7 * k * 2 ** (k - 1) / (2**k - 1)
+        assert lemma["distance_needed"] == pytest.approx(math.log(5) / 0.25 * k)
+        assert not lemma["distance_ok"] and not lemma["applies"]
+    report = ce.ADDRESSING.report(_rows([_cell(code="coded", k=4, c=7), _cell(k=4, c=7)]))
+    d = ce.code_distance(4, 28)
+    assert f"| coded | 4 | 7 | 0.25 | gini | no (distance {d} < (ln 5 / delta) k = 25.75, k0 = 5.40) |" in report
+    assert "| block | 4 | 7 | 0.25 | gini | no (c0 = 6.44, k0 = 5.40) |" in report
+    assert f"- 002 Lemmas 16-17: code distance >= (ln 5 / delta) k in 0 of 1 coded cells (k = 4, c = 7, s = 0.25: " \
+           f"{d} vs 25.75)." in report
+
+
+def _rows(cells, paths=4, error=0.2, first=-1, memory_first=1):
+    """Hand-made addressing rows: ``paths`` per cell along its depths, every error ``error``."""
+    columns = {name: [] for name in ("cell", "replicate", "code", "k", "c", "s", "impurity", "depth", "error",
+                                     "first_address_depth", "memory_first")}
+    for i, cell in enumerate(cells):
+        for r in range(paths):
+            for d in ce.depths(cell):
+                for name, value in (("cell", i), ("replicate", r), *cell.items(), ("depth", d), ("error", error),
+                                    ("first_address_depth", first), ("memory_first", memory_first)):
+                    columns[name].append(value)
+    return Table({name: np.asarray(v, dtype=object if isinstance(v[0], str) else None) for name, v in columns.items()})
+
+
+def test_addressing_theory_section_counts_the_floor_and_the_separation():
+    rows = _rows([_cell(k=8), _cell(k=6), _cell(k=10, impurity="entropy")], error=0.05)
+    report = ce.ADDRESSING.report(rows)
+    assert helpers.assert_valid_markdown_tables(report) == 1
+    # k = 8, delta = 0.25: valid (2^8 / 128 = 2 >= ln 3) and Lemma 14 applies: 6 depths, error 0.05 >= 1/24
+    assert ("- 002 Thm 10 (proof, Sec. 4): error of the tree truncated at depth d <= 2^k >= delta / 6 where Lemma 14 "
+            "applies and 1 - exp(-2^k delta^2 / 8) >= 2/3: holds in 6 of 6 (cell, depth) points; median bound / "
+            "measured 0.833.") in report
+    assert "holds in 12 of 12 (cell, depth) points" in report  # k = 6 (invalid), entropy: outside the hypotheses
+    assert "every memory bit is queried before any addressing bit, on paths of cells where it applies (Gini, c >= " \
+           "ln 5 / delta, k >= k0): holds in 8 of 8 paths." in report  # k = 6 and k = 8 (gini)
+    assert "- Depth separation (002 Thm 3): cells where Lemma 14 applies and the target's depth (c k^2 + 1, coded " \
+           "c k + 1) is below the 2^k horizon: none in these rows" in report
+    separated = ce.ADDRESSING.report(_rows([_cell(k=10)], paths=1))
+    assert "block k = 10, c = 7, s = 0.25 (701 < 1024)." in separated
+    low = ce.ADDRESSING.report(_rows([_cell(k=8)], error=0.01))
+    assert "holds in 0 of 6 (cell, depth) points; median bound / measured 4.17." in low
+
+
+def test_agnostic_theory_section_counts_the_eighth_floor_on_clean_paths():
+    cell = {"k": 5, "c": 7, "eps": 1.0, "s": 0.25, "impurity": "gini"}
+    depths = ce.depths(cell)  # 0 .. |A^free| = 16
+    assert depths[-1] == ce._n_free(cell) == 16
+    n = len(depths)
+    # two paths: one never queries an addressing bit (error 0.2), one queries one at depth 4 (error 0.05 from then)
+    error = np.r_[np.full(n, 0.2), np.where(np.asarray(depths) > 4, 0.05, 0.2)]
+    rows = Table({"cell": np.zeros(2 * n, int), "replicate": np.repeat([0, 1], n), "k": np.full(2 * n, 5),
+                  "c": np.full(2 * n, 7), "eps": np.full(2 * n, 1.0), "s": np.full(2 * n, 0.25),
+                  "impurity": np.full(2 * n, "gini", object), "depth": np.tile(depths, 2), "error": error,
+                  "first_address_depth": np.repeat([-1, 4], n), "free_first": np.repeat([1, 0], n),
+                  "distance_to_junta": np.full(2 * n, 0.4)})
+    report = ce.AGNOSTIC.report(rows)
+    clean = n + sum(d <= 4 for d in depths)  # the second path until its query at depth 4
+    assert (f"- 002 Thm 11 (proof, Sec. 6): a path that has queried no addressing bit by depth d has error min(mu_d, "
+            f"1 - mu_d) >= 1/8: holds in {clean} of {clean} (path, depth) points; median bound / measured 0.625.") in report
+    bound = 16 * (2**-5 + 5**-5)  # 0.50512
+    assert f"Pr[f_pi != g] <= |A^free| (2^-k + 5^-k) < eps: holds in 2 of 2 paths; median bound / measured " \
+           f"{bound / 0.4:.3g}." in report
+    assert "on paths of cells where it applies (Gini, c >= ln 5 / delta, k >= k0): holds in 0 of 0 paths." in report
+
+
+def test_overlays_are_drawn(tmp_path):
+    rows = _rows([_cell(k=8), _cell(k=10)], paths=2)
+    files = ce.ADDRESSING.plot(rows, str(tmp_path / "addressing"))
+    assert files and all(tmp_path.joinpath(f.rsplit("/", 1)[1]).exists() for f in files)
+    from matplotlib.figure import Figure
+
+    ax = Figure().subplots()
+    ce._addressing_overlay(ax, _cell(k=8), "C0", 256)
+    ce._addressing_overlay(ax, _cell(k=6), "C1", 64)
+    segments = ax.collections  # the floors: solid where valid (k = 8), dotted where not (k = 6)
+    assert [c.get_linestyle()[0][1] is None for c in segments] == [True, False]
+    # the horizons 2^k (256, 64) and the targets' depths c k^2 + 1 (449, 253)
+    assert sorted(line.get_xdata()[0] for line in ax.get_lines()) == [64, 253, 256, 449]
+    assert theory.theorem10_floor(0.25) == pytest.approx(ax.collections[0].get_segments()[0][0][1])
