@@ -256,3 +256,53 @@ def test_boosting_study_compiles_one_forest_for_every_data_set():
     assert runner.loop_max_trials(dataclasses.replace(study, level_loop=False)) == 0
     with pytest.raises(ValueError, match="level_loop"):
         dataclasses.replace(study, level_loop=-1)
+
+
+def _boosting_rows(rounds=240):
+    """Two splits of heart (m = 100) as the store gives them: stumps with edge 0.2 every round and training error
+    half the product bound until round 230, 0 after; 2-parities with edge 0.3 and training error at the bound;
+    3-parities and CART-16 not run (NaN)."""
+    t = np.tile(np.arange(1, rounds + 1), 2)
+    size = t.size
+    nan = np.full(size, np.nan)
+    stumps = 0.96 ** (t / 2)  # prod sqrt(1 - 0.2^2)
+    parity = 0.91 ** (t / 2)  # prod sqrt(1 - 0.3^2)
+    return Table({"data": np.full(size, "heart", object), "cell": np.zeros(size, int),
+                  "replicate": np.repeat([0, 1], rounds), "round": t,
+                  "stumps_gamma": np.full(size, 0.2), "stumps_bound": stumps,
+                  "stumps_train_error": np.where(t <= 230, stumps / 2, 0.0), "stumps_test_error": np.full(size, 0.2),
+                  "parity2_gamma": np.full(size, 0.3), "parity2_bound": parity, "parity2_train_error": parity,
+                  "parity2_test_error": np.full(size, 0.2),
+                  **{f"{w}_{what}": nan for w in ("parity3", "cart16") for what in ("gamma", "bound", "train_error",
+                                                                                     "test_error")},
+                  "forest_test_error": np.full(size, 0.2)})
+
+
+def test_boosting_theory_section_counts_every_round(tmp_path):
+    """Issue 57: the report's Theory section: 001's bound and its exponential form on every round, 004 Eq. 1's round
+    ceil(2 ln m / gamma^2) (m = 100, gamma = 0.2: 231; gamma = 0.3: 103) and the printed one, 4x fewer (58)."""
+    from jaxtrees.experiments.studies import boosting
+
+    rows = _boosting_rows()
+    report = boosting.BOOSTING.report(rows)
+    assert "on every round of every split: yes" in report  # the existing line stays
+    theory_part = report.split("## Theory")[1]
+    assert ("- 001 AdaBoost theorem (decision stumps): training error <= prod_t 2 sqrt(eps_t (1 - eps_t)): holds in "
+            "480 of 480 rounds; median bound / measured 2.") in theory_part
+    assert ("- 001 AdaBoost theorem (2-parities): training error <= exp(-sum_t gamma_t^2 / 2), gamma_t = 1 - 2 eps_t: "
+            "holds in 480 of 480 rounds") in theory_part
+    # stumps: rounds 231..240 of both splits, training error 0
+    assert ("- 004 Eq. 1, derived (decision stumps): training error < 1/m from round t >= ceil(2 ln m / gamma^2) on "
+            "(gamma: the smallest edge up to t): holds in 20 of 20 rounds past that round. 2 of 2 splits reach that "
+            "round.") in theory_part
+    # printed: from round ceil(ln 100 / 0.08) = 58 to 230: 173 rounds per split; 0.5 * 0.96^(t/2) < 0.01 from t = 192
+    assert ("- 004 Eq. 1 as printed (decision stumps): training error < 1/m from round t >= ceil(ln m / (2 gamma^2)) on "
+            "(a quarter of the derived rounds): holds in 78 of 346 rounds between the printed and the derived round."
+            ) in theory_part
+    assert "holds in 276 of 276 rounds past that round" in theory_part  # 2-parities: rounds 103..240
+    assert "3-parities" not in theory_part and "CART-16" not in theory_part
+    b = boosting.bounds(rows)
+    assert b["stumps"]["rounds"][0] == 231 and b["parity2"]["rounds"][0] == 103 and b["stumps"]["printed"][0] == 58
+    np.testing.assert_allclose(b["stumps"]["exp"][:3], np.exp(-0.02 * np.arange(1, 4)))
+    files = boosting.BOOSTING.plot(rows, str(tmp_path / "boosting"))
+    assert str(tmp_path / "boosting_bounds.png") in files and (tmp_path / "boosting_bounds.png").stat().st_size > 5000
