@@ -479,34 +479,47 @@ def _backend() -> None:
 
 
 def _compilation_cache() -> None:
-    """Point JAX's persistent compilation cache at ``$JAXTREES_CACHE_DIR``.
+    """Point JAX's persistent compilation cache at ``$JAXTREES_CACHE_DIR`` and say on stderr where it is and how
+    large (:mod:`jaxtrees.experiments.cache`).
 
     The default is ``~/.cache/jaxtrees/xla``, or under ``$XDG_CACHE_HOME``; an empty value turns it off. A rerun, a
     resumed run, or a run of the same static groups with other dynamic values (e.g. another c) loads its programs
-    instead of compiling them, with the same results.
+    instead of compiling them, with the same results (every program is kept, however fast it compiled). An entry
+    that cannot be read is compiled again and replaced, never an error; one of another jax version or device is
+    never read (its key differs). A directory that cannot be made is a warning: the run compiles every program.
     """
     default = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "jaxtrees", "xla")
     directory = os.environ.get("JAXTREES_CACHE_DIR", default)
     if not directory:
         return
-    import jax
+    from jaxtrees.experiments import cache
 
-    jax.config.update("jax_compilation_cache_dir", directory)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+    try:
+        directory = cache.use(directory)
+    except OSError as e:
+        print(f"jaxtrees run: warning: cannot use the compilation cache {directory} ({e.strerror or e}); every program "
+              f"is compiled (JAXTREES_CACHE_DIR sets the cache, empty: off)", file=sys.stderr)
+        return
+    print(f"jaxtrees run: compilation cache {cache.describe(directory)} (JAXTREES_CACHE_DIR; empty: off)",
+          file=sys.stderr)
 
 
 def _cost_table(metadata) -> str:
-    """Markdown: per compiled program (static group) of every run, its trials, compile and run seconds."""
+    """Markdown: per compiled program (static group) of every run, its trials, compile and run seconds, and how each
+    run got it: "compiled" by XLA or "loaded" from the persistent compilation cache, with its seconds."""
     from jaxtrees.experiments import summary
 
     groups = {}
     for run in metadata["runs"]:
         env = run["environment"]
         for name, trials in run.get("trials_run", {}).items():
-            g = groups.setdefault(name, {"trials": 0, "seconds": 0.0, "compile": 0.0})
+            g = groups.setdefault(name, {"trials": 0, "seconds": 0.0, "compile": 0.0, "how": []})
             g["trials"] += trials
             g["seconds"] += run["run_seconds"][name]
             g["compile"] += run["compile_seconds"].get(name, 0.0)
+            how = run.get("compiled_or_loaded", {}).get(name)  # runs of earlier versions did not record it
+            if how is not None:
+                g["how"].append(f"{how} {run['compile_seconds'].get(name, 0.0):.1f} s")
             g["device"] = f"{env['local_device_count']} x {env['device_kind']}"
     if not groups:
         return ""
@@ -514,15 +527,18 @@ def _cost_table(metadata) -> str:
     params = sorted({k for g in static for k in g})
     varying = [k for k in params if len({json.dumps(g.get(k)) for g in static}) > 1]  # the others are in the grid line
     table = [[g.get(k, "") for k in varying]
-             + [v["trials"], f"{v['compile']:.1f}", f"{v['seconds']:.1f}",
+             + [v["trials"], f"{v['compile']:.1f}", ", ".join(v["how"]) or "-", f"{v['seconds']:.1f}",
                 f"{v['trials'] / v['seconds']:,.3g}" if v["seconds"] > 0 else "-", v["device"]]
              for g, v in zip(static, groups.values())]
     return ("\n\n### Cost per compiled program\n\nOne program per combination of the static parameters (a study's "
             "branches share one); "
             "seconds summed over the runs (wall time on the host; a program compiles on a background thread while "
             "earlier ones run, so compile s overlap other rows' run s; trials are run in whole "
-            "vmapped groups, so a program with fewer trials than a group pays for a full group).\n\n"
-            + summary.markdown_table([*varying, "trials", "compile s", "run s", "trials/s", "device"], table) + "\n")
+            "vmapped groups, so a program with fewer trials than a group pays for a full group). Each run either "
+            "compiled a program or loaded it from the persistent compilation cache (`JAXTREES_CACHE_DIR`), "
+            "tracing it either way.\n\n"
+            + summary.markdown_table([*varying, "trials", "compile s", "compiled / loaded", "run s", "trials/s", "device"],
+                                     table) + "\n")
 
 
 _COMMANDS = {"list": _list, "run": _run, "plot": _plot, "report": _report, "export": _export, "convert": _convert}

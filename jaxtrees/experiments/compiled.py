@@ -87,7 +87,8 @@ class Ahead:
     """The job's programs in order, each traced and compiled on a daemon thread while earlier ones
     run, at most ``threads`` ahead of the one running (XLA releases the GIL while it compiles). The
     wait for a program is what compiling adds to the run (``compile_wait_seconds``, the progress
-    line's compile time); its thread's seconds are its ``compile_seconds``."""
+    line's compile time); its thread's seconds are its ``compile_seconds``, and ``compiled_or_loaded``
+    says whether XLA compiled it or it came from the persistent compilation cache."""
 
     def __init__(self, job: "Job", work, threads: int):
         self.job, self.work, self.threads = job, iter(work), threads
@@ -123,10 +124,13 @@ class Ahead:
             program, future = self.queue.popleft()
             bar.phase("compiling " + describe(program.static))
             started = time.perf_counter()
-            held = list(future.result())  # [compiled, seconds]: handed on, not kept here while it runs
+            held = list(future.result())  # [compiled, seconds, how]: handed on, not kept here while it runs
+            how = held.pop()
             record["compile_wait_seconds"][program.name] = round(time.perf_counter() - started, 3)
             record["compile_seconds"][program.name] = round(held.pop(), 3)
-            bar.compiled(record["compile_wait_seconds"][program.name])
+            record.setdefault("compiled_or_loaded", {})[program.name] = how
+            bar.compiled(record["compile_wait_seconds"][program.name],
+                         f"{describe(program.static)}, {how} in {record['compile_seconds'][program.name]:.1f} s")
             del future
             self._submit()  # the next one compiles while this one runs
             yield program, held.pop()

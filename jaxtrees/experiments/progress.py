@@ -33,6 +33,7 @@ class Progress:
         self.done, self.start, self.last_decile = 0, time.perf_counter(), -1
         self.compiling, self._compile_start = 0.0, None  # seconds spent compiling; start of the current compile
         self.current = "starting"
+        self._running = "running"  # the phase while trials run: what the last program was and how it came
         self.tty = sys.stderr.isatty()
         self._show(force=True)
 
@@ -49,10 +50,12 @@ class Progress:
             self._compile_start = time.perf_counter()
         self._show(force=True)
 
-    def compiled(self, seconds: float):
-        """One more of the ``programs`` compiled, in ``seconds``; trials run now."""
+    def compiled(self, seconds: float, how: str | None = None):
+        """One more of the ``programs`` compiled, ``seconds`` waited for it; trials run now, the phase
+        saying ``how`` the program came (e.g. "n=16, loaded in 0.4 s": "[running n=16, loaded in 0.4 s]")."""
         self.compiled_seconds.append(seconds)
-        self.phase("running")
+        self._running = "running" if how is None else f"running {how}"
+        self.phase(self._running)
 
     def eta(self) -> float:
         """Seconds left: the trials at the rate so far, plus the programs still to compile at the
@@ -81,7 +84,7 @@ class Progress:
         """``n`` more trials done."""
         self._end_compile()
         self.done += n
-        self.current = "running"
+        self.current = self._running
         self._show()
 
     def close(self):

@@ -22,6 +22,7 @@ import jax
 import numpy as np
 
 from jaxtrees.core import checks
+from jaxtrees.experiments import cache
 from jaxtrees.experiments import compiled as compiling
 from jaxtrees.experiments.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, GROUP, LOOP_MAX_TRIALS,  # noqa: F401
                                            MEMORY_BUDGET, OPT_LEVEL_FLAG, compiler_options, default_compile_threads,
@@ -188,7 +189,8 @@ class _Job:
                       else f"{self.study.name} [process {self.process} of {self.processes}]")
         self.hashes = np.asarray([self.study.key_hash(c) for c in self.cells], np.uint32)
         self.record = {"started": now(), "environment": environment(), "chunk": {}, "group": {},
-                       "compile_seconds": {}, "compile_wait_seconds": {}, "run_seconds": {}, "trials_run": {},
+                       "compile_seconds": {}, "compile_wait_seconds": {}, "compiled_or_loaded": {}, "run_seconds": {},
+                       "trials_run": {},
                        "host_seconds": 0.0, "handover_seconds": 0.0, "write_seconds": 0.0, "rows_written": 0}
         self._branch = {}  # program name -> each cell's branch index in it
 
@@ -266,9 +268,10 @@ class _Job:
                         max(branch.values()) * self.replicates)
 
     def compile(self, program: _Program, cancelled: threading.Event | None = None):
-        """``(compiled, seconds)``: the program traced and compiled ahead of its first call (on any
-        thread: it writes nothing of the job's); not started, or not compiled after tracing, once
-        ``cancelled`` is set (CancelledError)."""
+        """``(compiled, seconds, how)``: the program traced and compiled ahead of its first call (on any
+        thread: it writes nothing of the job's), ``how`` "loaded" where XLA's part came from the persistent
+        compilation cache, else "compiled"; not started, or not compiled after tracing, once ``cancelled``
+        is set (CancelledError)."""
         import concurrent.futures
 
         if cancelled is not None and cancelled.is_set():
@@ -281,8 +284,9 @@ class _Job:
                                       program.group).lower(*inputs)
         if cancelled is not None and cancelled.is_set():
             raise concurrent.futures.CancelledError
-        executable = lowered.compile(self.metadata["contract"]["compiler_options"])
-        return executable, time.perf_counter() - started
+        with cache.watch() as seen:  # loaded from the persistent compilation cache, or compiled
+            executable = lowered.compile(self.metadata["contract"]["compiler_options"])
+        return executable, time.perf_counter() - started, seen.how
 
     def run(self, program: _Program, executable, bar: Progress, interrupted: threading.Event | None = None):
         """Every slot of the program, call by call; the calls' rows go to a :class:`~jaxtrees.experiments.writer.Writer`,
