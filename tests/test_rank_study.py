@@ -88,3 +88,37 @@ def test_bad_cells_are_refused():
                           ({"id3_depth": 13}, "id3_depth"), ({"eps": 0.0}, "eps"), ({"target": "list"}, "target")):
         with pytest.raises(ValueError, match=match):
             study._check({**PARAMS, **change})
+
+
+def _rows():
+    """One trial of rank-1 trees on n = 10 at m = 16, 32, 2048, hand-made: FINDMIN's tree at m = 32 has 120 nodes at
+    rank 2 (above Lemma 1's 111) and 20,000 FIND calls (above Lemma 3's 1 + 11^2 + 11^4 = 14,763)."""
+    from jaxtrees.experiments.table import Table
+
+    full = lambda v: np.full(3, v, dtype=object if isinstance(v, str) else None)  # noqa: E731
+    return Table({"cell": full(0), "replicate": full(0), "target": full("rank"), "k": full(1), "n": full(10),
+                  "c": full(0.0), "eps": full(0.1), "delta": full(0.1), "m": np.array([16, 32, 2048]),
+                  "findmin_error": np.array([0.3, 0.2, 0.0]), "findmin_found": full(1), "findmin_exhausted": full(0),
+                  "findmin_rank": np.array([1, 2, 1]), "findmin_tree_rank": np.array([1, 2, 1]),
+                  "findmin_size": np.array([5, 120, 3]), "findmin_calls": np.array([50, 20000, 122]),
+                  "id3_error": np.array([0.3, 0.2, 0.1]), "id3_rank": np.array([2, 0, 1]),
+                  "id3_size": np.array([7, 1, 21]), "target_rank": full(1)})
+
+
+def test_rank_theory_section_counts_lemma_1_theorem_2_and_lemma_3(tmp_path):
+    """Issue 57: 003 Lemma 1: 2^(r+1) - 1 <= nodes <= 2 sum_{i <= r} C(n, i) - 1 (n = 10: r = 1: 3 and 21; r = 2: 7
+    and 111; r = 0: 1 and 1); Theorem 2's m for n = 10, r = 1, eps = delta = 0.1 is 1,214, so only m = 2048 counts."""
+    rows = _rows()
+    report = study.RANK.report(rows)
+    part = report.split("## Theory")[1]
+    assert ("- 003 Lemma 1 (FINDMIN): nodes >= 2^(r+1) - 1 (Lemma 5: rank <= floor(log2 nodes)): holds in 3 of 3 trees "
+            "(every trial and m); median bound / measured 0.6.") in part  # 3/5, 7/120, 3/3
+    assert "- 003 Lemma 1 (FINDMIN): nodes <= 2 sum_{i <= r} C(n, i) - 1: holds in 2 of 3 trees" in part
+    assert "- 003 Lemma 1 (ID3): nodes >= 2^(r+1) - 1 (Lemma 5: rank <= floor(log2 nodes)): holds in 3 of 3" in part
+    assert "- 003 Lemma 1 (ID3): nodes <= 2 sum_{i <= r} C(n, i) - 1: holds in 3 of 3" in part
+    assert f"{sample_bound(10, 1, 0.1, 0.1):,.0f}" == "1,214"
+    assert ("r = k: holds in 1 of 1 (cell, m) points at or past that m; median bound / measured 0.9.") in part
+    assert "- 003 Lemma 3: FIND's invocations in FINDMIN <= sum_{j <= r} (n + 1)^(2j) at the rank found: holds in 2 " \
+           "of 3 searches" in part
+    files = study._nodes_plot(rows, str(tmp_path / "rank_nodes"))
+    assert (tmp_path / "rank_nodes.png").stat().st_size > 5000 and len(files) == 2

@@ -18,6 +18,7 @@ from jaxtrees.core import bits, checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, at_max, check_sample_grid, chosen, group_max,
                                                  group_sums, on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.hypotheses import node_tree, tree
@@ -157,7 +158,68 @@ def _plot(rows, stem):
                       "training examples m", ylim=(0, 0.6))
     return (summary.finish(fig, axes, stem, "mean exact error\n(95% band)", "FINDMIN (least-rank consistent tree, "
                            "003) vs ID3 on the same samples: exact error", counts)
-            + _ranks_plot(rows, f"{stem}_ranks") + _calls_plot(rows, f"{stem}_calls"))
+            + _ranks_plot(rows, f"{stem}_ranks") + _calls_plot(rows, f"{stem}_calls") + _nodes_plot(rows, f"{stem}_nodes"))
+
+
+def _trees(rows):
+    """``{learner: (n, rank, nodes)}`` over every row (FINDMIN's where it found a tree), as float arrays."""
+    found = _found(rows)
+    return {"FINDMIN": tuple(np.asarray(found[c], np.float64) for c in ("n", "findmin_tree_rank", "findmin_size")),
+            "ID3": tuple(np.asarray(rows[c], np.float64) for c in ("n", "id3_rank", "id3_size"))}
+
+
+@summary.styled
+def _nodes_plot(rows, stem):
+    """Nodes against rank for FINDMIN's and ID3's trees (every row, jittered), between 003 Lemma 1's
+    2^(r+1) - 1 (solid) and 2 sum_{i <= r} C(n, i) - 1 (dashed, per n)."""
+    fig, axes = summary.figure(1)
+    ax = axes[0]
+    top = 0
+    for offset, (learner, (n, r, nodes)) in zip((-0.12, 0.12), _trees(rows).items()):
+        jitter = offset + 0.05 * np.random.default_rng(0).standard_normal(r.size)
+        ax.plot(r + jitter, nodes, ls="none", alpha=0.25, ms=3, label=learner, **summary.series_style(ax))
+        top = max(top, int(r.max(initial=0)))
+    ranks = np.arange(top + 1)
+    ax.plot(ranks, theory.rank_nodes_min(ranks), "k-", lw=1, label="Lemma 1: 2^(r+1) - 1")
+    for n in rows.unique("n"):
+        ax.plot(ranks, theory.rank_nodes_max(n, ranks), "k--", lw=1, label=f"Lemma 1: 2 sum C(n, i) - 1, n = {n}")
+    ax.set_yscale("log")
+    ax.set_xticks(ranks)
+    ax.set_xlabel("rank r of the tree")
+    ax.set_ylabel("nodes")
+    ax.set_title("Tree sizes against rank (003 Lemma 1)")
+    ax.grid(alpha=0.3)
+    summary.legend(fig, axes)
+    return summary.save(fig, stem)
+
+
+def _theory_report(rows, fms, by) -> str:
+    """The rank report's Theory section: 003 Lemma 1's node bounds (FINDMIN's and ID3's trees), Theorem 2's
+    guarantee at and past its m, Lemma 3's invocations."""
+    lines = []
+    for learner, (n, r, nodes) in _trees(rows).items():
+        lines.append(theory.check(f"003 Lemma 1 ({learner})", "nodes >= 2^(r+1) - 1 (Lemma 5: rank <= floor(log2 "
+                                  "nodes))", theory.rank_nodes_min(r), nodes, "lower", unit="trees (every trial and m)"))
+        lines.append(theory.check(f"003 Lemma 1 ({learner})", "nodes <= 2 sum_{i <= r} C(n, i) - 1",
+                                  theory.rank_nodes_max(n.astype(np.int64), r.astype(np.int64)), nodes, "upper",
+                                  unit="trees (every trial and m)"))
+    levels, shares = [], []
+    for cell, fm in fms.items():
+        info = dict(zip(by, cell))
+        bound = _bound(info)
+        for m, g in fm.items():
+            if m >= bound:
+                levels.append(1.0 - info["delta"])
+                shares.append(g["rate"])
+    lines.append(theory.check("003 Thm 2", "P[FINDMIN's error <= eps] >= 1 - delta from m >= (1/eps) ((e n / r)^r "
+                              "ln(8n) + ln(1/delta)), r = k", levels, shares, "lower", unit="(cell, m) points at or "
+                              "past that m"))
+    found = _found(rows)
+    lines.append(theory.check("003 Lemma 3", "FIND's invocations in FINDMIN <= sum_{j <= r} (n + 1)^(2j) at the rank "
+                              "found", _lemma3_bounds(found), found["findmin_calls"], "upper",
+                              unit="searches (every trial and m)"))
+    return theory.section(lines, "Each statement of the seed this study tests, against every measured point; ratio: "
+                                 "the median of bound / measured.")
 
 
 def _found(rows):
@@ -276,7 +338,8 @@ def _report(rows):
               "least rank of the function (FINDMIN on its truth table). r(S): the rank FINDMIN found (trials with a "
               "tree); sizes in nodes.\n\n" + summary.markdown_table(ranks_header, ranks_table)
               + "\n\n### FIND's invocations (Lemma 3)\n\nOver every m; the bound at the rank found is "
-              "sum_{j <= r} (n + 1)^(2j).\n\n" + summary.markdown_table(calls_header, calls_table))
+              "sum_{j <= r} (n + 1)^(2j).\n\n" + summary.markdown_table(calls_header, calls_table)) + "\n" + \
+        _theory_report(rows, fms, by)
 
 
 def _bytes_per_trial(params):
