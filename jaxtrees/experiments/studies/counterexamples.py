@@ -256,8 +256,8 @@ def _addressing_report(rows):
                         "exact gains, ties within 0. 'All memory bits first': every one of the 2^k memory bits is "
                         "queried before the first addressing bit. Lemma 14 hypotheses (Gini only): c >= ln 5 / delta "
                         "and k >= k0; a coded cell (f_{c,k,S}) needs, by Lemmas 16-17, its code's distance >= "
-                        "(ln 5 / delta) k (with length c k and c <= 7 no cell meets it: Plotkin's d <= c k 2^(k-1) / "
-                        "(2^k - 1)) and k >= k0.") + "\n" + _addressing_theory(rows)
+                        "(ln 5 / delta) k (with length c k, Plotkin's d <= c k 2^(k-1) / (2^k - 1), about c k / 2, rules it "
+                        "out whenever c < 2 ln 5 / delta) and k >= k0.") + "\n" + _addressing_theory(rows)
 
 
 @summary.styled
