@@ -194,3 +194,14 @@ def test_empirical_cdf_per_group_with_ties():
     values = np.array([0.3, 5.0, 0.1, 0.3, 1.0, 0.2])
     # group 0: 0.1, 0.2, 0.3, 0.3 -> F = 1/4, 2/4, 4/4 (ties), 4/4; group 1: 1.0, 5.0 -> 1/2, 1
     np.testing.assert_allclose(theory.empirical_cdf(codes, values), [1.0, 1.0, 0.25, 1.0, 0.5, 0.5])
+
+
+def test_lemma11_union_and_theorem7_scale():
+    # union over the 3^k restrictions: k = 2: 9 times lemma11_probability; at t = 5e-7, alpha = 0.4, c = 0.1: 9 * 0.5 -> 1
+    assert theory.lemma11_union_probability(5e-7, 0.4, 0.1, 2) == 1.0
+    # t = 5e-9: 400 * sqrt(5e-9 / 0.32) = 400 * 1.25e-4 = 0.05; times 9: 0.45
+    assert theory.lemma11_union_probability(5e-9, 0.4, 0.1, 2) == pytest.approx(0.45)
+    # 000 Thm 7: eps^-4 alpha^-2k k ln(n / delta); eps = 0.1, p_min = alpha^k = 0.25 (alpha = 0.5, k = 2), n = 16,
+    # delta = 0.1: 1e4 * 16 * 2 * ln 160 = 320000 * 5.075174 = 1624055.7
+    assert theory.theorem7_scale(0.1, 0.25, 2, 16) == pytest.approx(1e4 * 16 * 2 * math.log(160))
+    assert theory.theorem7_scale(0.1, 0.25, 2, 16) == pytest.approx(theory.theorem7_examples(0.1, 0.5, 2, 16, 0.1))

@@ -8,12 +8,20 @@ design is in docs/studies.md.
 
 from __future__ import annotations
 
+import itertools
+import math
+
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies.common import at_max
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, bytes_per_trial,
                                                  check_sample_grid, learn_on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.learners import MAX_DEPTH
@@ -29,6 +37,43 @@ COLUMNS = {
 #: time of XLA's default 3 and ran their long-row counting 2.3x faster (docs/benchmarks.md).
 CPU_OPT_LEVEL = 2
 
+# ----------------------------------------------------------------------------- the exact signal (000 Thm 7)
+
+
+def restriction_signal(f, p):
+    """``(eps_star, p_min)`` of a junta (or parity) ``f`` under the product distribution ``p``, exactly (000 Thm 7):
+    eps_star is the smallest, over the restrictions w of the support (3^K of them, K its slots) with f_w not
+    constant, of the largest |I(D_w, i)| = p_i |E[f | w, x_i = 1] - E[f | w]| over the support's free i; p_min =
+    prod_{j in J} min(p_j, 1 - p_j), the smallest mass of a full restriction of the support (Theorem 7's
+    alpha^k). Whether f_w is constant is read from the truth table (exact); +inf for a constant f. Padding slots
+    (a junta padded to k_max) change neither."""
+    f = targets.as_junta(f)
+    K, n = f.support.shape[0], p.shape[-1]
+    digits = np.array(list(itertools.product(range(3), repeat=K)), np.int64).reshape(-1, K)  # 2: free
+    fixed_slots, value_slots = digits < 2, digits == 1
+    assignment = (np.arange(2**K)[:, None] >> np.arange(K)) & 1  # [2^K, K]: row a's bits
+    consistent = np.all(~fixed_slots[:, None, :] | (assignment[None] == value_slots[:, None, :]), axis=-1)
+    ones = jnp.asarray(consistent, jnp.int32) @ f.table.astype(jnp.int32)
+    nonconstant = (ones > 0) & (ones < jnp.asarray(consistent.sum(axis=1), jnp.int32))
+    onehot = (f.support[:, None] == jnp.arange(n)).astype(jnp.int32)  # [K, n]
+    fixed = (jnp.asarray(fixed_slots, jnp.int32) @ onehot) > 0
+    values = (jnp.asarray(value_slots, jnp.int32) @ onehot) > 0
+    mu, mu1 = jax.vmap(lambda a, b: f.means(p, a, b))(fixed, values)
+    free = (jnp.sum(onehot, axis=0) > 0)[None] & ~fixed
+    best = jnp.max(jnp.where(free, jnp.abs(p * (mu1 - mu[:, None])), 0.0), axis=1)
+    eps_star = jnp.min(jnp.where(nonconstant, best, jnp.inf))
+    p_min = jnp.prod(jnp.where(f.support_mask(n), jnp.minimum(p, 1 - p), 1.0))
+    return eps_star, p_min
+
+
+#: The signal columns the parity and juntas studies add (000 Thm 7, Lemmas 9 and 11).
+SIGNAL_COLUMNS = {
+    "eps_star": "min over restrictions w of the support with f_w not constant of max_i |I(D_w, i)| (exact; 000 Thm 7's "
+                "eps)",
+    "p_min": "prod_{j in J} min(p_j, 1 - p_j): the smallest mass of a full restriction of the support (Thm 7's "
+             "alpha^k)",
+}
+
 # ----------------------------------------------------------------------------- juntas
 
 
@@ -40,7 +85,9 @@ def _juntas_trial(key, params):
     f = targets.random_junta(kf, n, k, k_max=params["k_max"])
     error, used = learn_on_prefixes(ks, p, f, n, k, params, max_depth=params["k_max"])
     recovered = jnp.all(used == targets.support_mask(f, n), axis=-1)
-    return {"exact_error": error, "success": error <= SUCCESS_TOL, "support_recovered": recovered}
+    eps_star, p_min = restriction_signal(f, p)
+    return {"exact_error": error, "success": error <= SUCCESS_TOL, "support_recovered": recovered,
+            "eps_star": eps_star, "p_min": p_min}
 
 
 def _juntas_check(params):
@@ -60,12 +107,14 @@ def _juntas_plot(rows, stem):
 
     return _success_plot(rows, stem, ["n", "k"], ["impurity", "c"], label,
                          lambda n, k: f"random {k}-juntas, n = {n}",
-                         "ID3-style growth to depth k on c-smoothed product distributions")
+                         "ID3-style growth to depth k on c-smoothed product distributions") + \
+        _signal_plot(rows, stem + "_signal", ["n", "k", "impurity", "c"], "juntas")
 
 
 def _juntas_report(rows):
-    return _threshold_report(rows, ["n", "k", "impurity", "c"], "random k-juntas (000 Thm 2)",
-                             extra="support_recovered")
+    by = ["n", "k", "impurity", "c"]
+    return _threshold_report(rows, by, "random k-juntas (000 Thm 2)", extra="support_recovered") + \
+        _signal_theory(rows, by, "juntas")
 
 
 JUNTAS = Study(
@@ -86,7 +135,8 @@ JUNTAS = Study(
     report=_juntas_report,
     axis=("m", sample_sizes),
     bytes_per_trial=bytes_per_trial(lambda params: params["n"]),
-    columns={**COLUMNS, "support_recovered": "1 if the features the tree tests are exactly the junta's support"},
+    columns={**COLUMNS, **SIGNAL_COLUMNS,
+             "support_recovered": "1 if the features the tree tests are exactly the junta's support"},
 )
 
 
@@ -103,7 +153,8 @@ def _parity_trial(key, params):
     p = sampling.quantize(jnp.where(c > 0, biased, 0.5), PRECISION_BITS)  # c = 0: the uniform distribution
     f = targets.random_parity(kf, n, log2_n)
     error, _ = learn_on_prefixes(ks, p, f, n, log2_n, params)
-    return {"exact_error": error, "success": error <= SUCCESS_TOL}
+    eps_star, p_min = restriction_signal(f, p)
+    return {"exact_error": error, "success": error <= SUCCESS_TOL, "eps_star": eps_star, "p_min": p_min}
 
 
 def _parity_check(params):
@@ -121,11 +172,13 @@ def _parity_plot(rows, stem):
 
     return _success_plot(rows, stem, ["impurity"], ["log2_n", "alpha", "c"], label,
                          lambda impurity: f"log2(n)-parities, {impurity}",
-                         "Parities under (alpha, c)-distributions vs uniform")
+                         "Parities under (alpha, c)-distributions vs uniform") + \
+        _signal_plot(rows, stem + "_signal", ["log2_n", "impurity", "alpha", "c"], "parity")
 
 
 def _parity_report(rows):
-    return _threshold_report(rows, ["log2_n", "impurity", "alpha", "c"], "log2(n)-parities (000 Thm 1)")
+    by = ["log2_n", "impurity", "alpha", "c"]
+    return _threshold_report(rows, by, "log2(n)-parities (000 Thm 1)") + _signal_theory(rows, by, "parity")
 
 
 PARITY = Study(
@@ -146,7 +199,7 @@ PARITY = Study(
     report=_parity_report,
     axis=("m", sample_sizes),
     bytes_per_trial=bytes_per_trial(lambda params: 2 ** params["log2_n"]),
-    columns=COLUMNS,
+    columns={**COLUMNS, **SIGNAL_COLUMNS},
 )
 
 
@@ -253,3 +306,189 @@ def _threshold_report(rows, by, title, extra=None):
     return f"## {title}\n\nm grid {m.min()}..{m.max()} " \
            f"(powers of two; nested prefixes of one sample per trial). 90%: smallest m from which the " \
            f"success rate stays >= 0.9.\n\n" + summary.markdown_table(header, table) + "\n"
+
+
+# ----------------------------------------------------------------------------- theory beside measurement (000)
+
+#: The failure probability in Theorem 7's ln(n / delta) when the figures and reports scale m by it.
+DELTA = 0.1
+
+
+def _k_n_alpha(rows, kind):
+    """Per row: k, n, c and alpha (p_i in (alpha, 1 - alpha)) as floats: a parity cell's own alpha and k = log2 n,
+    a junta cell's k, n and alpha = 1/2 - c (c-smoothed around 1/2)."""
+    c = np.asarray(rows["c"], np.float64)
+    if kind == "parity":
+        k = np.asarray(rows["log2_n"], np.float64)
+        return k, 2.0**k, c, np.asarray(rows["alpha"], np.float64)
+    return np.asarray(rows["k"], np.float64), np.asarray(rows["n"], np.float64), c, 0.5 - c
+
+
+def _signal_trials(rows, by):
+    """One row per trial (its largest m), smoothed (c > 0) with a finite signal."""
+    trials = at_max(rows, by, "m")
+    eps = np.asarray(trials["eps_star"], np.float64)
+    return trials.take((np.asarray(trials["c"], np.float64) > 0) & np.isfinite(eps) & (eps > 0))
+
+
+def _thresholds(rows, by) -> dict:
+    """Per cell of ``by``: the smallest m from which the success rate stays >= 0.9 (None: not reached)."""
+    by_m = {}
+    for g in summary.rates(rows, [*by, "m"], "success"):
+        by_m.setdefault(tuple(g[name] for name in by), []).append((g["m"], g["rate"]))
+    return {cell: summary.threshold(points) for cell, points in by_m.items()}
+
+
+def _scale(rows, kind):
+    """Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) per row."""
+    k, n, _, _ = _k_n_alpha(rows, kind)
+    return theory.theorem7_scale(rows["eps_star"], rows["p_min"], k, n, DELTA)
+
+
+def _signal_theory(rows, by, kind) -> str:
+    """The Theory section of the parity and juntas reports: the exact signal eps* against 000 Lemma 9's floor
+    (parities) or Lemma 11's bound (juntas), Theorem 7's scale against m for 90%, Theorem 12's slope (juntas)."""
+    if "eps_star" not in rows:
+        return ""
+    trials = _signal_trials(rows, by)
+    k, n, c, alpha = _k_n_alpha(trials, kind)
+    eps = np.asarray(trials["eps_star"], np.float64)
+    lines = []
+    if kind == "parity":
+        lines.append(theory.check("000 Lemma 9", "eps* > alpha^2 (2c)^(k-1) for p_j in (alpha, 1 - alpha), |p_j - 1/2| "
+                                  ">= c, k = log2 n", theory.lemma9_floor(alpha, c, k), eps, "lower",
+                                  unit="(alpha, c) trials", tol=0.0))
+    else:
+        codes, _ = tables.groups(trials, by)
+        lines.append(theory.check("000 Lemma 11, union over the 3^k restrictions", "P[eps* <= t] <= 3^k (2/c)^k "
+                                  "sqrt(t / (2 alpha^2)), alpha = 1/2 - c", theory.lemma11_union_probability(
+                                      eps, alpha, c, k), theory.empirical_cdf(codes, eps), "upper",
+                                  unit="smoothed trials", note="Measured: the empirical P[eps* <= t] of the trial's "
+                                  "cell at its own t = eps*."))
+    m90 = _thresholds(rows, by)
+    keys, q = tables.group_quantiles(trials, by, _scale(trials, kind), [0.5])
+    normalized = {key: m90[key] / median for key, (median,) in zip(keys, q) if m90.get(key) is not None}
+    if normalized:
+        low, high = min(normalized.values()), max(normalized.values())
+        lines.append(f"- 000 Thm 7's dependence: m for 90% / median eps*^-4 p_min^-2 k ln(n / {DELTA:g}) per cell "
+                     f"(c > 0): {low:.3g} to {high:.3g}, a factor {high / low:.3g} across {len(normalized)} cells "
+                     "(constant if Theorem 7's dependence on eps* and p_min is tight; the figure's second panel).")
+    if kind == "parity":
+        cells = [dict(zip(by, key)) for key in normalized]
+        derived = [float(theory.theorem10_examples(cl["alpha"], cl["c"], cl["log2_n"], 2 ** cl["log2_n"], DELTA))
+                   for cl in cells]
+        measured = [m90[tuple(cl[name] for name in by)] for cl in cells]
+        if cells:
+            lines.append(theory.check("000 Thm 10 as derived (constant 1)", "m for 90% <= (2c)^(-4k+4) "
+                                      "alpha^(-2k-8) k ln(n / delta) (the paper prints (2c)^(-4k-4))", derived,
+                                      measured, "upper", unit="cells"))
+    else:
+        lines += _theorem12_lines(m90, by)
+    return "\n" + theory.section(lines, "Each statement of the seed against the measured points; ratio: the median "
+                                        "of bound / measured. eps*: per trial, the smallest over restrictions w of "
+                                        "the support with f_w not constant of the largest |I(D_w, i)| (exact); "
+                                        "p_min = prod_J min(p_j, 1 - p_j).")
+
+
+def _theorem12_lines(m90, by) -> list[str]:
+    """000 Thm 12: the exponent of 1/c in m for 90% per (n, k, impurity), by least squares over c > 0, against 8k."""
+    fits = {}
+    for cell, m in m90.items():
+        info = dict(zip(by, cell))
+        if m is not None and info["c"] > 0:
+            fits.setdefault((info["n"], info["k"], info["impurity"]), []).append((math.log(1 / info["c"]),
+                                                                                  math.log(m)))
+    parts = [f"n = {n}, k = {k}, {imp}: {np.polyfit(*zip(*pts), 1)[0]:.2f} (Thm 12: {8 * k})"
+             for (n, k, imp), pts in fits.items() if len({x for x, _ in pts}) >= 2]
+    if not parts:
+        return ["- 000 Thm 12 (m ~ c^(-8k)): fewer than two c > 0 reach 90% in every (n, k): no slope."]
+    return ["- 000 Thm 12 (m ~ c^(-8k), an upper bound): exponent of 1/c in m for 90%, least squares over c > 0: "
+            + "; ".join(parts) + "."]
+
+
+@summary.styled
+def _signal_plot(rows, stem, by, kind):
+    """The exact signal beside the theory: eps*'s distribution per smoothed cell against Lemma 11's bound (juntas,
+    dashed) or Lemma 9's floor (parities, dotted); P[success] against m / (Theorem 7's eps*^-4 p_min^-2 k ln(n /
+    delta)); for juntas, m for 90% against 1/c with Theorem 12's slope 8k and against ln n."""
+    if "eps_star" not in rows:
+        return []
+    trials = _signal_trials(rows, by)
+    panels = 2 if kind == "parity" else 4
+    fig, axes = summary.figure(panels)
+    codes, keys = tables.groups(trials, by)
+    eps = np.asarray(trials["eps_star"], np.float64)
+    cdf = theory.empirical_cdf(codes, eps)
+    k, n, c, alpha = _k_n_alpha(trials, kind)
+    ax = axes[0]
+    for g, key in enumerate(keys):
+        mine = np.flatnonzero(codes == g)
+        order = mine[np.argsort(eps[mine], kind="stable")]
+        look = summary.series_style(ax)
+        ax.step(eps[order], cdf[order], where="post", color=look["color"], label=_cell_label(dict(zip(by, key))))
+        if kind == "parity":
+            ax.axvline(float(theory.lemma9_floor(alpha[mine[0]], c[mine[0]], k[mine[0]])), color=look["color"],
+                       ls=":", lw=1)
+        else:
+            ax.plot(eps[order], theory.lemma11_union_probability(eps[order], alpha[order], c[order], k[order]), "--",
+                    color=look["color"], lw=1)
+    ax.set_xscale("log")
+    summary.panel(ax, "eps* per trial: P[eps* <= t]" + ("\n(dotted: Lemma 9's floor)" if kind == "parity" else
+                                                         "\n(dashed: Lemma 11 x 3^k restrictions)"),
+                  "t", xbase=None, ylim=summary.RATE_LIMITS)
+    ax.set_xscale("log")
+    ax = axes[1]  # Theorem 7's scale: the cells collapse if its dependence is right
+    smoothed = rows.take((np.asarray(rows["c"], np.float64) > 0) & np.isfinite(np.asarray(rows["eps_star"], float)))
+    x = np.asarray(smoothed["m"], np.float64) / _scale(smoothed, kind)
+    good = np.isfinite(x) & (x > 0)
+    if good.any():
+        edges = np.geomspace(x[good].min(), x[good].max() * 1.0001, 16)
+        bins = np.clip(np.digitize(x, edges) - 1, 0, len(edges) - 2)
+        binned = smoothed.with_columns(_bin=bins).take(good)
+        curves = {}
+        for g in summary.rates(binned, [*by, "_bin"], "success"):
+            curves.setdefault(tuple(g[name] for name in by), []).append(g)
+        centres = np.sqrt(edges[:-1] * edges[1:])
+        for key, groups in curves.items():
+            summary.rate_curve(ax, [{**g, "_x": centres[g["_bin"]]} for g in groups], "_x",
+                               _cell_label(dict(zip(by, key))))
+        ax.set_xscale("log")
+    summary.panel(ax, "P[exact] against Thm 7's scale", f"m / (eps*^-4 p_min^-2 k ln(n / {DELTA:g}))", xbase=None,
+                  ylim=summary.RATE_LIMITS)
+    ax.set_xscale("log")
+    if kind != "parity":
+        _m90_panels(axes[2], axes[3], _thresholds(rows, by), by)
+    return summary.finish(fig, axes, stem, "P[eps* <= t]", "000's exact signal eps* (c > 0) against its lemmas and "
+                          "Theorem 7's scale", np.bincount(codes, minlength=len(keys)).tolist() or [0])
+
+
+def _m90_panels(by_c, by_n, m90, by):
+    """m for 90% against 1/c (with Theorem 12's slope 8k through the first point) and against ln n."""
+    curves_c, curves_n = {}, {}
+    for cell, m in m90.items():
+        info = dict(zip(by, cell))
+        if m is None or info["c"] <= 0:
+            continue
+        curves_c.setdefault((info["n"], info["k"], info["impurity"]), []).append((1 / info["c"], m))
+        curves_n.setdefault((info["k"], info["c"], info["impurity"]), []).append((math.log(info["n"]), m))
+    for (n, k, imp), pts in curves_c.items():
+        pts.sort()
+        look = summary.series_style(by_c)
+        by_c.plot(*zip(*pts), color=look["color"], marker=look["marker"], label=f"n = {n}, k = {k}, {imp}")
+        x0, y0 = pts[0]
+        xs = np.array([x0, pts[-1][0]])
+        by_c.plot(xs, y0 * (xs / x0) ** (8 * k), ":", color=look["color"], lw=1)
+    by_c.set_xscale("log")
+    by_c.set_yscale("log")
+    summary.panel(by_c, "m for 90% against 1/c\n(dotted: Thm 12's slope 8k)", "1/c", xbase=None)
+    by_c.set_xscale("log")
+    for (k, c, imp), pts in curves_n.items():
+        pts.sort()
+        by_n.plot(*zip(*pts), label=f"k = {k}, c = {c:g}, {imp}", **summary.series_style(by_n))
+    by_n.set_yscale("log")
+    summary.panel(by_n, "m for 90% against ln n", "ln n", xbase=None)
+
+
+def _cell_label(cell) -> str:
+    return ", ".join(f"{name} = {value:g}" if isinstance(value, float) else f"{name} = {value}"
+                     for name, value in cell.items())

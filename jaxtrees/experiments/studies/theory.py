@@ -286,3 +286,18 @@ def empirical_cdf(codes, values):
     out = np.empty(codes.size, np.float64)
     out[order] = (last - starts[c] + 1) / count[c]
     return out
+
+
+def lemma11_union_probability(t, alpha, c, k):
+    """000 Lemma 11 with a union bound over the 3^k restrictions w of a k-junta's support: P[eps* <= t] <= 3^k (2/c)^k
+    sqrt(t / (2 alpha^2)), capped at 1, for eps* = min_w max_i |I(D_w, i)| (over w with f_w not constant)."""
+    k = np.asarray(k, np.float64)
+    return np.minimum(1.0, 3.0**k * lemma11_probability(t, alpha, c, k))
+
+
+def theorem7_scale(eps_star, p_min, k, n, delta: float = 0.1):
+    """000 Theorem 7's examples for a trial, up to its constant and the impurity's beta^-2 gamma^2: eps*^-4 p_min^-2 k
+    ln(n / delta), with p_min = alpha^k the smallest restriction's mass (Theorem 7's alpha^-2k)."""
+    eps_star, p_min, k, n = (np.asarray(v, np.float64) for v in (eps_star, p_min, k, n))
+    with np.errstate(divide="ignore"):
+        return eps_star**-4 * p_min**-2 * k * np.log(n / delta)

@@ -1,0 +1,107 @@
+"""The parity and juntas studies' exact signal (000 Theorem 7's eps* and p_min) and their Theory sections."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxtrees import targets
+from jaxtrees.experiments.studies import learning, theory
+from jaxtrees.experiments.table import Table
+
+
+def _brute(table, support, p):
+    """eps* and p_min by enumeration: every restriction w of the support, every free i, over {0,1}^K."""
+    K = len(support)
+    ps = np.asarray(p, np.float64)[support]
+    a = (np.arange(2**K)[:, None] >> np.arange(K)) & 1
+    best = np.inf
+    for w in itertools.product((0, 1, None), repeat=K):
+        ok = np.all([(a[:, j] == w[j]) if w[j] is not None else np.ones(2**K, bool) for j in range(K)], axis=0)
+        if len(set(np.asarray(table)[ok].tolist())) < 2:
+            continue
+        weight = np.prod(np.where(a == 1, ps, 1 - ps), axis=1) * ok
+        weight /= weight.sum()
+        mu = weight @ table
+        signal = 0.0
+        for i in (j for j in range(K) if w[j] is None):
+            mu1 = (weight * (a[:, i] == 1)) @ table / (weight * (a[:, i] == 1)).sum()
+            signal = max(signal, abs(ps[i] * (mu1 - mu)))
+        best = min(best, signal)
+    return best, np.prod(np.minimum(ps, 1 - ps))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_restriction_signal_equals_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    n, k = 7, 3
+    p = jnp.asarray(rng.uniform(0.3, 0.7, n), jnp.float32)
+    f = jax.jit(targets.random_junta, static_argnums=(1, 2))(jax.random.key(seed), n, k)
+    eps, p_min = jax.jit(learning.restriction_signal)(f, p)
+    want_eps, want_p = _brute(np.asarray(f.table, np.float64), np.asarray(f.support), p)
+    assert float(eps) == pytest.approx(want_eps, rel=1e-4) and float(p_min) == pytest.approx(want_p, rel=1e-5)
+    padded = jax.jit(lambda key: targets.random_junta(key, n, k, k_max=5))(jax.random.key(seed))  # the same function: the same signal
+    assert np.allclose(jax.jit(learning.restriction_signal)(padded, p), (eps, p_min), rtol=1e-5)
+
+
+def test_parity_signal_is_lemma_9s_exact_covariance():
+    # chi_{0,1,3}, p = (0.6, 0.3, ., 0.9): the full support free gives max_j p_j (1 - p_j) prod |2 p_i - 1| = 0.0768
+    # (theory.parity_covariance), every other restriction more (e.g. x_3 fixed: 0.24 * 0.4 = 0.096); p_min = 0.4 * 0.3
+    # * 0.1 = 0.012.
+    p = jnp.asarray([0.6, 0.3, 0.5, 0.9, 0.55, 0.45], jnp.float32)
+    eps, p_min = learning.restriction_signal(targets.parity(jnp.asarray([0, 1, 3]), 6), p)
+    assert float(eps) == pytest.approx(0.0768, rel=1e-5) and float(p_min) == pytest.approx(0.012, rel=1e-5)
+    assert float(eps) == pytest.approx(theory.parity_covariance(np.asarray(p), [1, 1, 0, 1, 0, 0]).max(), rel=1e-5)
+    # the uniform distribution: a parity's every restriction leaving two or more bits free has signal 0
+    assert float(learning.restriction_signal(targets.parity(jnp.asarray([0, 1, 3]), 6), jnp.full(6, 0.5))[0]) == 0.0
+
+
+def _junta_rows(c=(0.1, 0.2), replicates=8, seed=0):
+    """Hand-made juntas rows: n = 16, k = 2, per c; eps* spread over [1e-3, 3e-2]; success from m = 64 (c = 0.2) or
+    256 (c = 0.1)."""
+    rng = np.random.default_rng(seed)
+    ms = [16, 64, 256, 1024]
+    cells = [(cc, r, m) for cc in c for r in range(replicates) for m in ms]
+    cc, r, m = (np.asarray(v) for v in zip(*cells))
+    eps = np.repeat(np.geomspace(1e-3, 3e-2, replicates), len(ms))
+    eps = np.tile(eps, len(c))
+    success = m >= np.where(cc == 0.2, 64, 256)
+    size = len(cells)
+    return Table({"cell": np.searchsorted(np.asarray(c), cc), "replicate": r, "n": np.full(size, 16),
+                  "k": np.full(size, 2), "impurity": np.full(size, "entropy", object), "c": cc, "m": m,
+                  "success": success.astype(int), "exact_error": np.where(success, 0.0, 0.1),
+                  "support_recovered": success.astype(int), "eps_star": eps, "p_min": np.full(size, 0.16)})
+
+
+def test_juntas_theory_section_and_signal_figure(tmp_path):
+    rows = _junta_rows()
+    report = learning.JUNTAS.report(rows)
+    part = report.split("## Theory")[1]
+    # Lemma 11 with the union over 3^2 restrictions, alpha = 1/2 - c: at c = 0.1, t = 1e-3: 9 * 400 * sqrt(1e-3 /
+    # 0.32) = 9 * 400 * 0.0559 = 201 -> capped at 1: every point holds
+    assert "- 000 Lemma 11, union over the 3^k restrictions: P[eps* <= t] <= 3^k (2/c)^k sqrt(t / (2 alpha^2)), alpha " \
+           "= 1/2 - c: holds in 16 of 16 smoothed trials" in part
+    assert "- 000 Thm 7's dependence: m for 90% / median eps*^-4 p_min^-2 k ln(n / 0.1) per cell (c > 0): " in part
+    # Theorem 12: m90 = 256 at 1/c = 10, 64 at 1/c = 5: slope ln 4 / ln 2 = 2.00
+    assert "- 000 Thm 12 (m ~ c^(-8k), an upper bound): exponent of 1/c in m for 90%, least squares over c > 0: n = 16, " \
+           "k = 2, entropy: 2.00 (Thm 12: 16)." in part
+    files = learning.JUNTAS.plot(rows, str(tmp_path / "juntas"))
+    assert str(tmp_path / "juntas_signal.png") in files
+    old = Table({name: rows[name] for name in rows.names if name not in ("eps_star", "p_min")})
+    assert "## Theory" not in learning.JUNTAS.report(old)  # rows of an earlier run: no signal, no section
+
+
+def test_parity_theory_section_counts_lemma_9():
+    rows = _junta_rows(c=(0.1,), replicates=4)
+    size = len(rows)
+    rows = Table({**{n: rows[n] for n in ("cell", "replicate", "c", "m", "success", "exact_error", "p_min")},
+                  "log2_n": np.full(size, 4), "alpha": np.full(size, 0.05), "impurity": rows["impurity"],
+                  "eps_star": np.where(rows["replicate"] == 0, 1e-5, 1e-3)})
+    part = learning.PARITY.report(rows).split("## Theory")[1]
+    # Lemma 9: alpha^2 (2c)^(k-1) = 0.0025 * 0.2^3 = 2e-5: replicate 0 (1e-5) falls below it
+    assert "- 000 Lemma 9: eps* > alpha^2 (2c)^(k-1) for p_j in (alpha, 1 - alpha), |p_j - 1/2| >= c, k = log2 n: holds " \
+           "in 3 of 4 (alpha, c) trials" in part
+    assert "- 000 Thm 10 as derived (constant 1): m for 90% <= (2c)^(-4k+4) alpha^(-2k-8) k ln(n / delta) (the paper " \
+           "prints (2c)^(-4k-4)): holds in 1 of 1 cells" in part
