@@ -55,3 +55,52 @@ def test_lmn_lasso_and_km_learn_uniform_parities_that_id3_does_not(tmp_path):
     report = studies.get("fourier").report(rows)
     line = next(line for line in report.splitlines() if line.startswith("| parity | 8 | 3 | 0.1 | 0.05 | 0.0 |"))
     assert all(f"| {rate:.2f} [" in line for rate in (lmn, id3, km, lasso))
+
+
+def _rows():
+    """Two hand-made trials of 2-parities, n = 8, at m = 16 and 32: ID3's trees of 4 leaves (L1 1, degree 2, depth 2);
+    the approximations: error 0 (targets) and 0.05 / 0.3 / 0.1 (trees, at eps = 0.05 / 0.1 / 0.2), terms 1 (targets)
+    and 90 (trees: s^2 / eps = 16 / 0.2 = 80 at eps = 0.2 is exceeded; s / eps = 20 there)."""
+    from jaxtrees.experiments.table import Table
+
+    size = 4
+    full = lambda v: np.full(size, v, dtype=object if isinstance(v, str) else None)  # noqa: E731
+    columns = {"cell": full(0), "replicate": np.array([0, 0, 1, 1]), "target": full("parity"), "n": full(8),
+               "k": full(2), "theta": full(0.1), "l1": full(0.05), "c": full(0.0), "m": np.array([16, 32, 16, 32]),
+               "m_max": full(32), "tree_leaves": full(4), "tree_l1": full(1.0), "tree_depth": full(2),
+               "tree_degree": full(2), "target_l1": full(1.0), "target_degree": full(2),
+               **{f"{name}_success": full(1) for name in fourier.LEARNERS}}
+    for suffix, error in zip(fourier.APPROX_EPS, (0.05, 0.3, 0.1)):
+        columns |= {f"tree_approx_error_{suffix}": full(error), f"tree_approx_terms_{suffix}": full(90),
+                    f"target_approx_error_{suffix}": full(0.0), f"target_approx_terms_{suffix}": full(1)}
+    return Table(columns)
+
+
+def test_fourier_theory_section_says_which_sparsity_the_data_support(tmp_path):
+    """Issue 57: 001's approximation theorem: E[(F - h)^2] <= 2 eps and terms <= s^2 / eps (its proof) vs s / eps (its
+    statement), counted over every learned tree (4 rows x 3 eps) and target (2 trials x 3 eps)."""
+    part = fourier.FOURIER.report(_rows()).split("## Theory")[1]
+    assert "- 001 (Step 2): L1(f) <= s for a tree of s leaves: holds in 4 of 4 learned trees (every trial and m); " \
+           "median bound / measured 4." in part
+    # trees: error 0.05 <= 0.1, 0.3 > 0.2, 0.1 <= 0.4: 8 of 12; ratios 2, 0.667, 4 -> median 2
+    assert "- 001 approximation theorem (learned trees): E[(F - h)^2] <= 2 eps, h of degree <= log2(s / eps) with " \
+           "|h^(S)| >= eps / L1: holds in 8 of 12 (learned tree, eps) points" in part
+    # terms 90 against s^2 / eps = 320, 160, 80: 8 of 12; against s / eps = 80, 40, 20: 4 of 12
+    assert "- 001 approximation theorem, its proof (learned trees): terms of h <= s^2 / eps: holds in 8 of 12" in part
+    assert "- 001 approximation theorem, as stated (learned trees): terms of h <= s / eps: holds in 0 of 12" in part
+    assert "- 001 approximation theorem (targets): E[(F - h)^2] <= 2 eps" in part and "holds in 6 of 6 (target, eps)" \
+        in part
+    files = fourier._approx_plot(_rows(), str(tmp_path / "fourier_approximation"))
+    assert (tmp_path / "fourier_approximation.png").stat().st_size > 5000 and len(files) == 2
+
+
+def test_the_trials_approximation_is_spectra_approximate():
+    from jaxtrees import targets
+
+    f = targets.parity(jnp.asarray([0, 2]), 6)
+    spec = spectra.spectrum(f, 6)
+    out = fourier._approximations(spec, 4, "target")
+    for suffix, eps in fourier.APPROX_EPS.items():
+        a = spectra.approximate(spec, 4, eps)
+        assert float(out[f"target_approx_error_{suffix}"]) == float(a.squared_error) == pytest.approx(0.0, abs=1e-6)
+        assert int(out[f"target_approx_terms_{suffix}"]) == int(a.terms) == 1  # chi_{0,2}: one coefficient

@@ -16,6 +16,7 @@ from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, group_max,
                                                  group_sums, on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.fourier import spectra
@@ -37,6 +38,20 @@ PLURALS = {"parity": "{k}-parities", "junta": "{k}-juntas", "tree": "depth-{k} t
 LEARNERS = ("id3", "lmn", "sparse", "km")
 #: How the figure and the report name them.
 NAMES = {"id3": "ID3", "lmn": "LMN", "sparse": "Lasso", "km": "KM"}
+
+
+#: The eps of 001's approximation theorem the trial evaluates, by column suffix.
+APPROX_EPS = {"e05": 0.05, "e10": 0.1, "e20": 0.2}
+
+
+def _approximations(spec, leaves, prefix: str) -> dict:
+    """001's approximation theorem for a spectrum of ``leaves`` leaves at each eps of :data:`APPROX_EPS`: the squared
+    error E[(F - h)^2] (<= 2 eps) and the terms of h (<= s^2 / eps by the proof; the statement says s / eps)."""
+    out = {}
+    for suffix, eps in APPROX_EPS.items():
+        a = spectra.approximate(spec, leaves, eps)
+        out |= {f"{prefix}_approx_error_{suffix}": a.squared_error, f"{prefix}_approx_terms_{suffix}": a.terms}
+    return out
 
 
 def lmn(n: int, k: int, theta: float) -> LowDegree:
@@ -75,7 +90,8 @@ def _trial(key, params):
         return {"id3_error": t.exact_error(p, f), "lmn_error": sample_error(low_degree.fit(fit_key, data), test),
                 "sparse_error": sample_error(lasso.fit(fit_key, data), test),
                 "tree_leaves": tree.n_leaves(t), "tree_depth": tree.depth(t),
-                "tree_l1": spectra.l1(spec), "tree_degree": spectra.degree(spec)}
+                "tree_l1": spectra.l1(spec), "tree_degree": spectra.degree(spec),
+                **_approximations(spec, tree.n_leaves(t), "tree")}
 
     grid = sample_sizes(params)
     out = on_prefixes(at, sample, grid)
@@ -89,7 +105,7 @@ def _trial(key, params):
             "sparse_success": out["sparse_error"] == 0.0,
             "km_success": out["km_error"] == 0.0,
             "target_l1": spectra.l1(target), "target_degree": spectra.degree(target),
-            "target_sparsity": spectra.sparsity(target)}
+            "target_sparsity": spectra.sparsity(target), **_approximations(target, 2**k, "target")}
 
 
 def _check(params):
@@ -132,7 +148,45 @@ def _plot(rows, stem):
     return summary.finish(fig, axes, stem, "P[success]\n(95% Wilson band)",
                           "ID3 (depth k) vs LMN and Lasso (degree k) on the same samples, KM from membership queries; "
                           "ID3: exact error 0, the others: no error on a fresh test sample", counts) + _spectra_plot(
-        rows, f"{stem}_spectra")
+        rows, f"{stem}_spectra") + _approx_plot(rows, f"{stem}_approximation")
+
+
+@summary.styled
+def _approx_plot(rows, stem):
+    """001's approximation theorem: E[(F - h)^2] against eps with the line 2 eps; the terms of h over s / eps
+    against s, with the statement's 1 (s / eps) and the proof's s (s^2 / eps)."""
+    points = _approx_points(rows)
+    if not points:
+        return []
+    fig, axes = summary.figure(2)
+    rng = np.random.default_rng(0)
+    for who, (eps, s, error, terms) in points.items():
+        look = summary.series_style(axes[0])
+        label = "ID3's trees (every m)" if who == "tree" else "targets"
+        jitter = np.exp(0.06 * rng.standard_normal(eps.size))
+        axes[0].plot(eps * jitter, error, ls="none", alpha=0.25, ms=3, label=label, **look)
+        axes[1].plot(s * jitter, terms / (s / eps), ls="none", alpha=0.25, ms=3, label=label, **look)
+    grid = np.asarray(sorted(APPROX_EPS.values()))
+    axes[0].plot(grid, 2 * grid, "k--", lw=1, label="2 eps (001)")
+    top = max(float(np.max(p[1])) for p in points.values())
+    sizes = np.geomspace(1, max(top, 2), 20)
+    axes[1].plot(sizes, sizes, "k--", lw=1, label="proof: s^2 / eps")
+    axes[1].axhline(1.0, color="k", ls=":", lw=1, label="statement: s / eps")
+    axes[0].set_xscale("log")
+    axes[0].set_yscale("symlog", linthresh=1e-4)
+    axes[0].set_xlabel("eps")
+    axes[0].set_ylabel("E[(F - h)^2]")
+    axes[0].set_title("error of h against eps")
+    axes[1].set_xscale("log", base=2)
+    axes[1].set_yscale("log")
+    axes[1].set_xlabel("leaves s")
+    axes[1].set_ylabel("terms of h / (s / eps)")
+    axes[1].set_title("terms of h against s")
+    for ax in axes:
+        ax.grid(alpha=0.3, which="both")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, "001's approximation theorem: h of degree log2(s / eps) keeping |h^(S)| >= eps / L1")
+    return summary.save(fig, stem)
 
 
 def _at_m_max(rows):
@@ -213,7 +267,46 @@ def _report(rows):
         "90%: smallest m from which the success rate stays >= 0.9.", header, table,
         after="\n\n### Spectra of the trees ID3 learns at max m (exact, uniform basis)\n\n"
               "001: a tree with s leaves has L1 <= s and degree <= its depth.\n\n"
-              + summary.markdown_table(spectra_header, spectra_table))
+              + summary.markdown_table(spectra_header, spectra_table)) + "\n" + _theory_report(rows)
+
+
+def _approx_points(rows) -> dict:
+    """001's approximation per learned tree (every trial and m) and target (one per trial): ``{who: (eps, s, error,
+    terms)}`` as float arrays over (row, eps)."""
+    out = {}
+    targets_ = rows.take(rows["m"] == rows["m_max"])  # one row per trial for the target's columns
+    for who, table, leaves in (("tree", rows, np.asarray(rows["tree_leaves"], np.float64)),
+                               ("target", targets_, 2.0 ** np.asarray(targets_["k"], np.float64))):
+        if f"{who}_approx_error_e05" not in table:
+            continue
+        parts = [(np.full(len(table), eps), leaves, np.asarray(table[f"{who}_approx_error_{suffix}"], np.float64),
+                  np.asarray(table[f"{who}_approx_terms_{suffix}"], np.float64)) for suffix, eps in APPROX_EPS.items()]
+        out[who] = tuple(np.concatenate(column) for column in zip(*parts))
+    return out
+
+
+def _theory_report(rows) -> str:
+    """The fourier report's Theory section: 001's L1 <= s and degree <= depth over every learned tree, and its
+    approximation theorem (error <= 2 eps; terms <= s^2 / eps, the proof's, and <= s / eps, the statement's)."""
+    leaves, l1 = np.asarray(rows["tree_leaves"], np.float64), np.asarray(rows["tree_l1"], np.float64)
+    lines = [theory.check("001 (Step 2)", "L1(f) <= s for a tree of s leaves", leaves, l1, "upper",
+                          unit="learned trees (every trial and m)", tol=1e-4),
+             theory.check("001 (Step 2)", "degree <= depth", rows["tree_depth"], rows["tree_degree"], "upper",
+                          unit="learned trees (every trial and m)")]
+    for who, (eps, s, error, terms) in _approx_points(rows).items():
+        name = "learned trees" if who == "tree" else "targets"
+        lines.append(theory.check(f"001 approximation theorem ({name})", "E[(F - h)^2] <= 2 eps, h of degree <= "
+                                  "log2(s / eps) with |h^(S)| >= eps / L1", 2 * eps, error, "upper",
+                                  unit=f"({name[:-1]}, eps) points, eps = " + ", ".join(map(str, APPROX_EPS.values())),
+                                  tol=1e-5))
+        lines.append(theory.check(f"001 approximation theorem, its proof ({name})", "terms of h <= s^2 / eps",
+                                  theory.fourier_terms_proof(s, eps), terms, "upper", unit=f"({name[:-1]}, eps) points"))
+        lines.append(theory.check(f"001 approximation theorem, as stated ({name})", "terms of h <= s / eps",
+                                  theory.fourier_terms_stated(s, eps), terms, "upper", unit=f"({name[:-1]}, eps) points"))
+    return theory.section(lines, "Each statement of the notes against every measured point; ratio: the median of "
+                                 "bound / measured. The notes state sparsity s / eps; their proof (Step 3: at most "
+                                 "L1^2 / eps coefficients of size >= eps / L1) gives s^2 / eps: the counts say which "
+                                 "the data support.")
 
 
 FOURIER = Study(
@@ -249,5 +342,10 @@ FOURIER = Study(
         "tree_l1": "L1 norm of the tree's uniform spectrum (exact)", "tree_degree": "Fourier degree of ID3's tree",
         "target_l1": "L1 norm of the target's uniform spectrum", "target_degree": "Fourier degree of the target",
         "target_sparsity": "nonzero uniform Fourier coefficients of the target (|f^(S)| > 1e-6)",
+        **{f"{who}_approx_{what}_{suffix}": text.format(who=name, eps=eps)
+           for who, name in (("tree", "ID3's tree"), ("target", "the target (s = 2^k leaves)"))
+           for suffix, eps in APPROX_EPS.items() for what, text in (
+               ("error", "001's approximation of {who} at eps = {eps:g}: E[(F - h)^2], exactly (<= 2 eps)"),
+               ("terms", "001's approximation of {who} at eps = {eps:g}: the terms of h (<= s^2 / eps)"))},
     },
 )
