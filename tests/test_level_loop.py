@@ -145,9 +145,10 @@ def test_the_runner_loops_only_for_few_trials_and_the_rows_agree(tmp_path, monke
     monkeypatch.setattr(growth, "level_loop", spy)
     rows = {}
     for limit in (0, runner.LOOP_MAX_TRIALS):
-        monkeypatch.setattr(runner, "LOOP_MAX_TRIALS", limit)
+        monkeypatch.setattr(compiled, "LOOP_MAX_TRIALS", limit)  # read by compiled.loop_max_trials
         out = tmp_path / str(limit)
         assert cli.main([*args, "--out", str(out)]) == 0
-        rows[limit] = (out / "juntas" / "results.csv").read_text()
+        table = runner.read_results(str(out / "juntas"))
+        rows[limit] = {name: table[name].tolist() for name in table.names}
     assert seen == [None, growth.LOOP_CHUNK]
     assert rows[0] == rows[runner.LOOP_MAX_TRIALS]

@@ -474,7 +474,7 @@ def test_killed_run_resumes_with_every_row_once(tmp_path):
     whole = _rows(tmp_path / "whole" / "juntas")
     args = ["run", "juntas", "--quick", "--out", str(tmp_path / "killed"), "--chunk", "1", "--group", "32", *tiny]
     proc = subprocess.Popen([sys.executable, "-m", "jaxtrees.cli", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env={**os.environ, "JAXTREES_FLUSH_SECONDS": "0"})  # a part per call
     parts = tmp_path / "killed" / "juntas" / "rows"
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:

@@ -185,14 +185,14 @@ def test_a_full_disk_is_one_sentence_and_the_run_resumes_once_space_is_freed(tmp
     freed, the same command finishes with the rows of an uninterrupted run. Needs root to mount (else skipped)."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
                                            capture_output=True).returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         filler = disk / "filler"
         with open(filler, "wb") as fh:
             try:
-                fh.write(b"x" * (256 * 1024))
+                fh.write(b"x" * (4 * 2**20))
             except OSError:
                 pass
         os.truncate(filler, max(0, filler.stat().st_size - 12 * 1024))  # 12 KB left: metadata, not every part
