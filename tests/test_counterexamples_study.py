@@ -124,3 +124,33 @@ def test_overlays_are_drawn(tmp_path):
     # the horizons 2^k (256, 64) and the targets' depths c k^2 + 1 (449, 253)
     assert sorted(line.get_xdata()[0] for line in ax.get_lines()) == [64, 253, 256, 449]
     assert theory.theorem10_floor(0.25) == pytest.approx(ax.collections[0].get_segments()[0][0][1])
+
+
+def test_the_trials_gini_gains_respect_lemma_14s_bounds():
+    """002 Lemma 14's proof at k = 6, c = 7, s = 1/4 (kappa = 4/3): every free memory bit's Gini gain >= 2^-12 / (16/3)
+    = 4.578e-5, every addressing bit's <= 4/3 * 0.4^12 = 2.237e-5, at every recorded depth before the first
+    addressing query (depths 0, 8, 16, 32, 48 < 64); NaN at depth 64 (the restriction holds all 2^k memory bits)."""
+    import jax
+
+    params = _cell(k=6)
+    out = jax.jit(lambda key: ce._addressing_trial(key, params))(jax.random.key(0))
+    memory, addr = np.asarray(out["memory_gain_min"]), np.asarray(out["address_gain_max"])
+    assert int(out["first_address_depth"]) == 64 and bool(out["memory_first"])
+    assert np.all(np.isfinite(memory[:-1])) and np.isnan(memory[-1]) and np.isnan(addr[-1])
+    assert np.all(memory[:-1] >= 4.578e-5) and np.all(addr[:-1] <= 2.237e-5)
+    assert np.all(memory[:-1] > addr[:-1])
+    rows = _rows([params], paths=1)
+    rows = rows.with_columns(memory_gain_min=np.asarray(memory, np.float64), address_gain_max=np.asarray(addr,
+                                                                                                             np.float64))
+    report = ce.ADDRESSING.report(rows)
+    assert "every free memory bit's gain >= 2^(-2k) / (4 kappa) under a memory-only restriction of size < 2^k, where " \
+           "c >= ln 5 / delta: holds in 5 of 5 (path, depth) points" in report
+    assert "every addressing bit's gain <= kappa (2/5)^(2k) there: holds in 5 of 5 (path, depth) points" in report
+
+
+def test_gains_figure(tmp_path):
+    rows = _rows([_cell(k=6), _cell(k=8)], paths=2)
+    size = len(rows)
+    rows = rows.with_columns(memory_gain_min=np.full(size, 1e-4), address_gain_max=np.full(size, 1e-8))
+    files = ce._gains_plot(rows, str(tmp_path / "addressing_gains"))
+    assert (tmp_path / "addressing_gains.png").stat().st_size > 5000 and len(files) == 2

@@ -101,7 +101,8 @@ def _follow(key, f, params, depth):
     p = distributions.Smoothed(jnp.float32(0.5), params["s"]).marginals(kp, f.n)
     name, traced = impurity(params)  # traced: one program for every impurity of the grid
     rule = growth.GrowthRule(max_depth=depth, impurity=name, tie_tol=0.0)
-    path = population.follow_path(p, f, rule, jax.random.bernoulli(kx, p), impurity=traced)
+    x = jax.random.bernoulli(kx, p)
+    path = population.follow_path(p, f, rule, x, impurity=traced)
     address = jnp.arange(f.n) < f.n_address
     first = path.first_query(address)
     free_memory = ~address & ~jnp.concatenate([jnp.zeros(f.n_address, bool), f.pinned])
@@ -109,14 +110,42 @@ def _follow(key, f, params, depth):
     queried = path.feature >= 0
     memory_before = jnp.sum(free_memory[jnp.maximum(path.feature, 0)] & queried & before)
     error = path.error[jnp.asarray(depths(params))]
-    return p, first, memory_before, error
+    gains = _gini_gains(p, f, x, path, first, address, free_memory, params)
+    return p, first, memory_before, error, gains
+
+
+def _gini_gains(p, f, x, path, first, address, free_memory, params) -> dict:
+    """002 Lemma 14's two gains at each recorded depth d of the path (:func:`depths`) whose restriction (the path's
+    first d queries) holds memory bits only and fewer than 2^k of them: the smallest Gini gain (G(q) = 4 q (1 - q),
+    an (8, 8)-impurity) of a free memory bit outside the restriction (>= 2^(-2k) / (4 kappa) by the proof) and the
+    largest of an addressing bit (<= kappa (2/5)^(2k)); NaN at the other depths. Gini's whatever the path's
+    impurity: the lemma bounds these gains for any memory-only restriction."""
+    n, D = f.n, path.feature.shape[0]
+    position = jnp.full(n, D, jnp.int32).at[jnp.where(path.feature >= 0, path.feature, n)].min(
+        jnp.arange(D, dtype=jnp.int32), mode="drop")  # the depth at which each feature is queried (D: never)
+    at = jnp.asarray(depths(params), jnp.int32)
+    G = lambda q: 4.0 * q * (1.0 - q)  # noqa: E731
+
+    def gains(d):
+        fixed = position < d
+        mu, mu1 = f.means(p, fixed, x)
+        q = jnp.clip(p, 1e-12, 1 - 1e-12)
+        mu0 = (mu - q * mu1) / (1 - q)
+        gain = G(mu) - q * G(mu1) - (1 - q) * G(mu0)
+        memory = jnp.min(jnp.where(free_memory & ~fixed, gain, jnp.inf))
+        addr = jnp.max(jnp.where(address & ~fixed, gain, -jnp.inf))
+        ok = ((first < 0) | (d <= first)) & (d < 2 ** params["k"]) & jnp.isfinite(memory)
+        return jnp.where(ok, memory, jnp.nan), jnp.where(ok, addr, jnp.nan)
+
+    memory, addr = jax.lax.map(gains, at)
+    return {"memory_gain_min": memory, "address_gain_max": addr}
 
 
 def _addressing_trial(key, params):
     f = _target(params)
     size = 2 ** params["k"]
-    _, first, memory_before, error = _follow(key, f, params, size + 1)
-    return {"first_address_depth": first, "memory_first": memory_before == size, "error": error}
+    _, first, memory_before, error, gains = _follow(key, f, params, size + 1)
+    return {"first_address_depth": first, "memory_first": memory_before == size, "error": error, **gains}
 
 
 def _check_common(params):
@@ -140,11 +169,11 @@ def _agnostic_trial(key, params):
     f = targets.agnostic_addressing(kf, targets.addressing(params["c"], params["k"]), params["eps"])
     g = targets.nearby_junta(f)
     n_free = _n_free(params)
-    p, first, free_before, error = _follow(kp, f, params, n_free + 1)
+    p, first, free_before, error, gains = _follow(kp, f, params, n_free + 1)
     none = jnp.zeros(f.n, bool)
     distance = f.means(p, none, none)[0] - g.means(p, none, none)[0]
     return {"first_address_depth": first, "free_first": free_before == n_free, "error": error,
-            "distance_to_junta": distance}
+            "distance_to_junta": distance, **gains}
 
 
 def _agnostic_check(params):
@@ -203,6 +232,9 @@ PATH_COLUMNS = {
     "error": "for x ~ p: min(mu_d, 1 - mu_d), mu_d = E[f | x's node at depth d]; its mean over paths is "
              "the exact error of the tree truncated at d",
     "first_address_depth": "depth of the path's first query of an addressing bit (-1: none within the horizon)",
+    "memory_gain_min": "002 Lemma 14: the smallest Gini gain of a free memory bit under the path's first d queries "
+                       "(memory bits only, fewer than 2^k; NaN otherwise)",
+    "address_gain_max": "002 Lemma 14: the largest Gini gain of an addressing bit under the same restriction",
 }
 
 
@@ -213,7 +245,54 @@ def _rate_text(rate):
 @summary.styled
 def _addressing_plot(rows, stem):
     return _error_plot(rows, stem, ["code", "k", "c", "s"], "2^k", "f_{c,k}: exact path mode",
-                       lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g}", _addressing_overlay)
+                       lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g}", _addressing_overlay) + \
+        _gains_plot(rows, stem + "_gains")
+
+
+@summary.styled
+def _gains_plot(rows, stem):
+    """002 Lemma 14 against k: per path the smallest free memory-bit gain and the largest addressing-bit gain (Gini)
+    over its memory-only restrictions, their median over paths per (code, c, s), with 2^(-2k) / (4 kappa) (solid)
+    and kappa (2/5)^(2k) (dashed) per s."""
+    if "memory_gain_min" not in rows:
+        return []
+    trial = [name for name in ("cell", "replicate") if name in rows]
+    codes, keys = tables.groups(rows, [*trial, "code", "k", "c", "s"])
+    memory = np.full(len(keys), np.inf)
+    addr = np.full(len(keys), -np.inf)
+    np.fmin.at(memory, codes, np.asarray(rows["memory_gain_min"], np.float64))
+    np.fmax.at(addr, codes, np.asarray(rows["address_gain_max"], np.float64))
+    names = ["code", "k", "c", "s"]
+    per_path = tables.Table({**{name: np.asarray([key[len(trial) + i] for key in keys],
+                                                 dtype=object if name == "code" else None)
+                                for i, name in enumerate(names)}, "memory": memory, "address": addr})
+    per_path = per_path.take(np.isfinite(memory) & np.isfinite(addr))
+    fig, axes = summary.figure(1, width=6.5, height=4.8)
+    ax = axes[0]
+    curves = {}
+    for column in ("memory", "address"):
+        k_keys, q = tables.group_quantiles(per_path, ["code", "c", "s", "k"], column, [0.5])
+        for (code, c, s_, k), (median,) in zip(k_keys, q):
+            curves.setdefault((code, c, s_), {}).setdefault(column, []).append((k, median))
+    for (code, c, s_), both in curves.items():
+        look = summary.series_style(ax)
+        ax.plot(*zip(*both["memory"]), "-", color=look["color"], marker=look["marker"],
+                label=f"{code}, c = {c}, s = {s_:g}: memory (min)")
+        ax.plot(*zip(*both["address"]), "--", color=look["color"], marker=look["marker"], mfc="none",
+                label=f"{code}, c = {c}, s = {s_:g}: addressing (max)")
+    ks = np.arange(int(per_path["k"].min(initial=1)), int(per_path["k"].max(initial=1)) + 1) if len(per_path) else []
+    for s_ in per_path.unique("s") if len(per_path) else []:
+        kappa = theory.lemma8_kappa(0.5 - s_)
+        ax.plot(ks, theory.lemma14_memory_floor(ks, kappa), "k-", lw=1, label=f"2^(-2k) / (4 kappa), s = {s_:g}")
+        ax.plot(ks, theory.lemma14_address_ceiling(ks, kappa), "k:", lw=1, label=f"kappa (2/5)^(2k), s = {s_:g}")
+    ax.set_yscale("log")
+    ax.set_xlabel("k")
+    ax.set_ylabel("Gini gain (median over paths)")
+    ax.set_title("002 Lemma 14: memory bits vs addressing bits")
+    ax.grid(alpha=0.3, which="both")
+    summary.legend(fig, axes)
+    summary.suptitle(fig, "Gini gains along the path while it holds memory bits only (exact)")
+    return summary.save(fig, stem)
 
 
 def _path_report(rows, by, metric, columns, cell_columns, title, text) -> str:
@@ -328,6 +407,7 @@ def _addressing_theory(rows) -> str:
                               "on paths of cells where it applies (Gini, c >= ln 5 / delta, k >= k0)",
                               np.ones(int(applies_row.sum())), first[applies_row], "lower", unit="paths",
                               ratios=False))
+    lines += _gain_lines(rows, by)
     separated = [c for c, lm in zip(cells, lemma) if lm["applies"] and target_depth(c) < 2 ** c["k"]]
     lines.append("- Depth separation (002 Thm 3): cells where Lemma 14 applies and the target's depth "
                  "(c k^2 + 1, coded c k + 1) is below the 2^k horizon: " + (
@@ -341,6 +421,33 @@ def _addressing_theory(rows) -> str:
                      + "; ".join(sorted({f"k = {c['k']}, c = {c['c']}, s = {c['s']:g}: {lm['distance']} vs "
                                          f"{lm['distance_needed']:.2f}" for c, lm in coded})) + ").")
     return theory.section(lines, _THEORY_TEXT)
+
+
+def _lemma12_holds(cell) -> bool:
+    """Whether the address is near uniform (002 Lemma 12: c >= ln 5 / delta; coded, Lemma 16: the distance)."""
+    lemma = lemma14(cell)
+    return bool(lemma["distance_ok"]) if cell.get("code", "block") == "coded" else cell["c"] >= lemma["c0"]
+
+
+def _gain_lines(rows, by) -> list:
+    """002 Lemma 14's proof's two gain bounds over every (path, depth) point with a memory-only restriction of size
+    < 2^k, in the cells where Lemma 12 (16) holds."""
+    if "memory_gain_min" not in rows:
+        return []
+    cells, codes = _cell_params(rows, by)
+    holds = np.asarray([_lemma12_holds(c) for c in cells], bool)[codes]
+    k = np.asarray([c["k"] for c in cells], np.float64)[codes]
+    kappa = theory.lemma8_kappa(0.5 - np.asarray([c["s"] for c in cells], np.float64))[codes]
+    memory = np.asarray(rows["memory_gain_min"], np.float64)
+    addr = np.asarray(rows["address_gain_max"], np.float64)
+    known = holds & np.isfinite(memory)
+    return [theory.check("002 Lemma 14's proof (Gini gains, Lemma 8's kappa)", "every free memory bit's gain >= "
+                         "2^(-2k) / (4 kappa) under a memory-only restriction of size < 2^k, where c >= ln 5 / delta",
+                         theory.lemma14_memory_floor(k, kappa)[known], memory[known], "lower",
+                         unit="(path, depth) points", tol=0.0),
+            theory.check("002 Lemma 14's proof (Gini gains)", "every addressing bit's gain <= kappa (2/5)^(2k) there",
+                         theory.lemma14_address_ceiling(k, kappa)[known], addr[known], "upper",
+                         unit="(path, depth) points", tol=0.0)]
 
 
 _THEORY_TEXT = ("Each statement of the seed this study tests, in one line, against the measured points; ratio: the median "
@@ -372,6 +479,7 @@ def _agnostic_theory(rows) -> str:
                               "addressing bit, on paths of cells where it applies (Gini, c >= ln 5 / delta, k >= k0)",
                               np.ones(int(applies.sum())), np.asarray(at_horizon["free_first"], np.float64)[applies],
                               "lower", unit="paths", ratios=False))
+    lines += _gain_lines(rows, by)
     return theory.section(lines, _THEORY_TEXT)
 
 
