@@ -280,11 +280,14 @@ def _gains_plot(rows, stem):
                 label=f"{code}, c = {c}, s = {s_:g}: memory (min)")
         ax.plot(*zip(*both["address"]), "--", color=look["color"], marker=look["marker"], mfc="none",
                 label=f"{code}, c = {c}, s = {s_:g}: addressing (max)")
-    ks = np.arange(int(per_path["k"].min(initial=1)), int(per_path["k"].max(initial=1)) + 1) if len(per_path) else []
-    for s_ in per_path.unique("s") if len(per_path) else []:
+    k_values = np.asarray(per_path["k"], np.int64)
+    ks = np.arange(k_values.min(), k_values.max() + 1) if k_values.size else np.zeros(0, np.int64)
+    for shade, s_ in zip(("black", "grey", "silver"), per_path.unique("s") if len(per_path) else []):
         kappa = theory.lemma8_kappa(0.5 - s_)
-        ax.plot(ks, theory.lemma14_memory_floor(ks, kappa), "k-", lw=1, label=f"2^(-2k) / (4 kappa), s = {s_:g}")
-        ax.plot(ks, theory.lemma14_address_ceiling(ks, kappa), "k:", lw=1, label=f"kappa (2/5)^(2k), s = {s_:g}")
+        ax.plot(ks, theory.lemma14_memory_floor(ks, kappa), "-", color=shade, lw=1,
+                label=f"2^(-2k) / (4 kappa), s = {s_:g}")
+        ax.plot(ks, theory.lemma14_address_ceiling(ks, kappa), ":", color=shade, lw=1,
+                label=f"kappa (2/5)^(2k), s = {s_:g}")
     ax.set_yscale("log")
     ax.set_xlabel("k")
     ax.set_ylabel("Gini gain (median over paths)")
