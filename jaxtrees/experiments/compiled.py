@@ -85,19 +85,24 @@ def describe(static: dict) -> str:
 
 class Ahead:
     """The job's programs in order, each traced and compiled on a daemon thread while earlier ones
-    run, at most ``threads`` ahead of the one running (XLA releases the GIL while it compiles). The
+    run, at most ``threads`` ahead of the one running (XLA:CPU releases the GIL while it compiles), or,
+    given ``workers`` (:class:`~jaxtrees.experiments.workers.Pool`), each thread waiting for a worker
+    process that traces and compiles it (XLA:GPU holds the GIL; :mod:`~jaxtrees.experiments.workers`). The
     wait for a program is what compiling adds to the run (``compile_wait_seconds``, the progress
     line's compile time); its thread's seconds are its ``compile_seconds``, and ``compiled_or_loaded``
     says whether XLA compiled it or it came from the persistent compilation cache."""
 
-    def __init__(self, job: "Job", work, threads: int):
-        self.job, self.work, self.threads = job, iter(work), threads
+    def __init__(self, job: "Job", work, threads: int, workers=None):
+        self.job, self.work, self.threads, self.workers = job, iter(work), threads, workers
         self.queue: collections.deque = collections.deque()
         self.cancelled = threading.Event()
 
     def cancel(self):
-        """Programs not yet traced or compiled are not (the run ended early: an error, an interrupt)."""
+        """Programs not yet traced or compiled are not (the run ended early: an error, an interrupt); compile
+        workers, if any, are ended."""
         self.cancelled.set()
+        if self.workers is not None:
+            self.workers.close()
 
     def _submit(self) -> bool:
         item = next(self.work, None)
@@ -107,7 +112,8 @@ class Ahead:
 
         def compile_():
             try:
-                future.set_result(self.job.compile(program, self.cancelled))
+                future.set_result(self.job.compile(program, self.cancelled, self.workers) if self.workers is not None
+                                  else self.job.compile(program, self.cancelled))
             except BaseException as e:  # noqa: BLE001 (raised in the run, where the program is wanted)
                 future.set_exception(e)
 

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from jaxtrees.core import checks
-from jaxtrees.experiments import cache
+from jaxtrees.experiments import cache, workers
 from jaxtrees.experiments import compiled as compiling
 from jaxtrees.experiments.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, GROUP, LOOP_MAX_TRIALS,  # noqa: F401
                                            MEMORY_BUDGET, OPT_LEVEL_FLAG, compiler_options, default_compile_threads,
@@ -43,7 +43,7 @@ class Changed(ValueError):
 
 def run(study: Study, config: Config, out: str, *, chunk: int | None = None, group: int | None = None,
         progress: bool = True, max_trials: int | None = None, compile_threads: int | None = None,
-        allow_changes: bool = False) -> str:
+        allow_changes: bool = False, compile_workers: str | None = None) -> str:
     """Run (or resume) ``config`` of ``study`` into ``out/<study>/``; return that directory.
 
     ``chunk``: trials per compiled call, rounded up to a multiple of the group x devices (default
@@ -54,6 +54,12 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     one running (default :func:`default_compile_threads`; 1: one ahead); results do not depend on it.
     Tracing happens on those threads, so JAX settings made with ``jax.config.update`` apply to the
     trials, and settings of a ``with`` block around the call (thread-local in JAX) do not.
+    ``compile_workers``: "threads" (trace and compile in this process), "processes" (in worker
+    processes, each with its own GIL, which load nothing on the accelerator they do not need; the run
+    loads each executable without tracing it again; :mod:`~jaxtrees.experiments.workers`) or "auto"
+    (default, or ``$JAXTREES_COMPILE_WORKERS``): processes on a GPU, where XLA's compiler holds the GIL,
+    threads on a CPU, where threads measured as fast, and on a TPU; under "auto" a program whose worker
+    fails is compiled in this process (said once on stderr). Results do not depend on it.
     A second run into the same directory while this one writes raises ValueError.
 
     Everything that can change a row's value (:func:`contract`: the group of each program, compiler
@@ -74,6 +80,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     threads = default_compile_threads() if compile_threads is None else checks.integer(
         "compile_threads", compile_threads, low=1, high=64)
     process, processes = jax.process_index(), jax.process_count()
+    how = workers.choose(compile_workers, study, jax.local_devices()[0].platform, processes)  # threads or processes
     store = Store(out, study.name, process, processes)
     run_id = f"{int(np.frombuffer(os.urandom(4), np.uint32)[0]):08x}"
     if process == 0:  # takes the directory's lock, then tells the others the run's id, which they find in it
@@ -86,7 +93,11 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
         todo = job.plan(max_trials)
         work = job.start(todo)
         bar = Progress(job.label, int(todo.size), enabled=progress, programs=len(work))
-        ahead = compiling.Ahead(job, work, threads)
+        job.record["compile_workers"] = how
+        auto = (compile_workers or os.environ.get("JAXTREES_COMPILE_WORKERS", "auto")) == "auto"
+        pool = (workers.Pool(workers.default_workers(len(work), threads), fallback=auto)
+                if how == "processes" and work else None)
+        ahead = compiling.Ahead(job, work, threads if pool is None else len(pool.pids), pool)
         try:
             with _deferred_interrupt() as interrupted:
                 for program, executable in ahead.programs(bar):
@@ -267,11 +278,12 @@ class _Job:
         return _Program(static, name, vmapped, size, slots, padding, int(pending.size),
                         max(branch.values()) * self.replicates)
 
-    def compile(self, program: _Program, cancelled: threading.Event | None = None):
+    def compile(self, program: _Program, cancelled: threading.Event | None = None, workers=None):
         """``(compiled, seconds, how)``: the program traced and compiled ahead of its first call (on any
         thread: it writes nothing of the job's), ``how`` "loaded" where XLA's part came from the persistent
         compilation cache, else "compiled"; not started, or not compiled after tracing, once ``cancelled``
-        is set (CancelledError)."""
+        is set (CancelledError). With ``workers`` (a :class:`~jaxtrees.experiments.workers.Pool`) a worker
+        process traces and compiles it, and this process loads the executable it sends."""
         import concurrent.futures
 
         if cancelled is not None and cancelled.is_set():
@@ -279,6 +291,29 @@ class _Job:
         started = time.perf_counter()
         inputs = self.inputs(program, program.slots[:program.size])
         few = program.planned <= loop_max_trials(self.study)  # few trials: a level loop compiles faster
+        if workers is not None:
+            from jax.experimental import serialize_executable
+
+            request = {"study": self.study.name, "static": program.static, "seed": self.config.seed,
+                       "group": program.group, "inputs": inputs, "loop_chunk": growth.LOOP_CHUNK if few else None,
+                       "options": self.metadata["contract"]["compiler_options"], "devices": len(self.devices),
+                       "platform": self.devices[0].platform}
+            what = compiling.describe(program.static)
+            try:
+                payload, in_tree, out_tree, _, how = workers.compile(request, what, cancelled)
+                executable = serialize_executable.deserialize_and_load(
+                    payload, in_tree, out_tree, backend=self.devices[0].client, execution_devices=self.devices)
+                return executable, time.perf_counter() - started, how
+            except concurrent.futures.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 (chosen by "auto": compiled here, where a study's error is raised as ever)
+                if not workers.fallback:
+                    raise
+                if self.progress and not workers.fell_back.is_set():
+                    print(f"\njaxtrees run: a compile worker failed for program {what} ({type(e).__name__}: "
+                          f"{str(e).splitlines()[0][:200] if str(e) else ''}); compiling in this process instead "
+                          f"(JAXTREES_COMPILE_WORKERS=threads: always)", file=sys.stderr)
+                workers.fell_back.set()
         with growth.level_loop(growth.LOOP_CHUNK if few else None):
             lowered = compiling.build(self.study, program.static, self.config.seed, self.devices,
                                       program.group).lower(*inputs)
