@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
@@ -23,6 +24,7 @@ from jaxtrees.hypotheses.base import sample_error
 from jaxtrees.hypotheses.polynomial import n_subsets
 from jaxtrees.learners import greedy
 from jaxtrees.learners.fourier import MAX_GRAM_SETS
+from jaxtrees.learners.rank import sample_bound
 from jaxtrees.problems import Population, Queries
 
 FAMILIES = ("parity", "junta", "tree", "rank", "addressing")
@@ -267,7 +269,12 @@ def _family_plot(panels, family, stem):
         for i, (name, groups) in enumerate(curves.items()):
             counts += [g["trials"] for g in groups]
             summary.rate_curve(ax, groups, "m", _label(name), band_alpha=0.08, ms=4, ls=("-", "--", ":")[min(i // 10, 2)])
-        summary.panel(ax, f"random {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}",
+        bound = theorem2_m(family, k, n)
+        top = max((g["m"] for groups in curves.values() for g in groups), default=0)
+        note = "" if bound is None else f"\nThm 2 m(0.1, 0.1) = {bound:,.0f}" + ("" if bound <= top else " (beyond)")
+        if bound is not None and bound <= top:
+            ax.axvline(bound, color="k", ls="-.", lw=1, label="003 Thm 2's m(0.1, 0.1), r = k (find-k, findmin)")
+        summary.panel(ax, f"random {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}{note}",
                       "training examples m (km: (2n + 1) m queries)", ylim=summary.RATE_LIMITS)
     return summary.finish(fig, axes, stem, "P[success]\n(95% Wilson band)",
                           f"Every learner on the same samples of {PLURALS[family].format(k='k')}: success = exact "
@@ -275,6 +282,46 @@ def _family_plot(panels, family, stem):
 
 
 REFERENCE = "id3-entropy"
+#: The eps and delta at which the figures mark 003 Theorem 2's m(eps, delta) and the report checks it.
+THEOREM2 = (0.1, 0.1)
+#: The learners Theorem 2 (and Theorem 3) speak of: rank-r consistent trees.
+RANK_LEARNERS = ("find-k", "findmin")
+#: Families whose targets have rank <= k (a depth-k tree has 2^(k+1) - 1 nodes: Theorem 3's floor(log2 s) = k).
+RANK_K_FAMILIES = ("parity", "junta", "tree", "rank")
+
+
+def theorem2_m(family: str, k: int, n: int):
+    """003 Theorem 2's m(eps, delta) (Theorem 3's for the depth-k trees, r = floor(log2 (2^(k+1) - 1)) = k) at
+    :data:`THEOREM2` for a family of rank <= k; None for the addressing targets (rank not bounded by k)."""
+    if family not in RANK_K_FAMILIES or not 1 <= int(k) <= int(n):
+        return None
+    return sample_bound(int(n), int(k), *THEOREM2)
+
+
+def _theorem2_report(rows) -> str:
+    """compare's Theory section: 003 Theorem 2 for find-k and findmin, at every m of the grid from its m on."""
+    from jaxtrees.experiments.studies import theory
+
+    if not any(name in rows.unique("learner") for name in RANK_LEARNERS):
+        return ""
+    eps, delta = THEOREM2
+    sel = rows.take(np.isin(rows["learner"], RANK_LEARNERS))
+    sel = sel.with_columns(_ok=np.asarray(sel["error"], np.float64) <= eps)
+    levels, shares, beyond = [], [], 0
+    for g in summary.rates(sel, ["family", "k", "n", "c", "learner", "m"], "_ok"):
+        bound = theorem2_m(g["family"], g["k"], g["n"])
+        if bound is None:
+            continue
+        if g["m"] >= bound:
+            levels.append(1 - delta)
+            shares.append(g["rate"])
+        else:
+            beyond += 1
+    return "\n" + theory.section([theory.check(
+        "003 Thm 2 (Thm 3 for depth-k trees)", f"P[error <= {eps:g}] >= {1 - delta:g} for find-k and findmin from m >= "
+        "(1/eps) ((e n / r)^r ln(8n) + ln(1/delta)), r = k", levels, shares, "lower",
+        unit="(cell, learner, m) points at or past that m", note=f"{beyond} points of the grid lie below it.")],
+        "The figures mark that m on every panel of a rank-k family (dash-dot) where it lies within the grid.")
 
 
 def _report(rows):
@@ -332,7 +379,7 @@ def _report(rows):
             "the uniform one (000, Theorem 1), that the addressing functions defeat impurity-based growth (002), "
             "and that boosting sparse parities helps where stumps cannot (004).\n\n"
             + "\n".join(findings) + "\n\n" + ("Boosting, success at the largest m:\n\n" + "\n".join(boosting) + "\n"
-                                              if boosting else ""))
+                                              if boosting else "") + _theorem2_report(rows))
 
 
 COLUMNS = {
