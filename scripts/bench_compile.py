@@ -3,15 +3,26 @@
 Each study's quick size runs as a new user runs it: ``jaxtrees run STUDY --quick`` in a fresh
 process, the persistent compilation cache off (``JAXTREES_CACHE_DIR=``), into a temporary
 directory. Per study it prints the programs compiled, compile s (summed over the programs, each
-traced and compiled on a background thread, partly beside the trials of earlier ones), waited s
-(what the run waited for compiles: compiling's part of the wall time), trial s and wall s (from the
-run's metadata.json and the process's wall clock), then
+traced and compiled on a background thread or in a compile worker, partly beside the trials of
+earlier ones), waited s (what the run waited for compiles: compiling's part of the wall time),
+trial s and wall s (from the run's metadata.json and the process's wall clock), then
 
     compile_share_quick_max: X     the largest waited s / wall s over the studies run
+    compile_overlap_max: X         over the studies of two or more programs, the largest waited s /
+                                   compile s: the wall time spent compiling over the sum of the programs'
+                                   compile seconds (1: one program at a time, nothing beside the trials)
     programs_juntas_full: N        programs the full ``juntas`` study compiles (counted, not run)
+
+With ``--warm`` every study runs twice, each in a fresh process, with the persistent compilation
+cache on (a new temporary directory): cold (compiling, filling the cache), then warm (loading every
+program); per study its cold and warm wall and trial s, then
+
+    warm_over_trials_max: X        the largest warm wall / (trial s + 2 s per program)
 
     python scripts/bench_compile.py                       # every study's quick size (~20 min on 2 cores)
     python scripts/bench_compile.py --studies juntas,parity
+    python scripts/bench_compile.py --warm                # cold and warm, the cache on
+    python scripts/bench_compile.py --compile-workers processes   # programs compiled in worker processes
     python scripts/bench_compile.py --studies none        # only count programs
     python scripts/bench_compile.py --one-process         # every quick size in this one process, as a
                                                           # notebook runs them: wall s, peak RSS, memory maps
@@ -38,9 +49,9 @@ def programs(name: str, quick: bool) -> int:
     return len(study.programs(configure(study, quick=quick)))
 
 
-def run_cold(name: str, out: str) -> dict:
-    """``jaxtrees run NAME --quick`` in a fresh process without the compilation cache; its figures."""
-    env = {**os.environ, "JAXTREES_CACHE_DIR": ""}
+def run_cold(name: str, out: str, cache: str = "") -> dict:
+    """``jaxtrees run NAME --quick`` in a fresh process (the compilation cache ``cache``; empty: off); its figures."""
+    env = {**os.environ, "JAXTREES_CACHE_DIR": cache}
     command = [sys.executable, "-m", "jaxtrees.cli", "run", name, "--quick", "--out", out, "--no-progress"]
     started = time.perf_counter()
     subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -49,9 +60,12 @@ def run_cold(name: str, out: str) -> dict:
         run = json.load(f)["runs"][-1]
     compile_s, trial_s = sum(run["compile_seconds"].values()), sum(run["run_seconds"].values())
     waited_s = sum(run["compile_wait_seconds"].values())
+    how = list(run.get("compiled_or_loaded", {}).values())
     return {"study": name, "programs": len(run["compile_seconds"]), "compile_s": round(compile_s, 1),
             "waited_s": round(waited_s, 1), "trial_s": round(trial_s, 1), "wall_s": round(wall, 1),
-            "compile_share": round(waited_s / wall, 3)}
+            "compile_share": round(waited_s / wall, 3),
+            "overlap": round(waited_s / compile_s, 3) if compile_s > 0 else None,
+            "loaded": how.count("loaded"), "workers": run.get("compile_workers")}
 
 
 def run_in_process(name: str, out: str) -> dict:
@@ -77,7 +91,13 @@ def main(argv=None):
     ap.add_argument("--json", help="also write the figures to this JSON file")
     ap.add_argument("--one-process", action="store_true",
                     help="run the quick sizes in this one process instead of a fresh one each (as a notebook would)")
+    ap.add_argument("--warm", action="store_true",
+                    help="run each study twice (fresh processes, the compilation cache on): cold, then warm")
+    ap.add_argument("--compile-workers", choices=("auto", "threads", "processes"),
+                    help="JAXTREES_COMPILE_WORKERS for the runs (default: the runner's choice by backend)")
     args = ap.parse_args(argv)
+    if args.compile_workers:
+        os.environ["JAXTREES_COMPILE_WORKERS"] = args.compile_workers
     names = {"all": sorted(studies.STUDIES), "none": []}.get(args.studies, args.studies.split(","))
     for name in names:
         studies.get(name)  # an unknown name fails before anything runs
@@ -97,20 +117,39 @@ def main(argv=None):
                       f"peak RSS {row['peak_rss_mb']} MB", flush=True)
             names = []
         for name in names:
-            row = run_cold(name, os.path.join(tmp, name))
+            cache = os.path.join(tmp, "cache", name) if args.warm else ""
+            row = run_cold(name, os.path.join(tmp, name), cache)
             rows.append(row)
+            overlap = f", overlap {row['overlap']:.2f}" if row["programs"] > 1 and row["overlap"] is not None else ""
             print(f"{name:>18}: programs {row['programs']:3d}  compile {row['compile_s']:7.1f} s  "
-                  f"waited {row['waited_s']:7.1f} s  trials {row['trial_s']:7.1f} s  wall {row['wall_s']:7.1f} s  (compile share {row['compile_share']:.2f})",
-                  flush=True)
+                  f"waited {row['waited_s']:7.1f} s  trials {row['trial_s']:7.1f} s  wall {row['wall_s']:7.1f} s  "
+                  f"(compile share {row['compile_share']:.2f}{overlap}; {row['workers']})", flush=True)
+            if args.warm:
+                warm = run_cold(name, os.path.join(tmp, name + "-warm"), cache)
+                warm["over_trials"] = round(warm["wall_s"] / (warm["trial_s"] + 2.0 * warm["programs"]), 3)
+                row["warm"] = warm
+                print(f"{'':>18}  warm: loaded {warm['loaded']}/{warm['programs']}  compile {warm['compile_s']:7.1f} s  "
+                      f"waited {warm['waited_s']:7.1f} s  trials {warm['trial_s']:7.1f} s  wall {warm['wall_s']:7.1f} s  "
+                      f"(cold {row['wall_s']:.1f} s; warm / (trials + 2 s per program) {warm['over_trials']:.2f})",
+                      flush=True)
     summary = {"device": device, "jax": jax.__version__, "studies": rows,
                "programs_juntas_full": programs("juntas", quick=False)}
     if rows and not args.one_process:
         summary["compile_share_quick_max"] = max(r["compile_share"] for r in rows)
+        several = [r["overlap"] for r in rows if r["programs"] > 1 and r["overlap"] is not None]
+        if several:
+            summary["compile_overlap_max"] = max(several)
+        if args.warm:
+            summary["warm_over_trials_max"] = max(r["warm"]["over_trials"] for r in rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
     if rows and not args.one_process:
         print(f"compile_share_quick_max: {summary['compile_share_quick_max']:.3f}")
+        if "compile_overlap_max" in summary:
+            print(f"compile_overlap_max: {summary['compile_overlap_max']:.3f}")
+        if "warm_over_trials_max" in summary:
+            print(f"warm_over_trials_max: {summary['warm_over_trials_max']:.3f}")
     print(f"programs_juntas_full: {summary['programs_juntas_full']}")
     return summary
 

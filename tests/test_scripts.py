@@ -34,6 +34,8 @@ def _main(name):
      "findmin_ms_1024"),
     ("bench_compile", ["--studies", "none"], "programs_juntas_full"),
     pytest.param("bench_compile", ["--studies", "parity"], "programs_juntas_full", marks=pytest.mark.slow),
+    pytest.param("bench_compile", ["--studies", "trees", "--warm"], "programs_juntas_full", marks=pytest.mark.slow),
+    pytest.param("bench_compile_workers", ["--studies", "trees"], "worker_start_s", marks=pytest.mark.slow),
 ])
 def test_bench_script_runs(capsys, name, args, last):
     _main(name)(args)

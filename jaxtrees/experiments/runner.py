@@ -278,12 +278,13 @@ class _Job:
         return _Program(static, name, vmapped, size, slots, padding, int(pending.size),
                         max(branch.values()) * self.replicates)
 
-    def compile(self, program: _Program, cancelled: threading.Event | None = None, workers=None):
+    def compile(self, program: _Program, cancelled: threading.Event | None = None, pool=None):
         """``(compiled, seconds, how)``: the program traced and compiled ahead of its first call (on any
         thread: it writes nothing of the job's), ``how`` "loaded" where XLA's part came from the persistent
         compilation cache, else "compiled"; not started, or not compiled after tracing, once ``cancelled``
-        is set (CancelledError). With ``workers`` (a :class:`~jaxtrees.experiments.workers.Pool`) a worker
-        process traces and compiles it, and this process loads the executable it sends."""
+        is set (CancelledError). With ``pool`` (a :class:`~jaxtrees.experiments.workers.Pool`) a worker process
+        traces and compiles it, and this process loads the executable it sends; where one has failed under
+        "auto" (``pool.fallback``), this process compiles the rest."""
         import concurrent.futures
 
         if cancelled is not None and cancelled.is_set():
@@ -291,7 +292,7 @@ class _Job:
         started = time.perf_counter()
         inputs = self.inputs(program, program.slots[:program.size])
         few = program.planned <= loop_max_trials(self.study)  # few trials: a level loop compiles faster
-        if workers is not None:
+        if pool is not None and not (pool.fallback and pool.fell_back.is_set()):
             from jax.experimental import serialize_executable
 
             request = {"study": self.study.name, "static": program.static, "seed": self.config.seed,
@@ -300,20 +301,20 @@ class _Job:
                        "platform": self.devices[0].platform}
             what = compiling.describe(program.static)
             try:
-                payload, in_tree, out_tree, _, how = workers.compile(request, what, cancelled)
+                payload, in_tree, out_tree, _, how = pool.compile(request, what, cancelled)
                 executable = serialize_executable.deserialize_and_load(
                     payload, in_tree, out_tree, backend=self.devices[0].client, execution_devices=self.devices)
                 return executable, time.perf_counter() - started, how
             except concurrent.futures.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 (chosen by "auto": compiled here, where a study's error is raised as ever)
-                if not workers.fallback:
+                if not pool.fallback:
                     raise
-                if self.progress and not workers.fell_back.is_set():
+                if self.progress and not pool.fell_back.is_set():
                     print(f"\njaxtrees run: a compile worker failed for program {what} ({type(e).__name__}: "
                           f"{str(e).splitlines()[0][:200] if str(e) else ''}); compiling in this process instead "
                           f"(JAXTREES_COMPILE_WORKERS=threads: always)", file=sys.stderr)
-                workers.fell_back.set()
+                pool.fell_back.set()
         with growth.level_loop(growth.LOOP_CHUNK if few else None):
             lowered = compiling.build(self.study, program.static, self.config.seed, self.devices,
                                       program.group).lower(*inputs)

@@ -46,8 +46,8 @@ def choose(mode: str | None, study, platform: str, processes: int = 1) -> str:
     mode = os.environ.get("JAXTREES_COMPILE_WORKERS", "auto") if mode is None else mode
     if mode not in MODES:
         raise ValueError(f"compile_workers must be one of {', '.join(MODES)} (JAXTREES_COMPILE_WORKERS), got {mode!r}")
-    if mode == "threads":
-        return mode
+    if mode == "threads" or (mode == "auto" and platform != "gpu"):
+        return "threads"
     from jaxtrees.experiments import studies
 
     reason = None
