@@ -57,6 +57,10 @@ def test_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures, name)
     assert set(rows.names) <= set(columns), "every result column is described in metadata.json"
     if name == "gd-parity-uniform":  # the Barak et al. claim next to the medians; a tiny budget decides nothing
         assert "all within 100,000 steps" in report and "is below Barak et al.'s 100,000" in report
+        learned = int((s >= 0).sum())  # issue 57: the Theory section counts the claim over the learned trials
+        assert f"every k-parity (n <= 30, k <= 4) learned within 100,000 steps: holds in {learned} of {learned} " \
+               f"learned trials" in report and f"{len(s) - learned} trials censored" in report
+    assert "## Theory" in report  # issue 57: every report says what the seeds bound here, or that they do not
     if name == "gd-smoothed":
         assert "median vs uniform" in report and "Growth in n" in report
     if name == "gd-vs-id3":

@@ -18,6 +18,7 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions
 from jaxtrees.experiments import analysis, summary
 from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import trial_keys
 from jaxtrees.experiments.studies.gd_common import (BARAK, BARAK_BUDGET, EXACT_MAX_N, STATIC_TRAINING, TRAINING,
                                                     budget_lines, check_training, columns, divergence_note, first,
@@ -138,7 +139,21 @@ def _uniform_report(rows):
     return summary.section(
         f"k-parities on uniform inputs: {optimizer(rows)} steps to 100% accuracy (Barak et al. 2022 baseline)",
         text, header, table, after=caveat + "\n\nGrowth in n (least squares on log median vs log n, uncensored "
-        "medians):\n\n" + _growth_lines(analysis.median_exponents(rows, ["k", *extra]), extra)) + divergence_note(rows)
+        "medians):\n\n" + _growth_lines(analysis.median_exponents(rows, ["k", *extra]), extra)) + divergence_note(rows) \
+        + "\n" + _uniform_theory(rows)
+
+
+def _uniform_theory(rows) -> str:
+    """The baseline's one statement with a constant (Barak et al. 2022, not a seed): every trial learns within
+    BARAK_BUDGET steps; a trial censored by a smaller budget of this run does not count against it."""
+    s = analysis.censored_steps(rows)
+    learned = np.isfinite(s)
+    return theory.section([theory.check(
+        "Barak et al. 2022 (the baseline; no seed bounds gradient descent: 000 Open Question 1)",
+        f"every k-parity (n <= 30, k <= 4) learned within {BARAK_BUDGET:,} steps", np.full(int(learned.sum()),
+                                                                                            float(BARAK_BUDGET)),
+        s[learned], "upper", unit="learned trials", note=f"{int((~learned).sum())} trials censored by this run's "
+        "budget (not counted).")])
 
 
 GD_PARITY_UNIFORM = Study(
@@ -207,7 +222,10 @@ def _smoothed_report(rows):
     return summary.section(
         f"k-parities on c-smoothed inputs: {optimizer(rows)} steps to learn vs n", text, header, table,
         after="\n\nGrowth in n (least squares on log median vs log n, uncensored medians; a polynomial is a straight "
-              "line on the figure's log-log axes):\n\n" + growth) + divergence_note(rows)
+              "line on the figure's log-log axes):\n\n" + growth) + divergence_note(rows) + "\n" + theory.section([
+        "- 000 Open Question 1 states no bound for gradient descent under smoothing. The degree-1 signal smoothing "
+        "creates, P[max_J |I| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)) (000 Lemma 11), is checked per trial by "
+        "gd-scaling's Theory section, whose rows record the signal."])
 
 
 GD_SMOOTHED = dataclasses.replace(  # the same trial as gd-parity-uniform, on a grid over c
