@@ -50,12 +50,12 @@ class Layout:
             raise ValueError("Layout.columns: a call's cells must have axis values of one length")
         rows = cell.size * width
         at = np.repeat(cell, width)
-        out = {"study": _Constant(self.name, rows), "seed": np.full(rows, self.seed, np.int64),
+        out = {"study": _Constant(self.name, rows), "seed": np.full(rows, self.seed, np.int32),
                "cell": at.astype(np.int32), "replicate": np.repeat(np.asarray(replicate, np.int32), width)}
         for name in self.params:
             out[name] = _Coded(self.values[name], self.codes[name][at])
         if self.axis is not None:
-            out[self.study.axis.name] = self.axis[cell, :width].reshape(-1)
+            out[self.study.axis.name] = _narrow(self.axis[cell, :width].reshape(-1))
         for name, value in outputs.items():
             value = np.asarray(value)
             if value.dtype == bool:
@@ -86,6 +86,13 @@ class _Coded:
         self.values, self.codes = values, codes
 
 
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """Integer values as int32 where they fit (a parameter column costs half), else as they are."""
+    if values.dtype.kind == "i" and values.size and -2**31 <= values.min() and values.max() < 2**31:
+        return values.astype(np.int32)
+    return values
+
+
 def columns_table(columns: dict):
     """A pyarrow table of :meth:`Layout.columns`' columns (strings dictionary-encoded, no copies of arrays)."""
     import pyarrow as pa
@@ -99,7 +106,7 @@ def columns_table(columns: dict):
             if value.values.dtype == object:
                 arrays[name] = pa.DictionaryArray.from_arrays(pa.array(value.codes), pa.array(list(value.values)))
             else:
-                arrays[name] = pa.array(value.values[value.codes])
+                arrays[name] = pa.array(_narrow(value.values)[value.codes])
         else:
             arrays[name] = pa.array(value)
     return pa.table(arrays)
@@ -107,7 +114,8 @@ def columns_table(columns: dict):
 
 def check_columns(table, config: dict | None, paths: list[str], sources: np.ndarray, ordered: bool = True,
                   layout: Layout | None = None) -> Table:
-    """``table`` (pyarrow, rows read back from ``paths``; ``sources[i]``: the path of row i) as a
+    """``table`` (pyarrow, rows read back from ``paths``, or a list of such tables, which this function
+    takes over and empties; ``sources[i]``: the path of row i) as a
     :class:`~jaxtrees.experiments.table.Table`, sorted by (cell, replicate) where ``ordered``, every column
     checked against ``config``: the study and seed, cells and replicates in range, each parameter its
     cell's value, each trial's rows all there once (and in one file), every other column a number.
@@ -117,6 +125,9 @@ def check_columns(table, config: dict | None, paths: list[str], sources: np.ndar
 
     from jaxtrees.experiments.store import WAY_OUT
 
+    if isinstance(table, list):  # the caller's tables: concatenated, the list emptied so that columns free as taken
+        tables, table = table, pa.concat_tables(table, promote_options="permissive")
+        tables.clear()
     names = table.column_names
     missing = [c for c in ["cell", "replicate"] + ([] if config is None else ["study", "seed", *sorted(config["grid"])])
                if c not in names]
@@ -141,7 +152,7 @@ def check_columns(table, config: dict | None, paths: list[str], sources: np.ndar
             raise ValueError(f"{paths[0]}: column {name} must hold numbers, got {column.type}; {WAY_OUT}")
         return column.to_numpy(zero_copy_only=False)
 
-    cell, replicate = (numbers(name, take(name)).astype(np.int64) for name in ("cell", "replicate"))
+    cell, replicate = (numbers(name, take(name)) for name in ("cell", "replicate"))
     fail((cell < 0) | (replicate < 0), "cell and replicate must be integers >= 0")
     columns, factors = {"cell": cell, "replicate": replicate}, {}
     if config is not None:
@@ -153,7 +164,7 @@ def check_columns(table, config: dict | None, paths: list[str], sources: np.ndar
              f"a trial outside this run's {len(layout.cells)} cells x {layout.replicates} replicates")
         for name in ("study", *layout.params):
             values = np.asarray([config["study"]], dtype=object) if name == "study" else layout.values[name]
-            per_cell = np.zeros(len(layout.cells), np.int64) if name == "study" else layout.codes[name]
+            per_cell = np.zeros(len(layout.cells), np.int32) if name == "study" else layout.codes[name]
             column = take(name)
             if values.dtype == object:  # strings: their codes in the grid's values, compared with the cell's
                 codes = pc.index_in(column, value_set=pa.array(list(values))).fill_null(-1).to_numpy()
@@ -167,7 +178,7 @@ def check_columns(table, config: dict | None, paths: list[str], sources: np.ndar
         seed = numbers("seed", take("seed"))
         fail(seed != config["seed"], f"a row of another seed (this run's is {config['seed']})")
         columns["seed"] = seed
-        trial = cell * layout.replicates + replicate
+        trial = cell.astype(np.int64) * layout.replicates + replicate
         increasing = bool(np.all(trial[1:] >= trial[:-1]))
         order = None if increasing else np.argsort(trial, kind="stable")
         sorted_trial = trial if order is None else trial[order]

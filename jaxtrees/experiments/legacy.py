@@ -79,7 +79,7 @@ def read(directory: str, config: dict | None = None):
             table = table.set_column(i, field.name, pa.array(np.full(table.num_rows, np.nan, np.float32)))
         elif pa.types.is_floating(field.type) and field.name not in grid:
             table = table.set_column(i, field.name, table.column(i).cast(pa.float32()))
-    return check_columns(table, config, paths, sources)
+    return check_columns([table], config, paths, sources)
 
 
 def convert(directory: str) -> str:

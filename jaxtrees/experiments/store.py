@@ -205,11 +205,10 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
     if not parts:
         raise ValueError(f"no results in {directory} (expected rows/part-*.parquet); rerun `jaxtrees run` with the "
                          f"same arguments to write them")
-    table = pa.concat_tables([t for _, t in parts], promote_options="permissive")
     sources = np.repeat(np.arange(len(parts), dtype=np.int32), [t.num_rows for _, t in parts])
-    paths = [p for p, _ in parts]
+    paths, tables = [p for p, _ in parts], [t for _, t in parts]
     del parts
-    return check_columns(table, config, paths, sources, ordered)
+    return check_columns(tables, config, paths, sources, ordered)  # takes the tables over (frees them as it goes)
 
 
 def export_csv(directory: str, path: str | None = None) -> str:

@@ -151,15 +151,15 @@ def factorize(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if values.size and values.dtype.kind in "biu":
-        as_int = values.astype(np.int64)
-        low, high = int(as_int.min()), int(as_int.max())
+        low, high = int(values.min()), int(values.max())
         if high - low < DENSE_RANGE:
+            as_int = values.astype(np.int64)  # transient: the offsets into the lookup table
             present = np.zeros(high - low + 1, bool)
             present[as_int - low] = True
-            lookup = np.cumsum(present) - 1
+            lookup = (np.cumsum(present) - 1).astype(np.int32)
             return lookup[as_int - low], (np.flatnonzero(present) + low).astype(values.dtype)
     uniques, codes = np.unique(values, return_inverse=True)
-    return codes.reshape(-1), uniques
+    return codes.reshape(-1).astype(np.int32 if uniques.size < 2**31 else np.int64), uniques
 
 
 def groups(table: Table, by) -> tuple[np.ndarray, list[tuple]]:
