@@ -276,3 +276,19 @@ def test_group_bys_agree_with_a_loop_over_rows():
         assert row.tolist() == np.quantile(xs, [0.25, 0.5, 0.75], method="inverted_cdf").tolist()
     with pytest.raises(TypeError, match="not iterated row by row"):
         list(t)
+
+
+def test_rows_do_not_depend_on_chunk_or_devices_at_the_studys_own_optimisation_level(tmp_path):
+    """The determinism contract at the LLVM level studies compile at (the suite's conftest lowers it to 0 for
+    speed): chunk sizes and device counts give identical rows, in fresh processes without that override."""
+    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
+                     if not f.startswith(("--xla_backend_optimization_level", "--xla_force_host_platform_device_count")))
+    runs = {"default": ([], "1"), "chunk5": (["--chunk", "5"], "1"), "devices3": ([], "3")}
+    for name, (extra, devices) in runs.items():
+        proc = _cli("run", "juntas", "--quick", "--out", str(tmp_path / name), *TINY, *extra,
+                    env={"XLA_FLAGS": flags, "JAXTREES_CPU_DEVICES": devices, "JAX_PLATFORMS": "cpu"})
+        assert proc.returncode == 0, proc.stderr
+        contract = json.loads((tmp_path / name / "juntas" / "metadata.json").read_text())["contract"]
+        assert contract["compiler_options"] == {runner.OPT_LEVEL_FLAG: studies.get("juntas").cpu_opt_level}
+    columns = [_columns(tmp_path / name / "juntas") for name in runs]
+    assert columns[0] == columns[1] == columns[2]
