@@ -7,7 +7,10 @@ compilation cache off. Printed per size, from the run's metadata and the child's
 
   host_us_per_row           the main thread's seconds building calls' inputs and handing their outputs to
                             the writer, per row (the writer's thread does the rest, while trials run)
-  rows_per_s_write          rows written per second of the writer's part making and writing
+  rows_per_s_write          rows per second of the store's part writing (columns to a durable Parquet part of the
+                            writer's 2^17 rows, fsyncs included) with nothing else running: the run's rows again;
+                            rows_per_s_write_in_run is the writer thread's wall rate during the trials (sharing
+                            the cores with XLA's threads)
   post_run_s_per_million    read back, checks, figures and report after the last trial, per million rows
   peak_rss_mb               the process's peak resident memory
   disk_bytes_per_row        bytes of rows/ per row
@@ -48,14 +51,35 @@ def child(replicates: int, out: str) -> dict:
     with open(os.path.join(directory, "metadata.json")) as fh:
         run = json.load(fh)["runs"][-1]
     rows = run["rows_written"]
+    write_alone = _write_alone(directory, run)
     disk = sum(os.path.getsize(os.path.join(directory, "rows", n)) for n in os.listdir(os.path.join(directory, "rows")))
     return {"rows": rows, "trials": run["trials"], "wall_s": wall, "run_s": run["seconds"],
             "post_run_s": cli.LAST_POST_RUN_SECONDS,
             "host_us_per_row": 1e6 * (run["host_seconds"] + run["handover_seconds"]) / rows,
-            "rows_per_s_write": rows / max(run["write_seconds"], 1e-9),
+            "rows_per_s_write_in_run": rows / max(run["write_seconds"], 1e-9), "rows_per_s_write": write_alone,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "disk_bytes_per_row": disk / rows, "device": run["environment"]["device_kind"],
             "devices": run["environment"]["local_device_count"]}
+
+
+def _write_alone(directory: str, run: dict) -> float:
+    """Rows per second of the store's part writing (columns to a durable Parquet part, fsyncs included) with nothing
+    else running: the run's rows written again as parts of the writer's size into a scratch directory."""
+    import numpy as np
+
+    from jaxtrees.experiments import store, writer
+
+    table = store.read_results(directory, ordered=False)
+    scratch = store.Store(tempfile.mkdtemp(dir=os.path.dirname(directory)), "scratch")
+    scratch.open(json.load(open(os.path.join(directory, "metadata.json")))["config"])
+    columns = {name: np.asarray(table[name], dtype=object) if table[name].dtype == object else table[name]
+               for name in table.names}
+    step, started = writer.ROWS_PER_PART, time.perf_counter()
+    for start in range(0, len(table), step):
+        scratch.write_part({name: value[start:start + step] for name, value in columns.items()}, 0)
+    seconds = time.perf_counter() - started
+    scratch.close()
+    return len(table) / seconds
 
 
 def main(argv=None):
@@ -80,7 +104,8 @@ def main(argv=None):
         r = results[label] = json.loads(proc.stdout.strip().splitlines()[-1])
         print(f"{label}: {r['rows']:,} rows ({r['trials']:,} trials) on {r['devices']} x {r['device']}: "
               f"wall {r['wall_s']:.1f} s, trials {r['run_s']:.1f} s, after them {r['post_run_s']:.2f} s; "
-              f"host {r['host_us_per_row']:.3f} us/row, write {r['rows_per_s_write']:,.0f} rows/s, "
+              f"host {r['host_us_per_row']:.3f} us/row, write {r['rows_per_s_write']:,.0f} rows/s "
+              f"({r['rows_per_s_write_in_run']:,.0f} during the trials), "
               f"peak RSS {r['peak_rss_mb']:,.0f} MB, {r['disk_bytes_per_row']:.2f} bytes/row", flush=True)
     large = results["1e7"]
     lines = {"host_us_per_row": max(r["host_us_per_row"] for r in results.values()),

@@ -159,6 +159,7 @@ class Store:
         tmp = os.path.join(self.rows, f".p{self.process}-{name}.tmp")
         with open(tmp, "wb") as fh:
             pq.write_table(table, fh, compression="zstd", compression_level=1, write_page_checksum=True,
+                           write_statistics=False,  # min / max per page: 15% of the write, read by no one here
                            use_dictionary=[f.name for f in table.schema if not pa.types.is_floating(f.type)])
             fh.flush()
             os.fsync(fh.fileno())
