@@ -262,3 +262,26 @@ def assert_valid_markdown_tables(text: str) -> int:
             assert not lines[i].startswith("|"), f"table row outside a table: {lines[i]!r}"
             i += 1
     return tables
+
+
+def run_killed(args: list[str], rows_dir, env: dict | None = None, parts: int = 2) -> int:
+    """Start ``jaxtrees ARGS`` (a part per call) and SIGKILL it once ``parts`` parts are in ``rows_dir``; the
+    parts then written. Fails if the run finished first."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "jaxtrees.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "JAXTREES_FLUSH_SECONDS": "0", **(env or {})})
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if rows_dir.exists() and len(list(rows_dir.glob("part-*.parquet"))) >= parts:
+            break
+        time.sleep(0.01)
+    alive = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert alive, "the run finished before it could be killed"
+    return len(list(rows_dir.glob("part-*.parquet")))

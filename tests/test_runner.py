@@ -5,11 +5,9 @@ import json
 import os
 import platform
 import re
-import signal
 import socket
 import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -473,19 +471,7 @@ def test_killed_run_resumes_with_every_row_once(tmp_path):
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "whole"), *tiny]) == 0
     whole = _rows(tmp_path / "whole" / "juntas")
     args = ["run", "juntas", "--quick", "--out", str(tmp_path / "killed"), "--chunk", "1", "--group", "32", *tiny]
-    proc = subprocess.Popen([sys.executable, "-m", "jaxtrees.cli", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**os.environ, "JAXTREES_FLUSH_SECONDS": "0"})  # a part per call
-    parts = tmp_path / "killed" / "juntas" / "rows"
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        if parts.exists() and len(list(parts.glob("part-*.parquet"))) >= 2:
-            break
-        time.sleep(0.01)
-    killed = proc.poll() is None
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert killed, "the run finished before it could be killed"
-    written = len(list(parts.glob("part-*.parquet")))
+    written = helpers.run_killed(args, tmp_path / "killed" / "juntas" / "rows")
     assert 2 <= written < 20
     assert cli.main(args) == 0
     assert_same_rows_across_groups(_rows(tmp_path / "killed" / "juntas"), whole)

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import helpers
+
 from jaxtrees import cli
 from jaxtrees.experiments import runner, store, studies
 from jaxtrees.experiments.table import Table
@@ -76,29 +78,13 @@ def test_export_writes_the_tidy_csv_and_an_old_csv_directory_is_read_and_convert
     assert _columns(old) == _columns(reference)
 
 
-def _run_killed(args, parts: Path, env) -> int:
-    """Start ``jaxtrees run`` and SIGKILL it once two parts are on disk; the parts written."""
-    proc = subprocess.Popen([sys.executable, "-m", "jaxtrees.cli", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**os.environ, **env})
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        if parts.exists() and len(list(parts.glob("part-*.parquet"))) >= 2:
-            break
-        time.sleep(0.01)
-    alive = proc.poll() is None
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert alive, "the run finished before it could be killed"
-    return len(list(parts.glob("part-*.parquet")))
-
-
 def test_killed_in_its_first_program_a_run_resumes_with_its_recorded_group(tmp_path):
     """The group is recorded before the first call: a run of one program with --group 16, SIGKILLed inside that
     program, resumes without --group at 16 (not the default 32) and gives the rows of an uninterrupted run."""
     tiny = [a if not a.startswith("replicates=") else "replicates=320" for a in TINY]
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path / "whole"), "--group", "16", *tiny]) == 0
     args = ["run", "juntas", "--quick", "--out", str(tmp_path / "killed"), "--chunk", "32", "--group", "16", *tiny]
-    written = _run_killed(args, tmp_path / "killed" / "juntas" / "rows", {"JAXTREES_FLUSH_SECONDS": "0"})
+    written = helpers.run_killed(args, tmp_path / "killed" / "juntas" / "rows")
     assert 2 <= written < 40
     metadata = json.loads((tmp_path / "killed" / "juntas" / "metadata.json").read_text())
     assert set(metadata["contract"]["groups"].values()) == {16}

@@ -192,8 +192,6 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
     the configuration (``config``, default ``rows/_config.json``'s): ids and parameters those of its
     cell, every trial's rows present once. A directory of an earlier version (CSV) is read as it is.
     ValueError naming the file if there are no rows, a part is damaged or a trial is doubled."""
-    import pyarrow as pa
-
     from jaxtrees.experiments import legacy
 
     rows_dir = os.path.join(directory, "rows")
