@@ -289,6 +289,7 @@ def _gains_plot(rows, stem):
         ax.plot(ks, theory.lemma14_address_ceiling(ks, kappa), ":", color=shade, lw=1,
                 label=f"kappa (2/5)^(2k), s = {s_:g}")
     ax.set_yscale("log")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("k")
     ax.set_ylabel("Gini gain (median over paths)")
     ax.set_title("002 Lemma 14: memory bits vs addressing bits")
