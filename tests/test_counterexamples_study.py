@@ -154,3 +154,14 @@ def test_gains_figure(tmp_path):
     rows = rows.with_columns(memory_gain_min=np.full(size, 1e-4), address_gain_max=np.full(size, 1e-8))
     files = ce._gains_plot(rows, str(tmp_path / "addressing_gains"))
     assert (tmp_path / "addressing_gains.png").stat().st_size > 5000 and len(files) == 2
+
+
+def test_gini_gain_closed_form():
+    """The trial's Gini gain 4 q (mu1 - mu)^2 / (1 - q) is G(mu) - q G(mu1) - (1 - q) G(mu0) for G(t) = 4 t (1 - t),
+    mu = q mu1 + (1 - q) mu0 (e.g. q = 0.3, mu1 = 0.9, mu0 = 0.2: mu = 0.41, G: 0.9676 - 0.3 * 0.36 - 0.7 * 0.64 =
+    0.4116 = 4 * 0.3 * 0.7 * 0.49)."""
+    q, mu1, mu0 = 0.3, 0.9, 0.2
+    mu = q * mu1 + (1 - q) * mu0
+    G = lambda t: 4 * t * (1 - t)  # noqa: E731
+    assert G(mu) - q * G(mu1) - (1 - q) * G(mu0) == pytest.approx(0.4116)
+    assert 4 * q * (mu1 - mu) ** 2 / (1 - q) == pytest.approx(0.4116)
