@@ -22,7 +22,9 @@ about 70% of the suite's time; ``pytest -m long`` runs them).
 The CLI's persistent compilation cache is off for the suite (``JAXTREES_CACHE_DIR`` empty), so
 that every run compiles what it tests, and so is its split of the CPU into one device per core
 (``JAXTREES_CPU_DEVICES=1``: ``cli.main`` called in a test process must not change that process's
-devices); tests/test_runner.py turns each on where it tests it. The CLI's vector width for XLA's
+devices); tests/test_runner.py turns each on where it tests it. Programs compile on threads of the test
+process (``JAXTREES_COMPILE_WORKERS=threads``, as before workers; "auto" would start worker processes for each run of
+two or more programs); tests/test_compile_workers.py tests the workers. The CLI's vector width for XLA's
 CPU code (``jaxtrees.core.platform.wide_vectors``: 512 bits on AVX-512) is set here for the whole suite, so that
 tests run what ``jaxtrees run`` runs and the test process and its CLI subprocesses agree.
 
@@ -44,6 +46,7 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 
 os.environ.setdefault("JAXTREES_CACHE_DIR", "")
 os.environ.setdefault("JAXTREES_CPU_DEVICES", "1")
+os.environ.setdefault("JAXTREES_COMPILE_WORKERS", "threads")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from jaxtrees.core.platform import wide_vectors  # noqa: E402  (sets XLA_FLAGS; JAX has not started its backend)

@@ -104,16 +104,17 @@ def _cpu_seconds(pid: int) -> float:
 def test_threads_or_processes_by_backend(monkeypatch):
     monkeypatch.delenv("JAXTREES_COMPILE_WORKERS", raising=False)
     juntas = studies.get("juntas")
-    assert workers.choose(None, juntas, "cpu") == "threads"  # XLA:CPU compiles beside the GIL: threads
-    assert workers.choose("auto", juntas, "gpu") == "processes"  # XLA:GPU holds it
-    assert workers.choose("auto", juntas, "tpu") == "threads"
-    assert workers.choose("auto", juntas, "gpu", processes=2) == "threads"
+    for platform in ("cpu", "gpu"):  # threads measured GIL-bound on both
+        assert workers.choose(None, juntas, platform, programs=2) == "processes"
+        assert workers.choose("auto", juntas, platform, programs=1) == "threads"  # nothing to compile beside it
+        assert workers.choose("auto", juntas, platform, processes=2, programs=3) == "threads"
+    assert workers.choose("auto", juntas, "tpu", programs=3) == "threads"
     assert workers.choose("processes", juntas, "cpu") == "processes"
     assert workers.choose("threads", juntas, "gpu") == "threads"
     monkeypatch.setenv("JAXTREES_COMPILE_WORKERS", "processes")
     assert workers.choose(None, juntas, "cpu") == "processes"
     own = dataclasses.replace(juntas, name="own")
-    assert workers.choose("auto", own, "gpu") == "threads"  # a worker cannot import it
+    assert workers.choose("auto", own, "gpu", programs=2) == "threads"  # a worker cannot import it
     for mode, study, platform, match in (("processes", own, "cpu", "not a registered study"),
                                          ("processes", juntas, "tpu", "a tpu backend"),
                                          ("several", juntas, "cpu", "must be one of auto, threads, processes")):

@@ -57,9 +57,10 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     ``compile_workers``: "threads" (trace and compile in this process), "processes" (in worker
     processes, each with its own GIL, which load nothing on the accelerator they do not need; the run
     loads each executable without tracing it again; :mod:`~jaxtrees.experiments.workers`) or "auto"
-    (default, or ``$JAXTREES_COMPILE_WORKERS``): processes on a GPU, where XLA's compiler holds the GIL,
-    threads on a CPU, where threads measured as fast, and on a TPU; under "auto" a program whose worker
-    fails is compiled in this process (said once on stderr). Results do not depend on it.
+    (default, or ``$JAXTREES_COMPILE_WORKERS``): processes for two or more programs on a CPU or GPU (threads
+    measured GIL-bound on both), threads for one program, on a TPU and under ``jax.distributed``; under
+    "auto" a program whose worker fails is compiled in this process (said once on stderr). Results do
+    not depend on it.
     A second run into the same directory while this one writes raises ValueError.
 
     Everything that can change a row's value (:func:`contract`: the group of each program, compiler
@@ -80,7 +81,8 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     threads = default_compile_threads() if compile_threads is None else checks.integer(
         "compile_threads", compile_threads, low=1, high=64)
     process, processes = jax.process_index(), jax.process_count()
-    how = workers.choose(compile_workers, study, jax.local_devices()[0].platform, processes)  # threads or processes
+    platform = jax.local_devices()[0].platform
+    workers.choose(compile_workers, study, platform, processes)  # a bad value fails before the store is opened
     store = Store(out, study.name, process, processes)
     run_id = f"{int(np.frombuffer(os.urandom(4), np.uint32)[0]):08x}"
     if process == 0:  # takes the directory's lock, then tells the others the run's id, which they find in it
@@ -93,6 +95,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
         todo = job.plan(max_trials)
         work = job.start(todo)
         bar = Progress(job.label, int(todo.size), enabled=progress, programs=len(work))
+        how = workers.choose(compile_workers, study, platform, processes, len(work))  # threads or processes
         job.record["compile_workers"] = how
         auto = (compile_workers or os.environ.get("JAXTREES_COMPILE_WORKERS", "auto")) == "auto"
         pool = (workers.Pool(workers.default_workers(len(work), threads), fallback=auto)

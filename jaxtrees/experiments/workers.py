@@ -9,9 +9,11 @@ without tracing it again. A worker starts JAX's backend without preallocating ac
 (``XLA_PYTHON_CLIENT_PREALLOCATE=false``): it holds what compiling needs, not 75% of the GPU.
 
 :func:`choose` picks threads or processes per backend (``compile_workers``: "auto", "threads" or
-"processes"). "auto" takes processes on a GPU, where threads measured GIL-bound, and threads on a CPU,
-where XLA:CPU releases the GIL while it compiles and two threads measured as fast as two workers
-(docs/benchmarks.md), and on a TPU (one process holds the chip). A worker's error reaches the run as
+"processes"). "auto" takes processes for a run of two or more programs on a GPU, where threads measured
+GIL-bound, and on a CPU, where they measured so too: on 2 cores two programs on two threads compiled
+no faster than one after the other, in two workers 1.0-1.4x faster than on threads, and quick studies
+of 2-4 programs ran 0.9-1.3x faster end to end (docs/benchmarks.md); threads for one program, on a TPU
+(one process holds the chip), under ``jax.distributed`` and for a study a worker cannot import. A worker's error reaches the run as
 the exception an in-process compile raises (same type and message); a worker that dies (killed, out of
 memory) is :class:`WorkerDied`, naming the program, and leaves no half-written cache entry.
 """
@@ -39,14 +41,16 @@ class WorkerDied(RuntimeError):
     """A compile worker ended before it answered (killed, out of memory, a crash in XLA)."""
 
 
-def choose(mode: str | None, study, platform: str, processes: int = 1) -> str:
+def choose(mode: str | None, study, platform: str, processes: int = 1, programs: int | None = None) -> str:
     """"threads" or "processes" for ``mode`` ("auto", "threads", "processes"; None: ``$JAXTREES_COMPILE_WORKERS``,
-    default "auto") on a backend of ``platform``: "auto" is processes on a GPU for a registered study in a
-    single-process run, threads otherwise. "processes" where workers cannot serve is a ValueError saying why."""
+    default "auto") on a backend of ``platform`` for a run of ``programs`` programs (None: not yet known):
+    "auto" is processes on a CPU or GPU for a registered study of two or more programs in a single-process
+    run, threads otherwise (one program has nothing to compile beside it). "processes" where workers
+    cannot serve is a ValueError saying why."""
     mode = os.environ.get("JAXTREES_COMPILE_WORKERS", "auto") if mode is None else mode
     if mode not in MODES:
         raise ValueError(f"compile_workers must be one of {', '.join(MODES)} (JAXTREES_COMPILE_WORKERS), got {mode!r}")
-    if mode == "threads" or (mode == "auto" and platform != "gpu"):
+    if mode == "threads" or (mode == "auto" and (platform not in ("cpu", "gpu") or (programs or 2) < 2)):
         return "threads"
     from jaxtrees.experiments import studies
 
@@ -58,7 +62,7 @@ def choose(mode: str | None, study, platform: str, processes: int = 1) -> str:
     elif studies.STUDIES.get(study.name) is not study:
         reason = f"study {study.name!r}, which is not a registered study a worker can import"
     if mode == "auto":
-        return "processes" if platform == "gpu" and reason is None else "threads"
+        return "processes" if reason is None else "threads"
     if reason is not None:
         raise ValueError(f"compile_workers='processes' cannot serve {reason}; use 'threads' or 'auto'")
     return mode
