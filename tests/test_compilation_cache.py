@@ -51,11 +51,11 @@ def test_a_dead_writers_temporaries_are_removed_and_a_live_ones_kept(tmp_path):
 
 
 def test_describe_says_where_and_how_large(tmp_path):
-    assert cache.describe(str(tmp_path)) == f"{tmp_path} (0 programs, 0.0 MB)"
+    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 0 programs, 0.0 MB"
     (tmp_path / "jit_f-a-cache").write_bytes(b"x" * 2**20)
     (tmp_path / "jit_g-b-cache").write_bytes(b"x" * 2**19)
     (tmp_path / f"{cache.TEMPORARY}1-1-jit_h-c").write_bytes(b"x" * 2**20)  # not an entry yet
-    assert cache.describe(str(tmp_path)) == f"{tmp_path} (2 programs, 1.5 MB)"
+    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 2 programs, 1.5 MB"
 
 
 def _run(out, env):

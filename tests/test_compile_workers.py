@@ -159,3 +159,25 @@ def test_under_auto_a_failing_worker_leaves_the_program_to_this_process(tmp_path
                                                 compile_workers="threads"))
     with pytest.raises(workers.WorkerDied, match="was killed"):
         runner.run(study, config, str(tmp_path / "explicit"), progress=False, compile_workers="processes")
+
+
+def test_a_warm_run_with_workers_loads_every_program_with_the_same_rows(tmp_path):
+    """Cache on, workers on: cold (compiled in workers), then warm (every program loaded: the worker finds
+    it in the cache and the run loads it from there; jaxlib's CPU executable deserialized from the cache
+    and serialized again failed to run), the rows of a run on threads."""
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "jaxtrees.cli", "run", "juntas", "--quick", *[a for name, value in GRID.items()
+            for a in ("--set", f"{name}={value}")], "--no-progress"]
+    env = {**os.environ, "JAXTREES_CACHE_DIR": str(tmp_path / "cache")}
+    for out, how in (("cold", "processes"), ("warm", "processes"), ("threads", "threads")):
+        proc = subprocess.run([*args, "--out", str(tmp_path / out)], capture_output=True, text=True,
+                              env={**env, "JAXTREES_COMPILE_WORKERS": how,
+                                   **({"JAXTREES_CACHE_DIR": ""} if out == "threads" else {})})
+        assert proc.returncode == 0, proc.stderr
+        run = json.loads((tmp_path / out / "juntas" / "metadata.json").read_text())["runs"][-1]
+        assert run["compile_workers"] == how
+        assert set(run["compiled_or_loaded"].values()) == {"loaded" if out == "warm" else "compiled"}
+    assert _rows(tmp_path / "warm" / "juntas") == _rows(tmp_path / "cold" / "juntas") == _rows(
+        tmp_path / "threads" / "juntas")

@@ -520,7 +520,8 @@ def test_a_rerun_loads_its_programs_from_the_compilation_cache(tmp_path):
         proc = _cli("run", "rank", "--quick", "--out", str(tmp_path / out), *tiny, "--set", "target=rank",
                     "--set", "c=0", env=env)
         assert proc.returncode == 0, proc.stderr
-        assert f"compilation cache {tmp_path / 'cache'} (" in proc.stderr
+        size = re.search(rf"compilation cache {re.escape(str(tmp_path / 'cache'))}: (\d+) programs?, [\d.]+ MB", proc.stderr)
+        assert size and (int(size.group(1)) == 0) == (out == "a"), proc.stderr  # empty, then the first run's
         run = json.loads((tmp_path / out / "rank" / "metadata.json").read_text())["runs"][-1]
         how = "compiled" if out == "a" else "loaded"
         assert set(run["compiled_or_loaded"].values()) == {how}, run["compiled_or_loaded"]

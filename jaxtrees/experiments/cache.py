@@ -105,7 +105,7 @@ def use(directory: str, min_compile_seconds: float = 0.0) -> str:
 
 
 def describe(directory: str) -> str:
-    """``"DIRECTORY (N programs, S MB)"``: where the cache lives and how large it is."""
+    """``"DIRECTORY: N programs, S MB"``: where the cache lives and how large it is."""
     entries = glob.glob(os.path.join(glob.escape(directory), "*" + SUFFIX))
     size = 0
     for path in entries:
@@ -113,7 +113,7 @@ def describe(directory: str) -> str:
             size += os.path.getsize(path)
         except OSError:
             pass
-    return f"{directory} ({len(entries):,} program{'s' * (len(entries) != 1)}, {size / 2**20:,.1f} MB)"
+    return f"{directory}: {len(entries):,} program{'s' * (len(entries) != 1)}, {size / 2**20:,.1f} MB"
 
 
 def _install(directory: str) -> bool:

@@ -305,9 +305,11 @@ class _Job:
             what = compiling.describe(program.static)
             try:
                 payload, in_tree, out_tree, _, how = pool.compile(request, what, cancelled)
-                executable = serialize_executable.deserialize_and_load(
-                    payload, in_tree, out_tree, backend=self.devices[0].client, execution_devices=self.devices)
-                return executable, time.perf_counter() - started, how
+                if payload is not None:
+                    executable = serialize_executable.deserialize_and_load(
+                        payload, in_tree, out_tree, backend=self.devices[0].client, execution_devices=self.devices)
+                    return executable, time.perf_counter() - started, how
+                # else the worker found it in the persistent cache: loaded here, below, from the cache
             except concurrent.futures.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 (chosen by "auto": compiled here, where a study's error is raised as ever)

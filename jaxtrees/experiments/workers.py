@@ -251,7 +251,10 @@ def _portable(error: BaseException) -> BaseException:
 def _compile(study: str, static: dict, seed: int, group: int, inputs, loop_chunk, options, devices: int,
              platform: str):
     """Trace, lower and compile one program as :meth:`jaxtrees.experiments.runner._Job.compile` does;
-    return ``(serialized, in_tree, out_tree, seconds, how)``."""
+    return ``(serialized, in_tree, out_tree, seconds, how)``, or, for a program the persistent cache
+    held, ``(None, None, None, seconds, "loaded")``: the run then loads it from the cache itself (jaxlib
+    0.10.2 on a CPU: an executable deserialized from the cache and serialized again raised "NOT_FOUND:
+    Function bitcast_copy_fusion not found" when run)."""
     import jax
     from jax.experimental import serialize_executable
 
@@ -267,5 +270,7 @@ def _compile(study: str, static: dict, seed: int, group: int, inputs, loop_chunk
         lowered = compiled.build(studies.get(study), static, seed, local, group).lower(*inputs)
     with cache.watch() as seen:
         executable = lowered.compile(options)
+    if seen.how == "loaded":  # XLA:CPU's executable deserialized from the cache, serialized again, fails to run
+        return None, None, None, time.perf_counter() - started, seen.how  # ("Function ... not found"): the run loads it
     payload, in_tree, out_tree = serialize_executable.serialize(executable)
     return payload, in_tree, out_tree, time.perf_counter() - started, seen.how
