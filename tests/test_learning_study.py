@@ -105,3 +105,14 @@ def test_parity_theory_section_counts_lemma_9():
            "in 3 of 4 (alpha, c) trials" in part
     assert "- 000 Thm 10 as derived (constant 1): m for 90% <= (2c)^(-4k+4) alpha^(-2k-8) k ln(n / delta) (the paper " \
            "prints (2c)^(-4k-4)): holds in 1 of 1 cells" in part
+
+
+def test_parity_signal_figure_draws_m90_against_1_over_c_and_ln_n(tmp_path):
+    rows = _junta_rows()
+    size = len(rows)
+    rows = Table({**{n: rows[n] for n in ("cell", "replicate", "c", "m", "success", "exact_error", "p_min",
+                                          "eps_star")},
+                  "log2_n": np.full(size, 4), "alpha": np.full(size, 0.05), "impurity": rows["impurity"]})
+    files = learning._signal_plot(rows, str(tmp_path / "parity_signal"), ["log2_n", "impurity", "alpha", "c"],
+                                  "parity")
+    assert (tmp_path / "parity_signal.png").stat().st_size > 5000 and len(files) == 2

@@ -417,7 +417,7 @@ def _signal_plot(rows, stem, by, kind):
     if "eps_star" not in rows:
         return []
     trials = _signal_trials(rows, by)
-    panels = 2 if kind == "parity" else 4
+    panels = 4
     fig, axes = summary.figure(panels)
     codes, keys = tables.groups(trials, by)
     eps = np.asarray(trials["eps_star"], np.float64)
@@ -459,35 +459,42 @@ def _signal_plot(rows, stem, by, kind):
     summary.panel(ax, "P[exact] against Thm 7's scale", f"m / (eps*^-4 p_min^-2 k ln(n / {DELTA:g}))", xbase=None,
                   ylim=summary.RATE_LIMITS)
     ax.set_xscale("log")
-    if kind != "parity":
-        _m90_panels(axes[2], axes[3], _thresholds(rows, by), by)
+    _m90_panels(axes[2], axes[3], _thresholds(rows, by), by, kind)
     return summary.finish(fig, axes, stem, "P[eps* <= t]", "000's exact signal eps* (c > 0) against its lemmas and "
                           "Theorem 7's scale", np.bincount(codes, minlength=len(keys)).tolist() or [0])
 
 
-def _m90_panels(by_c, by_n, m90, by):
-    """m for 90% against 1/c (with Theorem 12's slope 8k through the first point) and against ln n."""
+def _m90_panels(by_c, by_n, m90, by, kind="juntas"):
+    """m for 90% against 1/c (dotted through the first point: Theorem 12's slope 8k for juntas, Theorem 10's 4k - 4
+    as derived for parities, (2c)^(-4k+4)) and against ln n."""
     curves_c, curves_n = {}, {}
     for cell, m in m90.items():
         info = dict(zip(by, cell))
         if m is None or info["c"] <= 0:
             continue
+        if kind == "parity":  # k = log2 n; the cells of one alpha
+            info = {**info, "k": info["log2_n"], "n": 2 ** info["log2_n"],
+                    "impurity": f"{info['impurity']}, alpha = {info['alpha']:g}"}
         curves_c.setdefault((info["n"], info["k"], info["impurity"]), []).append((1 / info["c"], m))
-        curves_n.setdefault((info["k"], info["c"], info["impurity"]), []).append((math.log(info["n"]), m))
+        label = f"c = {info['c']:g}, {info['impurity']}" if kind == "parity" else \
+            f"k = {info['k']}, c = {info['c']:g}, {info['impurity']}"  # a parity's k grows with n
+        curves_n.setdefault(label, []).append((math.log(info["n"]), m))
     for (n, k, imp), pts in curves_c.items():
         pts.sort()
         look = summary.series_style(by_c)
         by_c.plot(*zip(*pts), color=look["color"], marker=look["marker"], label=f"n = {n}, k = {k}, {imp}")
         x0, y0 = pts[0]
         xs = np.array([x0, pts[-1][0]])
-        by_c.plot(xs, y0 * (xs / x0) ** (8 * k), ":", color=look["color"], lw=1)
+        slope = 4 * k - 4 if kind == "parity" else 8 * k
+        by_c.plot(xs, y0 * (xs / x0) ** slope, ":", color=look["color"], lw=1)
     by_c.set_xscale("log")
     by_c.set_yscale("log")
-    summary.panel(by_c, "m for 90% against 1/c\n(dotted: Thm 12's slope 8k)", "1/c", xbase=None)
+    reference = "Thm 10's slope 4k - 4 (derived)" if kind == "parity" else "Thm 12's slope 8k"
+    summary.panel(by_c, f"m for 90% against 1/c\n(dotted: {reference})", "1/c", xbase=None)
     by_c.set_xscale("log")
-    for (k, c, imp), pts in curves_n.items():
+    for label, pts in curves_n.items():
         pts.sort()
-        by_n.plot(*zip(*pts), label=f"k = {k}, c = {c:g}, {imp}", **summary.series_style(by_n))
+        by_n.plot(*zip(*pts), label=label, **summary.series_style(by_n))
     by_n.set_yscale("log")
     summary.panel(by_n, "m for 90% against ln n", "ln n", xbase=None)
 
