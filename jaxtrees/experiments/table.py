@@ -80,8 +80,14 @@ class Table:
             index = index.astype(np.int64)
         if index.dtype == bool:
             index = np.flatnonzero(index)
-        factors = {name: (factorize(self, name)[0][index], factorize(self, name)[1]) for name in self._factors}
+        factors = {name: _taken(factor, index) for name, factor in self._factors.items()}
         return Table({name: values[index] for name, values in self._columns.items()}, factors)
+
+    def select(self, *names) -> "Table":
+        """The table of only these columns (those it has; no copies): take it before ``take`` on a wide table."""
+        names = [name for name in names if name in self._columns]
+        return Table({name: self._columns[name] for name in names},
+                     {name: f for name, f in self._factors.items() if name in names})
 
     def where(self, **equal) -> "Table":
         """The rows whose columns equal the given values (``table.where(m=64, c=0.1)``)."""
@@ -109,6 +115,14 @@ class Table:
     def to_dict(self) -> dict[str, np.ndarray]:
         """The columns (name -> array), in order."""
         return dict(self._columns)
+
+
+def _taken(factor, index):
+    """A column's groups at rows ``index``: computed now where they are known, on first use where they are not."""
+    if callable(factor):
+        return lambda: _taken(factor(), index)
+    codes, uniques = factor
+    return codes[index], uniques
 
 
 def _python(value):

@@ -327,9 +327,13 @@ def _k_n_alpha(rows, kind):
     return np.asarray(rows["k"], np.float64), np.asarray(rows["n"], np.float64), c, 0.5 - c
 
 
+#: The columns the signal figure and Theory section read (a Table of only these is taken apart, not every column).
+SIGNAL_COLUMNS = ("m", "c", "k", "n", "log2_n", "alpha", "eps_star", "p_min", "success")
+
+
 def _signal_trials(rows, by):
     """One row per trial (its largest m), smoothed (c > 0) with a finite signal."""
-    trials = at_max(rows, by, "m")
+    trials = at_max(rows.select(*by, *SIGNAL_COLUMNS), by, "m")
     eps = np.asarray(trials["eps_star"], np.float64)
     return trials.take((np.asarray(trials["c"], np.float64) > 0) & np.isfinite(eps) & (eps > 0))
 
@@ -441,7 +445,8 @@ def _signal_plot(rows, stem, by, kind):
                   "t", xbase=None, ylim=summary.RATE_LIMITS)
     ax.set_xscale("log")
     ax = axes[1]  # Theorem 7's scale: the cells collapse if its dependence is right
-    smoothed = rows.take((np.asarray(rows["c"], np.float64) > 0) & np.isfinite(np.asarray(rows["eps_star"], float)))
+    smoothed = rows.select(*by, *SIGNAL_COLUMNS).take(
+        (np.asarray(rows["c"], np.float64) > 0) & np.isfinite(np.asarray(rows["eps_star"], float)))
     x = np.asarray(smoothed["m"], np.float64) / _scale(smoothed, kind)
     good = np.isfinite(x) & (x > 0)
     if good.any():
