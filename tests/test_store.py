@@ -47,7 +47,7 @@ def test_pandas_reads_the_rows_with_typed_columns(reference):
     table = store.read_results(str(reference))
     assert len(frame) == len(table) == 2 * 6 * 3
     assert str(frame["impurity"].dtype) == "category" and frame["exact_error"].dtype == np.float32
-    assert frame["success"].dtype == np.int8 and frame["c"].dtype == np.float64 and frame["m"].dtype == np.int64
+    assert frame["success"].dtype == np.int8 and frame["c"].dtype == np.float64 and frame["m"].dtype == np.int32
     frame = frame.sort_values(["cell", "replicate", "m"], kind="stable")
     assert frame["exact_error"].tolist() == table["exact_error"].tolist()
 
