@@ -44,7 +44,9 @@ MEMORY_BUDGET = 2 * 2**30
 def default_compile_threads() -> int:
     """Programs compiled at once by default, ahead of the one running: half the CPU cores, 2 to 8.
     XLA:CPU compiles one program on ~1.6 of 2 cores and traces it on one (Python): on 2 cores two at a
-    time compiled the compare study's programs 1.4x faster (docs/benchmarks.md)."""
+    time compiled the compare study's programs 1.4x faster (docs/benchmarks.md). On threads of one
+    process, tracing holds the GIL: two quick studies' programs on two threads of 2 cores compiled no
+    faster than one after the other, in two compile workers 1.0-1.4x faster (issue 56's section)."""
     return max(2, min(8, (os.cpu_count() or 2) // 2))
 
 
@@ -85,7 +87,8 @@ def describe(static: dict) -> str:
 
 class Ahead:
     """The job's programs in order, each traced and compiled on a daemon thread while earlier ones
-    run, at most ``threads`` ahead of the one running (XLA:CPU releases the GIL while it compiles), or,
+    run, at most ``threads`` ahead of the one running (XLA:CPU releases the GIL while it compiles, tracing
+    does not), or,
     given ``workers`` (:class:`~jaxtrees.experiments.workers.Pool`), each thread waiting for a worker
     process that traces and compiles it (XLA:GPU holds the GIL; :mod:`~jaxtrees.experiments.workers`). The
     wait for a program is what compiling adds to the run (``compile_wait_seconds``, the progress
