@@ -21,6 +21,7 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from jaxtrees.core import checks, programs
+from jaxtrees.experiments.layout import BRANCH  # noqa: F401 (the input a program's branch arrives in)
 from jaxtrees.experiments.progress import Progress
 
 
@@ -182,8 +183,6 @@ def loop_max_trials(study: Study) -> int:
 OPT_LEVEL_FLAG = "xla_backend_optimization_level"
 
 
-#: The input that holds a group's branch of a program of several (``Study.branches``).
-BRANCH = "branch_index"
 
 
 def build(study: Study, static: dict, seed: int, devices, group: int):

@@ -232,3 +232,56 @@ def _order(value):
 def _identity(value):
     """A grid value as a dict key that keeps 1, 1.0 and True apart."""
     return type(value).__name__, value
+
+
+#: The input that holds a group's branch of a program of several (``Study.branches``).
+BRANCH = "branch_index"
+
+
+def pack(study, layout: Layout, pending: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(slots, padding)``: ``pending`` trials ordered so that every group of ``group`` consecutive
+    slots shares the values of the study's ``grouped`` parameters (sorted by those values, stable), each
+    run of equal values padded to a whole number of groups with copies of its last trial."""
+    if not study.grouped:
+        return pending, np.zeros(pending.size, bool)
+    cell = pending // layout.replicates
+    key = np.zeros(pending.size, np.int64)
+    for name in study.grouped:
+        key = key * len(layout.values[name]) + layout.codes[name][cell]
+    order = np.argsort(key, kind="stable")
+    trials, key = pending[order], key[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    counts = np.diff(np.r_[starts, key.size])
+    padded = -(-counts // group) * group
+    run = np.repeat(np.arange(starts.size), padded)
+    within = np.arange(run.size) - np.repeat(np.cumsum(padded) - padded, padded)
+    return trials[starts[run] + np.minimum(within, counts[run] - 1)], within >= counts[run]
+
+
+def inputs(study, layout: Layout, hashes: np.ndarray, static: dict, slots: np.ndarray, per_call: int,
+            group: int, branch: np.ndarray | None = None):
+    """The call's inputs: ``slots`` padded to ``per_call`` (copies of the last), gathered from per-cell
+    arrays: cell hashes, replicate numbers, the dynamic parameters per trial and the ``grouped`` ones per
+    group (int32 where every cell of the grid has an int or bool, or for ``choices`` (the value's index in
+    the program's ``name_choices``), else float32: one dtype per parameter for the whole run)."""
+    slots = np.concatenate([slots, np.repeat(slots[-1:], per_call - slots.size)])
+    cell = slots // layout.replicates
+    dynamic, shared = {}, {}
+    for name in layout.params:
+        if name in study.static:
+            continue
+        values = layout.values[name]
+        if name in study.choices:
+            allowed = static[f"{name}_choices"]
+            per_value = np.asarray([allowed.index(v) if v in allowed else -1 for v in values], np.int32)
+        else:
+            integer = all(isinstance(v, (int, np.integer)) for v in values.tolist())
+            per_value = values.astype(np.int32 if integer else np.float32)
+        column = per_value[layout.codes[name][cell]]
+        if name in study.grouped:
+            shared[name] = column[::group]
+        else:
+            dynamic[name] = column
+    if branch is not None:
+        shared[BRANCH] = branch[cell][::group]
+    return hashes[cell], (slots % layout.replicates).astype(np.uint32), dynamic, shared

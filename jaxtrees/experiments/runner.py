@@ -27,7 +27,7 @@ from jaxtrees.experiments import compiled as compiling
 from jaxtrees.experiments.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, GROUP, LOOP_MAX_TRIALS,  # noqa: F401
                                            MEMORY_BUDGET, OPT_LEVEL_FLAG, compiler_options, default_compile_threads,
                                            group_size, loop_max_trials, memory_budget)
-from jaxtrees.experiments.layout import Layout
+from jaxtrees.experiments.layout import Layout, inputs, pack
 from jaxtrees.experiments.progress import Progress
 from jaxtrees.experiments.store import Store, environment, now, read_results
 from jaxtrees.experiments.writer import Writer
@@ -151,7 +151,7 @@ class _deferred_interrupt:
 class _Program:
     """One static group's program as this run sizes it: its static values (``name``: as JSON, the
     key of its entries in metadata.json), trials vmapped per device, trials per call, and the
-    slots (trial ids; ``padding``: computed, never written) of its pending trials (:func:`_pack`)."""
+    slots (trial ids; ``padding``: computed, never written) of its pending trials (:func:`~jaxtrees.experiments.layout.pack`)."""
 
     static: dict
     name: str
@@ -267,7 +267,7 @@ class _Job:
         if self.chunk is not None and per_call != self.chunk and self.progress and not self.record["chunk"]:
             print(f"{study.name}: chunk {self.chunk} rounded up to {per_call} (a multiple of {vmapped} trials x "
                   f"{len(self.devices)} device(s))", file=sys.stderr)
-        slots, padding = _pack(study, self.layout, pending, vmapped)
+        slots, padding = pack(study, self.layout, pending, vmapped)
         size = min(per_call, -(-slots.size // unit) * unit)  # a small set pads to one group per device only
         if self.chunk is None and need is not None:
             size = min(size, max(1, memory_budget(self.devices[0]) // (need * vmapped)) * unit)
@@ -366,7 +366,7 @@ class _Job:
             combos = {tuple(combo): i for i, combo in enumerate(program.static["branches"])}
             self._branch[program.name] = np.asarray(
                 [combos.get(tuple(c[n] for n in self.study.branches), -1) for c in self.cells], np.int32)
-        return _inputs(self.study, self.layout, self.hashes, program.static, slots, program.size, program.group,
+        return inputs(self.study, self.layout, self.hashes, program.static, slots, program.size, program.group,
                        self._branch.get(program.name))
 
     def finish(self, trials: int, seconds: float):
@@ -380,52 +380,3 @@ class _Job:
             from jax.experimental import multihost_utils
 
             multihost_utils.sync_global_devices(f"jaxtrees run {self.study.name}")
-
-
-def _pack(study: Study, layout: Layout, pending: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(slots, padding)``: ``pending`` trials ordered so that every group of ``group`` consecutive
-    slots shares the values of the study's ``grouped`` parameters (sorted by those values, stable), each
-    run of equal values padded to a whole number of groups with copies of its last trial."""
-    if not study.grouped:
-        return pending, np.zeros(pending.size, bool)
-    cell = pending // layout.replicates
-    key = np.zeros(pending.size, np.int64)
-    for name in study.grouped:
-        key = key * len(layout.values[name]) + layout.codes[name][cell]
-    order = np.argsort(key, kind="stable")
-    trials, key = pending[order], key[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    counts = np.diff(np.r_[starts, key.size])
-    padded = -(-counts // group) * group
-    run = np.repeat(np.arange(starts.size), padded)
-    within = np.arange(run.size) - np.repeat(np.cumsum(padded) - padded, padded)
-    return trials[starts[run] + np.minimum(within, counts[run] - 1)], within >= counts[run]
-
-
-def _inputs(study: Study, layout: Layout, hashes: np.ndarray, static: dict, slots: np.ndarray, per_call: int,
-            group: int, branch: np.ndarray | None = None):
-    """The call's inputs: ``slots`` padded to ``per_call`` (copies of the last), gathered from per-cell
-    arrays: cell hashes, replicate numbers, the dynamic parameters per trial and the ``grouped`` ones per
-    group (int32 where every cell of the grid has an int or bool, or for ``choices`` (the value's index in
-    the program's ``name_choices``), else float32: one dtype per parameter for the whole run)."""
-    slots = np.concatenate([slots, np.repeat(slots[-1:], per_call - slots.size)])
-    cell = slots // layout.replicates
-    dynamic, shared = {}, {}
-    for name in layout.params:
-        if name in study.static:
-            continue
-        values = layout.values[name]
-        if name in study.choices:
-            allowed = static[f"{name}_choices"]
-            per_value = np.asarray([allowed.index(v) if v in allowed else -1 for v in values], np.int32)
-        else:
-            integer = all(isinstance(v, (int, np.integer)) for v in values.tolist())
-            per_value = values.astype(np.int32 if integer else np.float32)
-        column = per_value[layout.codes[name][cell]]
-        if name in study.grouped:
-            shared[name] = column[::group]
-        else:
-            dynamic[name] = column
-    if branch is not None:
-        shared[compiling.BRANCH] = branch[cell][::group]
-    return hashes[cell], (slots % layout.replicates).astype(np.uint32), dynamic, shared
