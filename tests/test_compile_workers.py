@@ -39,13 +39,13 @@ def test_programs_compiled_in_workers_give_the_rows_of_programs_compiled_in_proc
 
 def _request(n=8, **change):
     """The request the runner sends for the tiny juntas program of ``n`` bits (its first call's inputs)."""
-    from jaxtrees.experiments.layout import Layout
+    from jaxtrees.experiments.layout import Layout, inputs as gather
 
     study = studies.get("juntas")
     config = runner.configure(study, quick=True, overrides={**GRID, "n": n})
     static, group = study.program(config.cells()), 4
     hashes = np.asarray([study.key_hash(c) for c in config.cells()], np.uint32)
-    inputs = runner._inputs(study, Layout(study, config), hashes, static, np.arange(group), group, group)
+    inputs = gather(study, Layout(study, config), hashes, static, np.arange(group), group, group)
     request = {"study": "juntas", "static": static, "seed": 0, "group": group, "inputs": inputs, "loop_chunk": None,
                "options": None, "devices": len(jax.local_devices()), "platform": jax.local_devices()[0].platform}
     return {**request, **change}
