@@ -327,6 +327,7 @@ def _synthetic_trials(exponents, per_cell=16, budget=2**16, seed=0):
                   "records_per_doubling": full(8), "eval_every": full(8), "test_size": full(2048), "width": full(100),
                   "lr": full(0.1), "batch_size": full(32), "loss": full("hinge"), "optimizer": full("sgd"),
                   "separated_all": full(-1).astype(np.int32), "influence_min": np.zeros(size, np.float32),
+                  "influence_max": np.zeros(size, np.float32),
                   "drift": np.ones(size, np.float32)})
 
 
