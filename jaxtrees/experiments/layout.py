@@ -212,17 +212,8 @@ def check_columns(table, config: dict | None, paths: list[str], sources: np.ndar
         else:
             columns[name] = numbers(name, column)
     columns = {name: columns[name] for name in names}
-    if order is None:
-        return Table(columns, factors)
-    return Table({name: value[order] for name, value in columns.items()},
-                 {name: _reordered(factor, order) for name, factor in factors.items()})
-
-
-def _reordered(factor, order):
-    if callable(factor):
-        return lambda: _reordered(factor(), order)
-    codes, values = factor
-    return codes[order], values
+    table = Table(columns, factors)
+    return table if order is None else table.take(order)
 
 
 def _order(value):
