@@ -18,6 +18,10 @@ cache on (a new temporary directory): cold (compiling, filling the cache), then 
 program); per study its cold and warm wall and trial s, then
 
     warm_over_trials_max: X        the largest warm wall / (trial s + 2 s per program)
+    warm_before_post_run_max: X    the same without the post-run (read, figures, report)
+
+and per warm run the wall s of its phases: the interpreter's start and exit, start-up (imports, backend,
+cache, config), the run (compile or load, trials) and the post-run (read, figures, report).
 
     python scripts/bench_compile.py                       # every study's quick size (~20 min on 2 cores)
     python scripts/bench_compile.py --studies juntas,parity
@@ -49,13 +53,49 @@ def programs(name: str, quick: bool) -> int:
     return len(study.programs(configure(study, quick=quick)))
 
 
+#: ``jaxtrees run`` (argv) with its phases timed (wall s, this process's clock from its first line), written as
+#: JSON to ``$JAXTREES_BENCH_PHASES``: ``run_start`` (start-up: imports, backend, cache, config), ``run`` (the
+#: runner: plan, compile or load, trials, finish), ``post_run`` (read, figures, report; ``read``, ``figures``,
+#: ``report`` apart), ``total``.
+PHASES = """
+import json, os, sys, time
+t0 = time.perf_counter()
+from jaxtrees import cli
+from jaxtrees.experiments import runner, store
+marks = {}
+def timed(owner, name, label):
+    function = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        marks.setdefault(label + "_start", start - t0)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            marks[label] = marks.get(label, 0.0) + time.perf_counter() - start
+    setattr(owner, name, wrapper)
+for owner, name, label in ((runner, "run", "run"), (cli, "_after_run", "post_run"), (store, "read_results", "read"),
+                           (cli, "_plot_files", "figures"), (cli, "_write_report", "report")):
+    timed(owner, name, label)
+code = cli.main(sys.argv[1:])
+marks["total"] = time.perf_counter() - t0
+with open(os.environ["JAXTREES_BENCH_PHASES"], "w") as f:
+    json.dump(marks, f)
+sys.exit(code)
+"""
+
+
 def run_cold(name: str, out: str, cache: str = "") -> dict:
-    """``jaxtrees run NAME --quick`` in a fresh process (the compilation cache ``cache``; empty: off); its figures."""
-    env = {**os.environ, "JAXTREES_CACHE_DIR": cache}
-    command = [sys.executable, "-m", "jaxtrees.cli", "run", name, "--quick", "--out", out, "--no-progress"]
+    """``jaxtrees run NAME --quick`` in a fresh process (the compilation cache ``cache``; empty: off); its figures,
+    with the wall s of its phases (:data:`PHASES`; ``process`` is the wall outside them: the interpreter's start
+    and exit)."""
+    phases_file = os.path.join(os.path.dirname(out) or ".", f"phases-{os.path.basename(out)}.json")
+    env = {**os.environ, "JAXTREES_CACHE_DIR": cache, "JAXTREES_BENCH_PHASES": phases_file}
+    command = [sys.executable, "-c", PHASES, "run", name, "--quick", "--out", out, "--no-progress"]
     started = time.perf_counter()
     subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
+    with open(phases_file) as f:
+        marks = json.load(f)
     with open(os.path.join(out, name, "metadata.json")) as f:
         run = json.load(f)["runs"][-1]
     compile_s, trial_s = sum(run["compile_seconds"].values()), sum(run["run_seconds"].values())
@@ -65,7 +105,10 @@ def run_cold(name: str, out: str, cache: str = "") -> dict:
             "waited_s": round(waited_s, 1), "trial_s": round(trial_s, 1), "wall_s": round(wall, 1),
             "compile_share": round(waited_s / wall, 3),
             "overlap": round(waited_s / compile_s, 3) if compile_s > 0 else None,
-            "loaded": how.count("loaded"), "workers": run.get("compile_workers")}
+            "loaded": how.count("loaded"), "workers": run.get("compile_workers"),
+            "phases": {"process": round(wall - marks["total"], 2), "start_up": round(marks["run_start"], 2),
+                       "run": round(marks["run"], 2), "post_run": round(marks.get("post_run", 0.0), 2),
+                       **{k: round(marks.get(k, 0.0), 2) for k in ("read", "figures", "report")}}}
 
 
 def run_in_process(name: str, out: str) -> dict:
@@ -126,12 +169,19 @@ def main(argv=None):
                   f"(compile share {row['compile_share']:.2f}{overlap}; {row['workers']})", flush=True)
             if args.warm:
                 warm = run_cold(name, os.path.join(tmp, name + "-warm"), cache)
-                warm["over_trials"] = round(warm["wall_s"] / (warm["trial_s"] + 2.0 * warm["programs"]), 3)
+                budget = warm["trial_s"] + 2.0 * warm["programs"]
+                warm["over_trials"] = round(warm["wall_s"] / budget, 3)
                 row["warm"] = warm
                 print(f"{'':>18}  warm: loaded {warm['loaded']}/{warm['programs']}  compile {warm['compile_s']:7.1f} s  "
                       f"waited {warm['waited_s']:7.1f} s  trials {warm['trial_s']:7.1f} s  wall {warm['wall_s']:7.1f} s  "
                       f"(cold {row['wall_s']:.1f} s; warm / (trials + 2 s per program) {warm['over_trials']:.2f})",
                       flush=True)
+                phases = warm["phases"]
+                warm["over_trials_before_post_run"] = round((warm["wall_s"] - phases["post_run"]) / budget, 3)
+                print(f"{'':>18}  warm phases: process {phases['process']:.1f} s  start-up {phases['start_up']:.1f} s  "
+                      f"run {phases['run']:.1f} s  post-run {phases['post_run']:.1f} s (read {phases['read']:.1f}, "
+                      f"figures {phases['figures']:.1f}, report {phases['report']:.1f}); without the post-run "
+                      f"{warm['over_trials_before_post_run']:.2f} of the budget", flush=True)
     summary = {"device": device, "jax": jax.__version__, "studies": rows,
                "programs_juntas_full": programs("juntas", quick=False)}
     if rows and not args.one_process:
@@ -141,6 +191,7 @@ def main(argv=None):
             summary["compile_overlap_max"] = max(several)
         if args.warm:
             summary["warm_over_trials_max"] = max(r["warm"]["over_trials"] for r in rows)
+            summary["warm_before_post_run_max"] = max(r["warm"]["over_trials_before_post_run"] for r in rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
@@ -150,6 +201,7 @@ def main(argv=None):
             print(f"compile_overlap_max: {summary['compile_overlap_max']:.3f}")
         if "warm_over_trials_max" in summary:
             print(f"warm_over_trials_max: {summary['warm_over_trials_max']:.3f}")
+            print(f"warm_before_post_run_max: {summary['warm_before_post_run_max']:.3f}")
     print(f"programs_juntas_full: {summary['programs_juntas_full']}")
     return summary
 

@@ -1,11 +1,16 @@
 """The persistent compilation cache as ``jaxtrees run`` uses it (jaxtrees/experiments/cache.py): entries
-written whole, an unreadable one skipped and replaced, never an error; what a run loaded and compiled."""
+written whole, an unreadable one skipped and replaced, never an error; what a run loaded and compiled; the
+program cache, whose executables a warm run loads without tracing (same rows), keyed so that another
+static value, flag, setting or source compiles."""
 
 import json
 import os
 import subprocess
 import sys
 import zlib
+
+import jax
+import numpy as np
 
 from jaxtrees.experiments import cache
 
@@ -74,18 +79,18 @@ def _rows(directory):
 
 
 def test_a_damaged_cache_entry_is_compiled_again_with_the_same_rows(tmp_path):
-    """Every entry of a filled cache damaged (one truncated, the others garbled): the next run compiles
-    those programs, says nothing of an error, writes the same rows and puts whole entries back, which the
-    run after it loads."""
+    """Every entry of a filled cache damaged (one truncated, the others garbled), JAX's and the program
+    cache's: the next run compiles those programs, says nothing of an error, writes the same rows and puts
+    whole entries back, which the run after it loads."""
     env = {"JAXTREES_CACHE_DIR": str(tmp_path / "cache")}
     _, how, rows = _run(tmp_path / "a", env)
     assert set(how.values()) == {"compiled"} and len(how) == 2
     reference = _rows(rows)
-    entries = sorted((tmp_path / "cache").glob("*-cache"))
-    assert entries
+    entries = sorted((tmp_path / "cache").glob("*-cache")) + sorted((tmp_path / "cache" / "programs").glob("*"))
+    assert len(entries) == 4
     for i, path in enumerate(entries):
         data = path.read_bytes()
-        path.write_bytes(data[: len(data) // 2] if i == 0 else bytes(b ^ 0x5A for b in data))
+        path.write_bytes(data[: len(data) // 2] if i % 2 == 0 else bytes(b ^ 0x5A for b in data))
     proc, how, rows = _run(tmp_path / "b", env)
     assert set(how.values()) == {"compiled"}, how
     assert "Error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
@@ -94,3 +99,108 @@ def test_a_damaged_cache_entry_is_compiled_again_with_the_same_rows(tmp_path):
     assert set(how.values()) == {"loaded"}, how
     assert _rows(rows) == reference
     assert not list((tmp_path / "cache").glob(cache.TEMPORARY + "*"))
+    assert not list((tmp_path / "cache" / "programs").glob(cache.TEMPORARY + "*"))
+
+
+#: A run in a fresh process, the cache on (argv: cache, out, overrides): the traces JAX reported and what
+#: the run says of each program. The source digest is pinned (a shared working tree may change between runs;
+#: the key's digest is tested on its own below).
+DRIVER = """
+import json, sys
+from jax import monitoring
+traces = []
+monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **_: traces.append(event) if event == "/jax/core/compile/jaxpr_trace_duration" else None)
+from jaxtrees.experiments import cache, runner, studies
+cache._digest[:] = ["pinned"]  # the package's source as the cold run saw it: others may edit this tree meanwhile
+cache.use(sys.argv[1])
+study = studies.get("juntas")
+config = runner.configure(study, quick=True, overrides=json.loads(sys.argv[3]))
+directory = runner.run(study, config, sys.argv[2], progress=False)
+how = json.load(open(directory + "/metadata.json"))["runs"][-1]["compiled_or_loaded"]
+print(json.dumps({"traces": len(traces), "how": {json.loads(k)["n"]: v for k, v in how.items()}}))
+"""
+
+GRID = {"n": "8,10", "k": 2, "c": 0.2, "m_min": 16, "m_max": 64, "replicates": 4}
+
+
+def _traced_run(cache_dir, out, **change):
+    proc = subprocess.run([sys.executable, "-c", DRIVER, str(cache_dir), str(out), json.dumps({**GRID, **change})],
+                          env={**os.environ, "JAXTREES_COMPILE_WORKERS": "threads"}, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.splitlines()[-1])
+    return result["traces"], {int(n): how for n, how in result["how"].items()}, _rows(out / "juntas" / "rows")
+
+
+def test_a_warm_run_loads_its_programs_without_tracing_them_and_another_static_value_compiles(tmp_path):
+    """Cold: both programs traced and compiled; warm: loaded from the program cache, nothing traced, the
+    same rows; n = 12 in place of 10 (another static value, another key): n = 8 loaded, n = 12 traced and
+    compiled, its rows those of a run without the cache."""
+    traces, how, cold = _traced_run(tmp_path / "cache", tmp_path / "cold")
+    assert traces >= 2 and how == {8: "compiled", 10: "compiled"}
+    assert len(list((tmp_path / "cache" / cache.PROGRAMS).glob("*.program"))) == 2
+    traces, how, warm = _traced_run(tmp_path / "cache", tmp_path / "warm")
+    assert traces == 0 and how == {8: "loaded", 10: "loaded"}
+    assert warm == cold and len(cold) == 2 * 4 * 3
+    traces, how, changed = _traced_run(tmp_path / "cache", tmp_path / "changed", n="8,12")
+    assert traces >= 1 and how == {8: "loaded", 12: "compiled"}
+    assert [r for r in changed if r["n"] == 8] == [r for r in cold if r["n"] == 8]
+
+
+def _executable(scale=2.0):
+    """A freshly compiled program (this process, the cache off) and its serialized form."""
+    from jax.experimental import serialize_executable
+
+    executable = jax.jit(lambda x: x * scale + 1).lower(np.ones(4, np.float32)).compile()
+    return executable, serialize_executable.serialize(executable)
+
+
+def test_a_program_entry_loads_and_a_damaged_foreign_or_missing_one_is_none(tmp_path):
+    store, devices = cache.Programs(str(tmp_path)), jax.local_devices()[:1]
+    executable, serialized = _executable()
+    assert store.load("a" * 64, devices) is None  # missing
+    assert store.save("a" * 64, *serialized)
+    loaded = store.load("a" * 64, devices)
+    np.testing.assert_array_equal(np.asarray(loaded(np.arange(4, dtype=np.float32))), [1, 3, 5, 7])
+    assert os.listdir(tmp_path) == ["a" * 64 + ".program"]  # no temporary left
+    os.replace(store.path("a" * 64), store.path("b" * 64))  # another key's entry under this name: foreign
+    assert store.load("b" * 64, devices) is None and not store.has("b" * 64)
+    for damage in (lambda d: d[: len(d) // 2], lambda d: d[:-1] + bytes([d[-1] ^ 1]), lambda d: b""):
+        store.save("c" * 64, *serialized)
+        with open(store.path("c" * 64), "rb") as fh:
+            data = fh.read()
+        with open(store.path("c" * 64), "wb") as fh:
+            fh.write(damage(data))
+        assert store.load("c" * 64, devices) is None and not store.has("c" * 64)  # removed: compiled again
+
+
+def test_a_programs_key_changes_with_what_can_change_its_executable(monkeypatch):
+    devices = jax.local_devices()[:1]
+    parts = {"study": "juntas", "static": {"n": 8}, "seed": 0, "group": 4, "inputs": ["tree", [[4], "uint32"]],
+             "loop_chunk": None, "options": None}
+    key = cache.program_key(parts, devices)
+    assert key == cache.program_key(dict(parts), devices) and len(key) == 64
+    for change in ({"static": {"n": 10}}, {"seed": 1}, {"group": 8}, {"options": {"xla_backend_optimization_level": 1}},
+                   {"inputs": ["tree", [[8], "uint32"]]}, {"loop_chunk": 2}):
+        assert cache.program_key({**parts, **change}, devices) != key, change
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_math=true")
+    assert cache.program_key(parts, devices) != key
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "").replace(" --xla_cpu_enable_fast_math=true", ""))
+    assert cache.program_key(parts, devices) == key
+    monkeypatch.setattr(cache, "_digest", ["another source"])
+    assert cache.program_key(parts, devices) != key
+    monkeypatch.undo()
+    precision = jax.config.jax_default_matmul_precision
+    try:
+        jax.config.update("jax_default_matmul_precision", "highest")
+        assert cache.program_key(parts, devices) != key
+    finally:
+        jax.config.update("jax_default_matmul_precision", precision)
+    assert cache.program_key(parts, devices) == key
+
+
+def test_describe_counts_the_programs_ready_to_load(tmp_path):
+    (tmp_path / "jit_f-a-cache").write_bytes(b"x" * 2**20)
+    (tmp_path / cache.PROGRAMS).mkdir()
+    (tmp_path / cache.PROGRAMS / ("a" * 64 + ".program")).write_bytes(b"x" * 2**21)
+    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 1 program, 1.0 MB; 1 ready to load without tracing, 2.0 MB"

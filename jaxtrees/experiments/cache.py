@@ -10,6 +10,11 @@ jaxlib version, another device or other compiler options have other keys (JAX's 
 them), so they are never read. :func:`watch` tells whether a ``lowered.compile()`` on this thread
 loaded its program from the cache (JAX's ``/jax/compilation_cache/cache_hits`` monitoring event) or
 compiled it; :func:`describe` says where the cache is and how large.
+
+Beside it, :class:`Programs` (the folder ``programs`` inside) keeps each freshly compiled executable
+serialized under a key of the run's own (:func:`program_key`: the program's static values, group and
+inputs, devices, backend, options, XLA_FLAGS, versions, JAX settings and the package's source), so a
+warm run loads a program without tracing or lowering it, which JAX's cache needs before it can look.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import glob
 import os
 import threading
 
-__all__ = ["SafeCache", "describe", "use", "watch", "Seen"]
+__all__ = ["Programs", "SafeCache", "describe", "program_key", "programs", "use", "watch", "Seen"]
 
 #: The suffix of JAX's cache entries (``jax._src.lru_cache``: KEY-cache); temporary files have another.
 SUFFIX = "-cache"
@@ -38,6 +43,7 @@ class Seen:
 
     def __init__(self):
         self.hits = self.requests = self.backend = 0
+        self.entries: list[bytes] = []  # the entries read from the persistent cache (SafeCache.get), as stored
 
     @property
     def how(self) -> str:
@@ -98,6 +104,7 @@ def use(directory: str, min_compile_seconds: float = 0.0) -> str:
     directory = os.path.abspath(os.path.expanduser(directory))
     os.makedirs(directory, exist_ok=True)
     _remove_orphans(directory)
+    _remove_orphans(os.path.join(directory, PROGRAMS))
     jax.config.update("jax_compilation_cache_dir", directory)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_seconds))
     _install(directory)
@@ -105,15 +112,22 @@ def use(directory: str, min_compile_seconds: float = 0.0) -> str:
 
 
 def describe(directory: str) -> str:
-    """``"DIRECTORY: N programs, S MB"``: where the cache lives and how large it is."""
+    """``"DIRECTORY: N programs, S MB"``: where the cache lives and how large it is, and, where it holds
+    any, ``"; N ready to load without tracing, S MB"`` (the program cache, :class:`Programs`)."""
     entries = glob.glob(os.path.join(glob.escape(directory), "*" + SUFFIX))
+    ready = glob.glob(os.path.join(glob.escape(directory), PROGRAMS, "*.program"))
+    line = f"{directory}: {len(entries):,} program{'s' * (len(entries) != 1)}, {_size(entries) / 2**20:,.1f} MB"
+    return line + (f"; {len(ready):,} ready to load without tracing, {_size(ready) / 2**20:,.1f} MB" if ready else "")
+
+
+def _size(paths) -> int:
     size = 0
-    for path in entries:
+    for path in paths:
         try:
             size += os.path.getsize(path)
         except OSError:
             pass
-    return f"{directory}: {len(entries):,} program{'s' * (len(entries) != 1)}, {size / 2**20:,.1f} MB"
+    return size
 
 
 def _install(directory: str) -> bool:
@@ -200,6 +214,9 @@ class SafeCache(_base()):
             with contextlib.suppress(OSError):
                 os.remove(path)
             return None
+        seen = getattr(_local, "seen", None)
+        if seen is not None:
+            seen.entries.append(value)
         return value
 
     def put(self, key: str, value: bytes) -> None:
@@ -218,3 +235,191 @@ class SafeCache(_base()):
                 os.remove(temporary)
             raise
 
+
+
+# The program cache: executables found by a key of the run's own, loaded without tracing.
+
+#: The program cache's folder inside the compilation cache's directory.
+PROGRAMS = "programs"
+#: The first bytes of a program entry, then a SHA-256 of the rest, then the pickled entry.
+MAGIC = b"jaxtrees-program-1\n"
+#: JAX settings that cannot change a program (logging, dumps, the caches' own settings); every other
+#: one is part of a program's key.
+UNKEYED = ("jax_compilation_cache", "jax_persistent_cache", "jax_enable_compilation_cache", "jax_raise_persistent",
+           "jax_explain_cache", "jax_log", "jax_debug_log", "jax_dump", "jax_pprint", "jax_traceback",
+           "jax_tracer_error", "jax_include_", "jax_source_url", "jax_captured_constants", "jax_compiler_detailed")
+
+
+def programs_directory() -> str | None:
+    """The program cache's folder (inside JAX's persistent compilation cache), None where that is off."""
+    import jax
+
+    directory = jax.config.jax_compilation_cache_dir
+    return os.path.join(directory, PROGRAMS) if directory else None
+
+
+def source_digest() -> str:
+    """SHA-256 of the jaxtrees package's source (every ``.py`` file, by path): a code change is a new key."""
+    if _digest:
+        return _digest[0]
+    import hashlib
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    _digest.append(digest.hexdigest())
+    return _digest[0]
+
+
+_digest: list = []
+
+
+def program_key(parts: dict, devices) -> str:
+    """A program's key: SHA-256 of ``parts`` (what the run knows of it: study, static values, group,
+    inputs, options) with what else can change the executable: the devices and backend, jax and jaxlib,
+    the JAX settings (x64, PRNG, precision, ...; not :data:`UNKEYED`), XLA_FLAGS, the host CPU and the
+    package's source."""
+    import hashlib
+    import json
+
+    import jax
+    import jaxlib
+
+    client = devices[0].client
+    settings = {name: repr(value) for name, value in jax.config.values.items() if not name.startswith(UNKEYED)}
+    whole = {"parts": parts, "jax": jax.__version__, "jaxlib": jaxlib.__version__, "settings": settings,
+             "devices": [(d.id, d.platform, d.device_kind, d.process_index) for d in devices],
+             "backend": (client.platform, client.platform_version), "processes": jax.process_count(),
+             "xla_flags": os.environ.get("XLA_FLAGS", ""), "cpu": _host_cpu(), "source": source_digest()}
+    return hashlib.sha256(json.dumps(whole, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def _host_cpu() -> str:
+    """The host's CPU model and features (XLA:CPU compiles for them)."""
+    import platform
+
+    lines = []
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith(("model name", "flags", "Features")):
+                    lines.append(line.strip())
+                elif not line.strip() and lines:
+                    break  # the first processor's
+    except OSError:
+        pass
+    return platform.machine() + "|" + "|".join(lines)
+
+
+class Programs:
+    """Serialized executables by :func:`program_key`, one file ``KEY.program`` each in ``directory``.
+
+    :meth:`save` writes an entry whole (a temporary file, fsync, rename); :meth:`load` returns None for an
+    entry missing, damaged (its checksum), foreign (another key inside) or one that fails to load,
+    removing a bad one, so the program is compiled again: never an error. An entry holds a fresh
+    compile's bytes only (:func:`serialize`)."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+
+    def path(self, key: str) -> str:
+        return os.path.join(self.directory, key + ".program")
+
+    def has(self, key: str) -> bool:
+        return os.path.exists(self.path(key))
+
+    def load(self, key: str, devices):
+        """The entry's executable, loaded onto ``devices``; None where there is none or it cannot serve."""
+        import hashlib
+        import pickle
+
+        from jax.experimental import serialize_executable
+
+        path = self.path(key)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        body = data[len(MAGIC) + 32:]
+        try:
+            if not data.startswith(MAGIC) or hashlib.sha256(body).digest() != data[len(MAGIC):len(MAGIC) + 32]:
+                raise ValueError("damaged")
+            entry = pickle.loads(body)
+            if entry["key"] != key:
+                raise ValueError("foreign")
+            return serialize_executable.deserialize_and_load(
+                entry["payload"], entry["in_tree"], entry["out_tree"], backend=devices[0].client,
+                execution_devices=devices)
+        except Exception:  # noqa: BLE001 (damaged, foreign, another format: compiled again)
+            with contextlib.suppress(OSError):
+                os.remove(path)
+            return None
+
+    def save(self, key: str, payload: bytes, in_tree, out_tree) -> bool:
+        """Write the entry of a freshly compiled executable (``serialize_executable.serialize``'s three
+        values) whole; False where it cannot be written (a full disk, a read-only cache: not an error)."""
+        import hashlib
+        import pickle
+
+        body = pickle.dumps({"key": key, "payload": payload, "in_tree": in_tree, "out_tree": out_tree},
+                            protocol=pickle.HIGHEST_PROTOCOL)
+        temporary = os.path.join(self.directory, f"{TEMPORARY}{os.getpid()}-{threading.get_ident()}-{key}")
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            with open(temporary, "wb") as fh:
+                fh.write(MAGIC + hashlib.sha256(body).digest() + body)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(temporary, self.path(key))
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)
+            return False
+        return True
+
+
+_serializing = threading.Lock()
+
+
+def serialize(executable, entry: bytes | None = None):
+    """``jax.experimental.serialize_executable.serialize(executable)``; for an executable loaded from JAX's
+    persistent cache, its ``entry`` there (:attr:`Seen.entries`: the bytes of the fresh compile, serialized
+    when JAX stored it) stands in for serializing it again, which jaxlib 0.10.2 on a CPU turned into an
+    executable that failed to run (NOT_FOUND bitcast_copy_fusion). ValueError where it cannot."""
+    from jax._src.lib import _jax
+    from jax._src.lib import xla_client as xc
+    from jax.experimental import serialize_executable as serializing
+
+    if entry is None:
+        with _serializing:
+            return serializing.serialize(executable)
+    from jax._src.compilation_cache import decompress_executable, extract_executable_and_time
+
+    original, _ = extract_executable_and_time(decompress_executable(entry))
+    base, swapped = serializing._JaxPjrtPickler, []
+
+    class Stored(base):
+        def persistent_id(self, obj):
+            if isinstance(obj, (xc.LoadedExecutable, _jax.Executable)):
+                swapped.append(obj)
+                return ("exec", original)
+            return super().persistent_id(obj)
+
+    with _serializing:  # serialize's pickler, swapped for this call only
+        serializing._JaxPjrtPickler = Stored
+        try:
+            result = serializing.serialize(executable)
+        finally:
+            serializing._JaxPjrtPickler = base
+    if len(swapped) != 1:
+        raise ValueError(f"an executable of {len(swapped)} XLA executables, not one, cannot take its cache entry's")
+    return result
+
+
+def programs() -> Programs | None:
+    """The program cache of this process (beside JAX's persistent cache), None where that is off."""
+    directory = programs_directory()
+    return None if directory is None else Programs(directory)

@@ -1,8 +1,9 @@
 """A study's programs: built (``jit(shard_map(scan over vmapped groups))``), compiled ahead of their turn.
 
-:func:`build` makes a static group's program, :class:`Ahead` compiles the programs in order on
-background threads while earlier ones run, :func:`compiler_options` says how a study's programs are
-compiled on a device.
+:func:`build` makes a static group's program, :func:`compile_program` loads it from the program cache
+(:class:`~jaxtrees.experiments.cache.Programs`, without tracing) or traces and compiles it, :class:`Ahead`
+compiles the programs in order on background threads while earlier ones run, :func:`compiler_options`
+says how a study's programs are compiled on a device.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from jaxtrees.core import checks, programs
+from jaxtrees.experiments import cache
 from jaxtrees.experiments.layout import BRANCH  # noqa: F401 (the input a program's branch arrives in)
 from jaxtrees.experiments.progress import Progress
+from jaxtrees.learners import growth
 
 
 #: Trials vmapped together on a CPU device: small groups under ``lax.map`` keep a group's working
@@ -152,6 +155,108 @@ class Ahead:
             for _, future in self.queue:
                 concurrent.futures.wait([future])
             programs.release()
+
+
+def compile_program(job, program, cancelled: threading.Event | None = None, pool=None):
+    """``(executable, seconds, how)`` for ``job``'s (:class:`~jaxtrees.experiments.runner._Job`) ``program``,
+    on any thread: "loaded" from the program cache (no tracing) where it holds the program, else traced
+    and compiled, in this process or, given ``pool`` (:class:`~jaxtrees.experiments.workers.Pool`), in a
+    worker whose executable this process loads ("compiled", or "loaded" where XLA's part came from JAX's
+    persistent cache); a freshly compiled program is put in the program cache. Not started, or not
+    compiled after tracing, once ``cancelled`` is set (CancelledError); where a worker has failed under
+    "auto" (``pool.fallback``), this process compiles the rest."""
+    import concurrent.futures
+
+    if cancelled is not None and cancelled.is_set():
+        raise concurrent.futures.CancelledError
+    started = time.perf_counter()
+    inputs = job.inputs(program, program.slots[:program.size])
+    loop_chunk = growth.LOOP_CHUNK if program.planned <= loop_max_trials(job.study) else None  # few trials: a loop
+    options = job.metadata["contract"]["compiler_options"]
+    store, key = _program_cache(job, program, inputs, loop_chunk, options)
+    if key is not None:
+        executable = store.load(key, job.devices)
+        if executable is not None:
+            return executable, time.perf_counter() - started, "loaded"
+    if pool is not None and not (pool.fallback and pool.fell_back.is_set()):
+        from jax.experimental import serialize_executable
+
+        request = {"study": job.study.name, "static": program.static, "seed": job.config.seed, "group": program.group,
+                   "inputs": inputs, "loop_chunk": loop_chunk, "options": options, "devices": len(job.devices),
+                   "platform": job.devices[0].platform}
+        what = describe(program.static)
+        try:
+            payload, in_tree, out_tree, _, how = pool.compile(request, what, cancelled)
+            if payload is not None:
+                if key is not None:
+                    store.save(key, payload, in_tree, out_tree)
+                executable = serialize_executable.deserialize_and_load(
+                    payload, in_tree, out_tree, backend=job.devices[0].client, execution_devices=job.devices)
+                return executable, time.perf_counter() - started, how
+            # else the worker could not send what it loaded from the persistent cache: loaded here, below
+        except concurrent.futures.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 (chosen by "auto": compiled here, where a study's error is raised as ever)
+            if not pool.fallback:
+                raise
+            if job.progress and not pool.fell_back.is_set():
+                import sys
+
+                print(f"\njaxtrees run: a compile worker failed for program {what} ({type(e).__name__}: "
+                      f"{str(e).splitlines()[0][:200] if str(e) else ''}); compiling in this process instead "
+                      f"(JAXTREES_COMPILE_WORKERS=threads: always)", file=sys.stderr)
+            pool.fell_back.set()
+    with growth.level_loop(loop_chunk):
+        lowered = build(job.study, program.static, job.config.seed, job.devices, program.group).lower(*inputs)
+    if cancelled is not None and cancelled.is_set():
+        raise concurrent.futures.CancelledError
+    with cache.watch() as seen:  # loaded from the persistent compilation cache, or compiled
+        executable = lowered.compile(options)
+    if key is not None and seen.how != "reused":
+        _save(store, key, executable, seen)
+    return executable, time.perf_counter() - started, seen.how
+
+
+def cached(job, program) -> bool:
+    """Whether the program cache holds ``program`` (its entry may still prove damaged when loaded)."""
+    loop_chunk = growth.LOOP_CHUNK if program.planned <= loop_max_trials(job.study) else None
+    store, key = _program_cache(job, program, job.inputs(program, program.slots[:program.size]), loop_chunk,
+                                job.metadata["contract"]["compiler_options"])
+    return key is not None and store.has(key)
+
+
+def _program_cache(job, program, inputs, loop_chunk, options):
+    """``(Programs, key)`` of ``program``, or ``(None, None)`` where the cache is off or the study is not a
+    registered one (the package's source digest, part of the key, does not cover a study defined elsewhere)."""
+    from jaxtrees.experiments import studies
+
+    store = cache.programs()
+    if store is None or studies.STUDIES.get(job.study.name) is not job.study:
+        return None, None
+    leaves, tree = jax.tree.flatten(inputs)
+    parts = {"study": job.study.name, "static": program.static, "seed": job.config.seed, "group": program.group,
+             "inputs": [str(tree), [(tuple(x.shape), str(x.dtype)) for x in leaves]], "loop_chunk": loop_chunk,
+             "options": options}
+    return store, cache.program_key(parts, job.devices)
+
+
+def _save(store, key: str, executable, seen: cache.Seen):
+    """Put ``executable`` (compiled, or loaded from JAX's cache: ``seen``) in the program cache; one that
+    does not serialize is skipped (traced and compiled or loaded again next time)."""
+    payload = serialized(executable, seen)
+    if payload is not None:
+        store.save(key, *payload)
+
+
+def serialized(executable, seen: cache.Seen):
+    """``(payload, in_tree, out_tree)`` of a fresh ``executable``, or of one loaded from JAX's persistent
+    cache (the cache entry's bytes: :func:`~jaxtrees.experiments.cache.serialize`); None where it cannot."""
+    if seen.how == "loaded" and len(seen.entries) != 1:
+        return None
+    try:
+        return cache.serialize(executable, seen.entries[0] if seen.how == "loaded" else None)
+    except Exception:  # noqa: BLE001 (a backend or program without serialization)
+        return None
 
 
 def compiler_options(study, device) -> dict | None:

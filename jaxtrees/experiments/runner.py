@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from jaxtrees.core import checks
-from jaxtrees.experiments import cache, workers
+from jaxtrees.experiments import workers
 from jaxtrees.experiments import compiled as compiling
 from jaxtrees.experiments.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, GROUP, LOOP_MAX_TRIALS,  # noqa: F401
                                            MEMORY_BUDGET, OPT_LEVEL_FLAG, compiler_options, default_compile_threads,
@@ -32,7 +32,6 @@ from jaxtrees.experiments.progress import Progress
 from jaxtrees.experiments.store import Store, environment, now, read_results
 from jaxtrees.experiments.writer import Writer
 from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
-from jaxtrees.learners import growth
 
 __all__ = ["ACCELERATOR_GROUP", "CPU_CACHE_BUDGET", "GROUP", "MEMORY_BUDGET", "Changed", "default_compile_threads",
            "group_size", "memory_budget", "run", "Study", "Config", "configure", "cell_hash", "trial_key", "read_results"]
@@ -95,11 +94,12 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
         todo = job.plan(max_trials)
         work = job.start(todo)
         bar = Progress(job.label, int(todo.size), enabled=progress, programs=len(work))
-        how = workers.choose(compile_workers, study, platform, processes, len(work))  # threads or processes
+        fresh = [p for p in work if not compiling.cached(job, p)]  # those the program cache does not hold
+        how = workers.choose(compile_workers, study, platform, processes, len(fresh))  # threads or processes
         job.record["compile_workers"] = how
         auto = (compile_workers or os.environ.get("JAXTREES_COMPILE_WORKERS", "auto")) == "auto"
-        pool = (workers.Pool(workers.default_workers(len(work), threads), fallback=auto)
-                if how == "processes" and work else None)
+        pool = (workers.Pool(workers.default_workers(len(fresh), threads), fallback=auto)
+                if how == "processes" and fresh else None)
         ahead = compiling.Ahead(job, work, threads if pool is None else len(pool.pids), pool)
         try:
             with _deferred_interrupt() as interrupted:
@@ -282,52 +282,8 @@ class _Job:
                         max(branch.values()) * self.replicates)
 
     def compile(self, program: _Program, cancelled: threading.Event | None = None, pool=None):
-        """``(compiled, seconds, how)``: the program traced and compiled ahead of its first call (on any
-        thread: it writes nothing of the job's), ``how`` "loaded" where XLA's part came from the persistent
-        compilation cache, else "compiled"; not started, or not compiled after tracing, once ``cancelled``
-        is set (CancelledError). With ``pool`` (a :class:`~jaxtrees.experiments.workers.Pool`) a worker process
-        traces and compiles it, and this process loads the executable it sends; where one has failed under
-        "auto" (``pool.fallback``), this process compiles the rest."""
-        import concurrent.futures
-
-        if cancelled is not None and cancelled.is_set():
-            raise concurrent.futures.CancelledError
-        started = time.perf_counter()
-        inputs = self.inputs(program, program.slots[:program.size])
-        few = program.planned <= loop_max_trials(self.study)  # few trials: a level loop compiles faster
-        if pool is not None and not (pool.fallback and pool.fell_back.is_set()):
-            from jax.experimental import serialize_executable
-
-            request = {"study": self.study.name, "static": program.static, "seed": self.config.seed,
-                       "group": program.group, "inputs": inputs, "loop_chunk": growth.LOOP_CHUNK if few else None,
-                       "options": self.metadata["contract"]["compiler_options"], "devices": len(self.devices),
-                       "platform": self.devices[0].platform}
-            what = compiling.describe(program.static)
-            try:
-                payload, in_tree, out_tree, _, how = pool.compile(request, what, cancelled)
-                if payload is not None:
-                    executable = serialize_executable.deserialize_and_load(
-                        payload, in_tree, out_tree, backend=self.devices[0].client, execution_devices=self.devices)
-                    return executable, time.perf_counter() - started, how
-                # else the worker found it in the persistent cache: loaded here, below, from the cache
-            except concurrent.futures.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001 (chosen by "auto": compiled here, where a study's error is raised as ever)
-                if not pool.fallback:
-                    raise
-                if self.progress and not pool.fell_back.is_set():
-                    print(f"\njaxtrees run: a compile worker failed for program {what} ({type(e).__name__}: "
-                          f"{str(e).splitlines()[0][:200] if str(e) else ''}); compiling in this process instead "
-                          f"(JAXTREES_COMPILE_WORKERS=threads: always)", file=sys.stderr)
-                pool.fell_back.set()
-        with growth.level_loop(growth.LOOP_CHUNK if few else None):
-            lowered = compiling.build(self.study, program.static, self.config.seed, self.devices,
-                                      program.group).lower(*inputs)
-        if cancelled is not None and cancelled.is_set():
-            raise concurrent.futures.CancelledError
-        with cache.watch() as seen:  # loaded from the persistent compilation cache, or compiled
-            executable = lowered.compile(self.metadata["contract"]["compiler_options"])
-        return executable, time.perf_counter() - started, seen.how
+        """``(executable, seconds, how)``: :func:`~jaxtrees.experiments.compiled.compile_program`."""
+        return compiling.compile_program(self, program, cancelled, pool)
 
     def run(self, program: _Program, executable, bar: Progress, interrupted: threading.Event | None = None):
         """Every slot of the program, call by call; the calls' rows go to a :class:`~jaxtrees.experiments.writer.Writer`,

@@ -50,7 +50,8 @@ def choose(mode: str | None, study, platform: str, processes: int = 1, programs:
     mode = os.environ.get("JAXTREES_COMPILE_WORKERS", "auto") if mode is None else mode
     if mode not in MODES:
         raise ValueError(f"compile_workers must be one of {', '.join(MODES)} (JAXTREES_COMPILE_WORKERS), got {mode!r}")
-    if mode == "threads" or (mode == "auto" and (platform not in ("cpu", "gpu") or (programs or 2) < 2)):
+    few = programs is not None and programs < 2  # one program (or none to compile) has nothing beside it
+    if mode == "threads" or (mode == "auto" and (platform not in ("cpu", "gpu") or few)):
         return "threads"
     from jaxtrees.experiments import studies
 
@@ -250,13 +251,13 @@ def _portable(error: BaseException) -> BaseException:
 
 def _compile(study: str, static: dict, seed: int, group: int, inputs, loop_chunk, options, devices: int,
              platform: str):
-    """Trace, lower and compile one program as :meth:`jaxtrees.experiments.runner._Job.compile` does;
-    return ``(serialized, in_tree, out_tree, seconds, how)``, or, for a program the persistent cache
-    held, ``(None, None, None, seconds, "loaded")``: the run then loads it from the cache itself (jaxlib
-    0.10.2 on a CPU: an executable deserialized from the cache and serialized again raised "NOT_FOUND:
-    Function bitcast_copy_fusion not found" when run)."""
+    """Trace, lower and compile one program as :func:`jaxtrees.experiments.compiled.compile_program` does;
+    return ``(serialized, in_tree, out_tree, seconds, how)``: a program loaded from the persistent cache
+    is sent as its cache entry's bytes (:func:`~jaxtrees.experiments.cache.serialize`; jaxlib 0.10.2 on a
+    CPU: an executable deserialized from the cache and serialized again raised "NOT_FOUND: Function
+    bitcast_copy_fusion not found" when run), or, where that cannot be, as ``None`` (the run loads it
+    from the cache itself)."""
     import jax
-    from jax.experimental import serialize_executable
 
     from jaxtrees.experiments import cache, compiled, studies
     from jaxtrees.learners import growth
@@ -270,7 +271,8 @@ def _compile(study: str, static: dict, seed: int, group: int, inputs, loop_chunk
         lowered = compiled.build(studies.get(study), static, seed, local, group).lower(*inputs)
     with cache.watch() as seen:
         executable = lowered.compile(options)
-    if seen.how == "loaded":  # XLA:CPU's executable deserialized from the cache, serialized again, fails to run
-        return None, None, None, time.perf_counter() - started, seen.how  # ("Function ... not found"): the run loads it
-    payload, in_tree, out_tree = serialize_executable.serialize(executable)
+    if seen.how == "compiled":
+        payload, in_tree, out_tree = cache.serialize(executable)
+    else:  # loaded from the persistent cache: its entry's bytes, or None (the run loads it from the cache)
+        payload, in_tree, out_tree = compiled.serialized(executable, seen) or (None, None, None)
     return payload, in_tree, out_tree, time.perf_counter() - started, seen.how
