@@ -264,6 +264,34 @@ def test_group_bys_agree_with_a_loop_over_rows():
         list(t)
 
 
+def test_columns_given_by_the_cell_act_as_the_columns_they_stand_for():
+    """A ByCell column (a parameter read back: nothing stored per row) gives the same values, groups (in any order of
+    the ``by`` columns), takes, selections and rows as the materialized column."""
+    from jaxtrees.experiments import table as tables
+
+    rng = np.random.default_rng(1)
+    cells, size = 7, 400
+    per_c, per_name = rng.integers(0, 3, cells), rng.integers(0, 2, cells)
+    c_values, names = np.asarray([0.0, 0.1, 0.2]), np.asarray(["entropy", "gini"], dtype=object)
+    cell = rng.integers(0, cells, size).astype(np.int32)
+    other = {"cell": cell, "m": rng.choice([16, 32, 64], size).astype(np.int32), "success": rng.integers(0, 2, size)}
+    lazy = Table({**other, "c": tables.ByCell(c_values, per_c), "name": tables.ByCell(names, per_name)})
+    plain = Table({**other, "c": c_values[per_c][cell], "name": names[per_name][cell]})
+    for by in (["c"], ["name", "c"], ["m", "c"], ["c", "m", "name"], ["m", "name", "cell"]):
+        (a, ka), (b, kb) = tables.groups(lazy, by), tables.groups(plain, by)
+        assert ka == kb and ka == sorted(ka) and a.tolist() == b.tolist(), by
+        assert tables.rates(lazy, by, "success") == tables.rates(plain, by, "success")
+    index = rng.permutation(size)[:150]
+    for x, y in ((lazy, plain), (lazy.take(index), plain.take(index)), (lazy.select("c", "m"), plain.select("c", "m")),
+                 (lazy.where(m=32), plain.where(m=32)), (lazy.take(index).with_columns(cell=cell[:150]),
+                                                          plain.take(index).with_columns(cell=cell[:150]))):
+        assert all(x[n].tolist() == y[n].tolist() for n in y.names) and {n: x[3][n] for n in y.names} == y[3]
+        assert x.unique("c") == y.unique("c") and x.to_dict().keys() >= y.to_dict().keys()
+    assert lazy.select("c", "m").names == ["c", "m", "cell"]  # the cells the column stands on come along
+    with pytest.raises(ValueError, match="needs the table's cell column"):
+        Table({"c": tables.ByCell(c_values, per_c)})
+
+
 def test_rows_do_not_depend_on_chunk_or_devices_at_the_studys_own_optimisation_level(tmp_path):
     """The determinism contract at the LLVM level studies compile at (the suite's conftest lowers it to 0 for
     speed): chunk sizes and device counts give identical rows, in fresh processes without that override."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxtrees.experiments.table import Table
+from jaxtrees.experiments.table import ByCell, Table
 
 
 class Layout:
@@ -66,11 +66,6 @@ class Layout:
                 raise ValueError(f"output {name!r}: {value.shape[1]} values per trial where the axis has {width}")
         return out
 
-    def whole(self, cell: np.ndarray, trial: np.ndarray) -> bool:
-        """Whether the rows of a part (their ``cell`` and trial ids) hold each of its trials exactly once, whole."""
-        trials, first, counts = np.unique(trial, return_index=True, return_counts=True)
-        return bool(np.all(counts == self.lengths[np.asarray(cell, np.int64)[first]]))
-
 
 class _Constant:
     """A column of one string, ``size`` times (dictionary-encoded when written)."""
@@ -112,108 +107,151 @@ def columns_table(columns: dict):
     return pa.table(arrays)
 
 
-def check_columns(table, config: dict | None, paths: list[str], sources: np.ndarray, ordered: bool = True,
-                  layout: Layout | None = None) -> Table:
-    """``table`` (pyarrow, rows read back from ``paths``, or a list of such tables, which this function
-    takes over and empties; ``sources[i]``: the path of row i) as a
-    :class:`~jaxtrees.experiments.table.Table`, sorted by (cell, replicate) where ``ordered``, every column
-    checked against ``config``: the study and seed, cells and replicates in range, each parameter its
-    cell's value, each trial's rows all there once (and in one file), every other column a number.
-    ValueError naming the file. Columns are taken out of ``table`` one by one (its memory freed as they go)."""
+def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layout | None = None) -> Table:
+    """The rows of ``parts`` (``(path, pyarrow table)`` pairs read back, an iterable consumed one part at a
+    time) as one :class:`~jaxtrees.experiments.table.Table`, sorted by (cell, replicate) where ``ordered``
+    (else in the parts' order), every column checked against ``config``: the study and seed, cells and
+    replicates in range, each parameter its cell's value, each trial's rows all there once (in one part),
+    every other column a number. The study, seed and parameters come back as
+    :class:`~jaxtrees.experiments.table.ByCell` columns (nothing per row). ValueError naming the file."""
+    from jaxtrees.experiments.store import WAY_OUT
+
+    if config is None:
+        return _unchecked(parts, ordered)
+    if layout is None:
+        from jaxtrees.experiments import studies
+        from jaxtrees.experiments.study import Config
+
+        layout = Layout(studies.STUDIES.get(config["study"]), Config(**config))
+    by_cell = {"study": ByCell(np.asarray([config["study"]], dtype=object), np.zeros(len(layout.cells), np.int32)),
+               "seed": ByCell(np.asarray([config["seed"]], np.int32), np.zeros(len(layout.cells), np.int32)),
+               **{name: ByCell(layout.values[name] if layout.values[name].dtype == object
+                               else _narrow(layout.values[name]), layout.codes[name]) for name in layout.params}}
+    names, paths, kept, runs = None, [], {}, []
+    for path, table in parts:
+        if names is None:
+            names = table.column_names
+            missing = [c for c in ["cell", "replicate", *by_cell] if c not in names]
+            if missing:
+                raise ValueError(f"{path}: the rows lack the column(s) {', '.join(missing)}; {WAY_OUT}")
+        elif sorted(table.column_names) != sorted(names):
+            raise ValueError(f"{path}: its columns ({', '.join(table.column_names)}) are not the other parts' "
+                             f"({', '.join(names)}); {WAY_OUT}")
+        paths.append(path)
+        for name, values in _checked_part(table, path, config, layout, by_cell).items():
+            kept.setdefault(name, []).append(values)
+        cell, replicate = kept["cell"][-1], kept["replicate"][-1]
+        trial = cell.astype(np.int64) * layout.replicates + replicate
+        starts = np.flatnonzero(np.r_[True, trial[1:] != trial[:-1]])
+        runs.append((trial[starts], np.diff(np.r_[starts, trial.size]), np.full(starts.size, len(paths) - 1, np.int32)))
+        del table
+    if names is None:
+        raise ValueError("no rows to read")
+    trial, count, source = (np.concatenate(r) for r in zip(*runs))
+    del runs
+    cell = trial // layout.replicates
+    lengths = layout.lengths
+    if lengths is None:  # a study not in the registry: every trial of a cell has as many rows as the most
+        lengths = np.zeros(len(layout.cells), np.int64)
+        np.maximum.at(lengths, cell, count)
+    order = np.argsort(trial, kind="stable")
+    twice = np.flatnonzero(trial[order][1:] == trial[order][:-1])
+    short = np.flatnonzero(count != lengths[cell])
+    if twice.size or short.size:  # a trial's rows in two runs (parts), or a run not all of them
+        bad = order[twice[0] + 1] if twice.size else short[0]
+        raise ValueError(f"{paths[source[bad]]}: trial (cell {cell[bad]}, replicate {trial[bad] % layout.replicates}) "
+                         f"has its rows more than once or not all of them (another part holds it too?); {WAY_OUT}")
+    columns = {}
+    for name in names:
+        columns[name] = by_cell[name] if name in by_cell else np.concatenate(kept.pop(name))
+    table = Table(columns)
+    if not ordered or np.all(order == np.arange(order.size)):
+        return table
+    starts = np.cumsum(count) - count  # each run's first row; runs laid out in trial order
+    count = count[order]
+    return table.take(np.repeat(starts[order] - (np.cumsum(count) - count), count) + np.arange(len(table)))
+
+
+def _checked_part(table, path: str, config: dict, layout: Layout, by_cell: dict) -> dict:
+    """One part's columns checked against the run (``by_cell``: the columns given by the cell); returns
+    its other columns as arrays, each trial's rows made consecutive."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from jaxtrees.experiments.store import WAY_OUT
 
-    if isinstance(table, list):  # the caller's tables: concatenated, the list emptied so that columns free as taken
-        tables, table = table, pa.concat_tables(table, promote_options="permissive")
-        tables.clear()
-    names = table.column_names
-    missing = [c for c in ["cell", "replicate"] + ([] if config is None else ["study", "seed", *sorted(config["grid"])])
-               if c not in names]
-    if missing:
-        raise ValueError(f"{paths[0]}: the rows lack the column(s) {', '.join(missing)}; {WAY_OUT}")
-
     def fail(bad: np.ndarray, what: str):
         if np.any(bad):
-            row = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{paths[int(sources[row])]}: {what}; {WAY_OUT}")
+            raise ValueError(f"{path}: {what}; {WAY_OUT}")
 
-    def take(name):  # the column as a contiguous pyarrow array, dropped from the table
-        nonlocal table
-        column = table.column(name)
-        table = table.drop_columns([name])
-        return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-
-    def numbers(name, column):
-        if pa.types.is_dictionary(column.type) or pa.types.is_string(column.type) or not (
-                pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
-                or pa.types.is_boolean(column.type)):
-            raise ValueError(f"{paths[0]}: column {name} must hold numbers, got {column.type}; {WAY_OUT}")
-        return column.to_numpy(zero_copy_only=False)
-
-    cell, replicate = (numbers(name, take(name)) for name in ("cell", "replicate"))
+    cell, replicate = (_numbers(path, name, table.column(name)) for name in ("cell", "replicate"))
     fail((cell < 0) | (replicate < 0), "cell and replicate must be integers >= 0")
-    columns, factors = {"cell": cell, "replicate": replicate}, {}
-    if config is not None:
-        from jaxtrees.experiments import studies
-        from jaxtrees.experiments.study import Config
+    fail((cell >= len(layout.cells)) | (replicate >= layout.replicates),
+         f"a trial outside this run's {len(layout.cells)} cells x {layout.replicates} replicates")
+    for name, column in by_cell.items():
+        expected = column.per_cell[cell]
+        if column.values.dtype == object:  # strings: their codes in the run's values, compared with the cell's
+            codes = pc.index_in(table.column(name), value_set=pa.array(list(column.values))).fill_null(-1).to_numpy()
+            fail(codes != expected, f"a row whose {name} is not its cell's (this run's {name}: "
+                                    f"{', '.join(map(str, column.values))})")
+        elif name == "seed":
+            fail(_numbers(path, name, table.column(name)) != config["seed"],
+                 f"a row of another seed (this run's is {config['seed']})")
+        else:
+            fail(_numbers(path, name, table.column(name)) != column.values[expected], f"a row whose {name} is not its cell's")
+    out = {"cell": cell, "replicate": replicate}
+    for name in table.column_names:
+        if name not in by_cell and name not in out:
+            out[name] = _numbers(path, name, table.column(name))
+    trial = cell.astype(np.int64) * layout.replicates + replicate
+    if np.any(trial[1:] < trial[:-1]) and _scattered(trial):  # a trial's rows apart (not as parts are written)
+        order = np.argsort(trial, kind="stable")
+        out = {name: values[order] for name, values in out.items()}
+    return out
 
-        layout = layout or Layout(studies.STUDIES.get(config["study"]), Config(**config))
-        fail((cell >= len(layout.cells)) | (replicate >= layout.replicates),
-             f"a trial outside this run's {len(layout.cells)} cells x {layout.replicates} replicates")
-        for name in ("study", *layout.params):
-            values = np.asarray([config["study"]], dtype=object) if name == "study" else layout.values[name]
-            per_cell = np.zeros(len(layout.cells), np.int32) if name == "study" else layout.codes[name]
-            column = take(name)
-            if values.dtype == object:  # strings: their codes in the grid's values, compared with the cell's
-                codes = pc.index_in(column, value_set=pa.array(list(values))).fill_null(-1).to_numpy()
-                fail(codes != per_cell[cell], f"a row whose {name} is not its cell's (this run's {name}: "
-                                              f"{', '.join(map(str, values))})")
-                columns[name] = values[codes]
-            else:
-                columns[name] = numbers(name, column)
-                fail(columns[name] != values[per_cell][cell], f"a row whose {name} is not its cell's")
-            factors[name] = (lambda per_cell=per_cell, values=values: (per_cell[cell], values))
-        seed = numbers("seed", take("seed"))
-        fail(seed != config["seed"], f"a row of another seed (this run's is {config['seed']})")
-        columns["seed"] = seed
-        trial = cell.astype(np.int64) * layout.replicates + replicate
-        increasing = bool(np.all(trial[1:] >= trial[:-1]))
-        order = None if increasing else np.argsort(trial, kind="stable")
-        sorted_trial = trial if order is None else trial[order]
-        starts = np.flatnonzero(np.r_[True, sorted_trial[1:] != sorted_trial[:-1]])
-        counts = np.diff(np.r_[starts, sorted_trial.size])
-        first = starts if order is None else order[starts]
-        lengths = layout.lengths
-        if lengths is None:  # a study not in the registry: every trial of a cell has as many rows as the most
-            lengths = np.zeros(len(layout.cells), np.int64)
-            np.maximum.at(lengths, cell[first], counts)
-        by_source = sources if order is None else sources[order]
-        split = np.add.reduceat((by_source != np.repeat(by_source[starts], counts)).astype(np.int64), starts) > 0
-        wrong = (counts != lengths[cell[first]]) | split
-        if np.any(wrong):
-            bad = first[np.flatnonzero(wrong)[0]]
-            raise ValueError(f"{paths[int(sources[bad])]}: trial (cell {cell[bad]}, replicate {replicate[bad]}) has "
-                             f"its rows more than once or not all of them (another part holds it too?); {WAY_OUT}")
-        if not ordered:
-            order = None
-    else:
-        order = np.lexsort((replicate, cell)) if ordered else None
-    for name in list(table.column_names):
-        column = take(name)
-        if name == "study" or (config is not None and name in config["grid"]) or (
-                config is None and (pa.types.is_dictionary(column.type) or pa.types.is_string(column.type))):
+
+def _scattered(trial: np.ndarray) -> bool:
+    """Whether some trial's rows are not consecutive."""
+    starts = trial[np.r_[True, trial[1:] != trial[:-1]]]
+    return np.unique(starts).size != starts.size
+
+
+def _numbers(path: str, name: str, column) -> np.ndarray:
+    """A numeric column as a NumPy array; ValueError naming the file otherwise."""
+    import pyarrow as pa
+
+    from jaxtrees.experiments.store import WAY_OUT
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type)):
+        raise ValueError(f"{path}: column {name} must hold numbers, got {column.type}; {WAY_OUT}")
+    return column.to_numpy(zero_copy_only=False)
+
+
+def _unchecked(parts, ordered: bool) -> Table:
+    """Rows of no known configuration: every column as it is, strings as objects."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = list(parts)
+    if not parts:
+        raise ValueError("no rows to read")
+    table = pa.concat_tables([t for _, t in parts], promote_options="permissive")
+    columns, factors = {}, {}
+    for name in table.column_names:
+        column = table.column(name).combine_chunks()
+        if pa.types.is_dictionary(column.type) or pa.types.is_string(column.type):
             column = pc.cast(column, pa.string()) if pa.types.is_dictionary(column.type) else column
-            uniques = pc.unique(column)
-            codes = pc.index_in(column, value_set=uniques).to_numpy().astype(np.int64)
+            uniques = pc.unique(column).sort()
+            codes = pc.index_in(column, value_set=uniques).to_numpy().astype(np.int32)
             values = np.asarray(uniques.to_pylist(), dtype=object)
             columns[name], factors[name] = values[codes], (codes, values)
         else:
-            columns[name] = numbers(name, column)
-    columns = {name: columns[name] for name in names}
-    table = Table(columns, factors)
-    return table if order is None else table.take(order)
+            columns[name] = _numbers(parts[0][0], name, column)
+    if ordered and "cell" in columns and "replicate" in columns:
+        return Table(columns, factors).take(np.lexsort((columns["replicate"], columns["cell"])))
+    return Table(columns, factors)
 
 
 def _order(value):

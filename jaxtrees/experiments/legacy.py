@@ -79,7 +79,9 @@ def read(directory: str, config: dict | None = None):
             table = table.set_column(i, field.name, pa.array(np.full(table.num_rows, np.nan, np.float32)))
         elif pa.types.is_floating(field.type) and field.name not in grid:
             table = table.set_column(i, field.name, table.column(i).cast(pa.float32()))
-    return check_columns([table], config, paths, sources)
+    ends = np.cumsum(np.bincount(sources, minlength=len(paths)))
+    return check_columns([(path, table.slice(end - n, n)) for path, end, n in zip(paths, ends, np.diff(np.r_[0, ends]))],
+                         config)
 
 
 def convert(directory: str) -> str:

@@ -176,7 +176,7 @@ class Store:
             return done
         for path, part in _parts(self.rows, self.digest, None, self.process == 0):  # every page read: checksums
             try:  # every row checked as a reader checks it (a part holds each of its trials whole)
-                rows = check_columns(part, self.config, [path], np.zeros(part.num_rows, np.int32), False, layout)
+                rows = check_columns([(path, part)], self.config, False, layout)
             except ValueError as e:
                 _damaged(path, str(e).removeprefix(f"{path}: ").split("; move the file")[0], self.process == 0)
                 continue
@@ -200,14 +200,11 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
             os.path.join(directory, "metadata.json")) or {}).get("config")
     if not _part_names(rows_dir) and legacy.is_legacy(directory):
         return legacy.read(directory, config)
-    parts = list(_parts(rows_dir, None if config is None else config_digest(config), columns, move=None))
-    if not parts:
+    if not _part_names(rows_dir):
         raise ValueError(f"no results in {directory} (expected rows/part-*.parquet); rerun `jaxtrees run` with the "
                          f"same arguments to write them")
-    sources = np.repeat(np.arange(len(parts), dtype=np.int32), [t.num_rows for _, t in parts])
-    paths, tables = [p for p, _ in parts], [t for _, t in parts]
-    del parts
-    return check_columns(tables, config, paths, sources, ordered)  # takes the tables over (frees them as it goes)
+    parts = _parts(rows_dir, None if config is None else config_digest(config), columns, move=None)
+    return check_columns(parts, config, ordered)  # one part in memory at a time
 
 
 def export_csv(directory: str, path: str | None = None) -> str:
@@ -225,12 +222,17 @@ def export_csv(directory: str, path: str | None = None) -> str:
 
 
 def completeness(directory: str, rows: Table) -> tuple[int, int]:
-    """(trials in ``rows``, trials the run's configuration asks for), from its metadata."""
+    """(trials in ``rows`` (as :func:`read_results` returns them), trials the run's configuration asks for),
+    from its metadata."""
+    from jaxtrees.experiments import studies
     from jaxtrees.experiments.study import Config
 
     config = Config(**_read_json(os.path.join(directory, "metadata.json"))["config"])
-    replicates = config.replicates
-    trial = np.asarray(rows["cell"], np.int64) * replicates + np.asarray(rows["replicate"], np.int64)
+    cell = np.asarray(rows["cell"])
+    lengths = Layout(studies.STUDIES.get(config.study), config).lengths
+    if lengths is not None and cell.size and int(cell.max()) < lengths.size:  # rows as read: each trial whole, once
+        return int((np.bincount(cell, minlength=lengths.size) // lengths).sum()), config.trials
+    trial = cell.astype(np.int64) * config.replicates + np.asarray(rows["replicate"], np.int64)
     return int(np.unique(trial).size), config.trials
 
 

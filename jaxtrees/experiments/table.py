@@ -23,18 +23,30 @@ import numpy as np
 DENSE_RANGE = 2**22
 
 
+class ByCell:
+    """A column given by the row's cell: ``values[per_cell[table["cell"]]]`` (a run's parameters, its
+    study and seed: nothing stored per row; ``values`` distinct and ascending)."""
+
+    def __init__(self, values, per_cell):
+        self.values, self.per_cell = np.asarray(values), np.asarray(per_cell)
+
+
 class Table:
-    """Columns of equal length, each a 1-d NumPy array; ``table[name]`` is a column, ``table[i]``
-    one row as a dict (for a glance, e.g. a group's constant ``part[0]["max_steps"]``), ``len`` the
-    rows. Iterating over rows is refused: work on columns (:func:`split`, :func:`rates`, ...)."""
+    """Columns of equal length, each a 1-d NumPy array (or a :class:`ByCell` column, made on first use);
+    ``table[name]`` is a column, ``table[i]`` one row as a dict (for a glance, e.g. a group's constant
+    ``part[0]["max_steps"]``), ``len`` the rows. Iterating over rows is refused: work on columns
+    (:func:`split`, :func:`rates`, ...)."""
 
     def __init__(self, columns: Mapping[str, object], factors: Mapping[str, tuple] | None = None):
         self._columns = {name: _column(name, values) for name, values in columns.items()}
-        sizes = {values.shape[0] for values in self._columns.values()}
+        sizes = {values.shape[0] for values in self._columns.values() if not isinstance(values, ByCell)}
         if len(sizes) > 1:
             raise ValueError(f"Table: columns of different lengths {sorted(sizes)}")
+        if "cell" not in self._columns and any(isinstance(v, ByCell) for v in self._columns.values()):
+            raise ValueError("Table: a ByCell column needs the table's cell column")
         self._size = sizes.pop() if sizes else 0
         self._factors = dict(factors or {})  # name -> (codes, uniques), or a function giving them: known or computed once
+        self._made = {}  # ByCell columns made so far
 
     @classmethod
     def from_rows(cls, rows) -> "Table":
@@ -60,11 +72,18 @@ class Table:
     def __getitem__(self, key):
         if isinstance(key, str):
             try:
-                return self._columns[key]
+                values = self._columns[key]
             except KeyError:
                 raise KeyError(f"no column {key!r}; the table has {', '.join(self._columns)}") from None
+            if isinstance(values, ByCell):
+                if key not in self._made:
+                    self._made[key] = values.values[values.per_cell[self._columns["cell"]]]
+                return self._made[key]
+            return values
         if isinstance(key, (int, np.integer)):
-            return {name: _python(values[key]) for name, values in self._columns.items()}
+            cell = self._columns.get("cell")
+            return {name: _python(values.values[values.per_cell[cell[key]]] if isinstance(values, ByCell)
+                                  else values[key]) for name, values in self._columns.items()}
         raise TypeError(f"Table[{key!r}]: index a column by name, or one row by an int")
 
     def __iter__(self):
@@ -81,11 +100,15 @@ class Table:
         if index.dtype == bool:
             index = np.flatnonzero(index)
         factors = {name: _taken(factor, index) for name, factor in self._factors.items()}
-        return Table({name: values[index] for name, values in self._columns.items()}, factors)
+        return Table({name: values if isinstance(values, ByCell) else values[index]
+                      for name, values in self._columns.items()}, factors)
 
     def select(self, *names) -> "Table":
-        """The table of only these columns (those it has; no copies): take it before ``take`` on a wide table."""
+        """The table of only these columns (those it has, and ``cell`` where one is a :class:`ByCell` column; no
+        copies): take it before ``take`` on a wide table."""
         names = [name for name in names if name in self._columns]
+        if "cell" not in names and any(isinstance(self._columns[name], ByCell) for name in names):
+            names.append("cell")
         return Table({name: self._columns[name] for name in names},
                      {name: f for name, f in self._factors.items() if name in names})
 
@@ -99,7 +122,8 @@ class Table:
     def with_columns(self, **columns) -> "Table":
         """A table with these columns added (or replaced)."""
         factors = {name: f for name, f in self._factors.items() if name not in columns}
-        return Table({**self._columns, **columns}, factors)
+        mine = {name: self[name] if "cell" in columns and isinstance(v, ByCell) else v for name, v in self._columns.items()}
+        return Table({**mine, **columns}, factors)
 
     def unique(self, name) -> list:
         """The distinct values the column holds, ascending, as Python values."""
@@ -114,7 +138,7 @@ class Table:
 
     def to_dict(self) -> dict[str, np.ndarray]:
         """The columns (name -> array), in order."""
-        return dict(self._columns)
+        return {name: self[name] for name in self._columns}
 
 
 def _taken(factor, index):
@@ -131,6 +155,8 @@ def _python(value):
 
 
 def _column(name, values) -> np.ndarray:
+    if isinstance(values, ByCell):
+        return values
     values = np.asarray(values)
     if values.ndim != 1:
         raise ValueError(f"Table: column {name!r} must be 1-d, got shape {values.shape}")
@@ -158,7 +184,11 @@ def factorize(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
     if callable(known):  # computed on first use (a store's parameter columns: from their cells)
         known = table._factors[name] = known()
     if known is None:
-        known = table._factors[name] = _factorize(table[name])
+        column = table._columns.get(name)
+        if isinstance(column, ByCell):  # its cells' codes: no pass over the values
+            known = table._factors[name] = (column.per_cell[table["cell"]], column.values)
+        else:
+            known = table._factors[name] = _factorize(table[name])
     codes, uniques = known
     return codes, uniques
 
@@ -167,13 +197,22 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if values.size and values.dtype.kind in "biu":
         low, high = int(values.min()), int(values.max())
         if high - low < DENSE_RANGE:
-            as_int = values.astype(np.int64)  # transient: the offsets into the lookup table
-            present = np.zeros(high - low + 1, bool)
-            present[as_int - low] = True
+            offset = values.view(np.uint8) if values.dtype.kind == "b" else values if low == 0 else \
+                values.astype(np.int64) - low  # transient where the values do not start at 0
+            present = np.bincount(offset, minlength=high - low + 1) > 0
             lookup = (np.cumsum(present) - 1).astype(np.int32)
-            return lookup[as_int - low], (np.flatnonzero(present) + low).astype(values.dtype)
+            return lookup[offset], (np.flatnonzero(present) + low).astype(values.dtype)
     uniques, codes = np.unique(values, return_inverse=True)
     return codes.reshape(-1).astype(np.int32 if uniques.size < 2**31 else np.int64), uniques
+
+
+def on_cells(table: Table, fn, *names) -> np.ndarray:
+    """``fn`` of the columns ``names``, per row: evaluated once per cell where each is a :class:`ByCell` column
+    (a run's parameters), then spread over the rows; else over the rows."""
+    columns = [table._columns.get(name) for name in names]
+    if columns and all(isinstance(c, ByCell) for c in columns):
+        return np.asarray(fn(*(c.values[c.per_cell] for c in columns)))[table["cell"]]
+    return np.asarray(fn(*(table[name] for name in names)))
 
 
 def groups(table: Table, by) -> tuple[np.ndarray, list[tuple]]:
@@ -182,23 +221,31 @@ def groups(table: Table, by) -> tuple[np.ndarray, list[tuple]]:
     by = list(by)
     if not by:
         return np.zeros(len(table), np.int64), [()]
-    combined, sizes, factors = np.zeros(len(table), np.int64), [], []
-    for name in by:
-        codes, uniques = factorize(table, name)
-        combined = combined * len(uniques) + codes
-        sizes.append(len(uniques))
-        factors.append(uniques)
+    cellwise = [name for name in by if isinstance(table._columns.get(name), ByCell)]
+    sequence = cellwise + [name for name in by if name not in cellwise]  # cells' columns: combined per cell first
+    factors = [(c.per_cell, c.values) for c in map(table._columns.get, cellwise)] + \
+        [factorize(table, name) for name in sequence[len(cellwise):]]
+    sizes = [len(uniques) for _, uniques in factors]
     if math.prod(sizes) >= 2**62:
         raise ValueError(f"groups: too many combinations of {by} to index")
+    per_cell = np.zeros(len(factors[0][0]) if cellwise else 1, np.int64)
+    for codes, uniques in factors[:len(cellwise)]:
+        per_cell = per_cell * len(uniques) + codes
+    combined = per_cell[table["cell"]] if cellwise else np.zeros(len(table), np.int64)
+    for codes, uniques in factors[len(cellwise):]:
+        combined *= len(uniques)
+        combined += codes
     codes, present = _factorize(combined)
-    keys = []
-    digits = present.copy()
-    parts = []
-    for size in reversed(sizes):
-        parts.append(digits % size)
-        digits = digits // size
-    columns = [uniques[d].tolist() for uniques, d in zip(factors, reversed(parts))]
-    keys = list(zip(*columns)) if columns else []
+    del combined
+    digits = {}
+    for name, size in zip(reversed(sequence), reversed(sizes)):
+        digits[name], present = present % size, present // size
+    if sequence != by:  # groups sorted by the columns in the order asked
+        rank = np.lexsort([digits[name] for name in reversed(by)])
+        codes = np.argsort(rank).astype(codes.dtype)[codes]
+        digits = {name: d[rank] for name, d in digits.items()}
+    values = dict(zip(sequence, (uniques for _, uniques in factors)))
+    keys = list(zip(*[values[name][digits[name]].tolist() for name in by]))
     return codes, keys
 
 

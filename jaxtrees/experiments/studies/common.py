@@ -198,8 +198,10 @@ def _maxima(rows, by, v: np.ndarray):
     codes, keys = tables.groups(rows, by)
     if not len(v):
         return codes, [], v[:0]
-    order = np.lexsort((v, codes))
-    return codes, keys, v[order[np.cumsum(np.bincount(codes, minlength=len(keys))) - 1]]
+    top = np.empty(len(keys), v.dtype)
+    top[codes] = v  # a value of each group, then the largest (NaN where the group has one)
+    np.maximum.at(top, codes, v)
+    return codes, keys, top
 
 
 def group_sums(rows, by, values) -> dict:

@@ -347,8 +347,12 @@ def _thresholds(rows, by) -> dict:
 
 
 def _scale(rows, kind):
-    """Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) per row."""
-    k, n, _, _ = _k_n_alpha(rows, kind)
+    """Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) per row (k and n per cell)."""
+    if kind == "parity":
+        k = tables.on_cells(rows, lambda k: np.asarray(k, np.float64), "log2_n")
+        n = 2.0**k
+    else:
+        k, n = (tables.on_cells(rows, lambda v: np.asarray(v, np.float64), name) for name in ("k", "n"))
     return theory.theorem7_scale(rows["eps_star"], rows["p_min"], k, n, DELTA)
 
 
@@ -413,6 +417,10 @@ def _theorem12_lines(m90, by) -> list[str]:
             + "; ".join(parts) + "."]
 
 
+#: Points drawn per empirical CDF (evenly spaced in rank; a cell's trials may be millions): exact at each of them.
+CURVE_POINTS = 1024
+
+
 @summary.styled
 def _signal_plot(rows, stem, by, kind):
     """The exact signal beside the theory: eps*'s distribution per smoothed cell against Lemma 11's bound (juntas,
@@ -431,6 +439,7 @@ def _signal_plot(rows, stem, by, kind):
     for g, key in enumerate(keys):
         mine = np.flatnonzero(codes == g)
         order = mine[np.argsort(eps[mine], kind="stable")]
+        order = order[np.unique(np.linspace(0, order.size - 1, CURVE_POINTS).astype(np.int64))]  # exact at these
         look = summary.series_style(ax)
         ax.step(eps[order], cdf[order], where="post", color=look["color"], label=_cell_label(dict(zip(by, key))))
         if kind == "parity":
@@ -445,17 +454,17 @@ def _signal_plot(rows, stem, by, kind):
                   "t", xbase=None, ylim=summary.RATE_LIMITS)
     ax.set_xscale("log")
     ax = axes[1]  # Theorem 7's scale: the cells collapse if its dependence is right
-    smoothed = rows.select(*by, *SIGNAL_COLUMNS).take(
-        (np.asarray(rows["c"], np.float64) > 0) & np.isfinite(np.asarray(rows["eps_star"], float)))
-    x = np.asarray(smoothed["m"], np.float64) / _scale(smoothed, kind)
-    good = np.isfinite(x) & (x > 0)
+    smoothed = tables.on_cells(rows, lambda c: np.asarray(c, np.float64) > 0, "c")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = rows["m"] / _scale(rows, kind)
+    good = smoothed & np.isfinite(x) & (x > 0)
     if good.any():
         edges = np.geomspace(x[good].min(), x[good].max() * 1.0001, 16)
-        bins = np.clip(np.digitize(x, edges) - 1, 0, len(edges) - 2)
-        binned = smoothed.with_columns(_bin=bins).take(good)
+        bins = np.where(good, np.clip(np.digitize(x, edges) - 1, 0, len(edges) - 2), -1)  # -1: left out
         curves = {}
-        for g in summary.rates(binned, [*by, "_bin"], "success"):
-            curves.setdefault(tuple(g[name] for name in by), []).append(g)
+        for g in summary.rates(rows.select(*by, "success").with_columns(_bin=bins), [*by, "_bin"], "success"):
+            if g["_bin"] >= 0:
+                curves.setdefault(tuple(g[name] for name in by), []).append(g)
         centres = np.sqrt(edges[:-1] * edges[1:])
         for key, groups in curves.items():
             summary.rate_curve(ax, [{**g, "_x": centres[g["_bin"]]} for g in groups], "_x",
