@@ -36,7 +36,7 @@ from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.tree import Tree, interleave
 from jaxtrees.learners.base import check_data
 from jaxtrees.learners.growth import (GrowthRule, LevelStats, Sides, check_heap_depth, check_key, grow_levels,
-                                      loop_chunk)
+                                      loop_chunk, resolve_weights)
 
 
 @jax.tree_util.register_static
@@ -84,10 +84,14 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None, f
     without the padding; random tie-breaks draw over the padded width). The
     tree's arrays keep ``rule.max_depth``'s shape.
 
+    Float weights spanning more than 2^12 are counted exactly unless ``rule.exact_weights`` says otherwise
+    (:func:`~jaxtrees.learners.growth.resolve_weights`; traced ones by differences, with a warning).
+
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first
     call for each rule and data shape (``jax.jit``), so an eager call costs one compile, not one per op.
     """
     check_heap_depth(rule)
+    rule = resolve_weights(rule, data.weight)
     if depth is not None:
         if checks.is_concrete(depth):
             checks.integer("depth", int(depth), low=0, high=rule.max_depth)

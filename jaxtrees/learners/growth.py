@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import math
 import threading
+import warnings
 from typing import Callable, NamedTuple
 
 import jax
@@ -106,8 +107,11 @@ class GrowthRule:
       exact_weights: float-weighted data is counted by label and on both sides of every split, each node on
         its own (:class:`Sides`, issue 58): no statistic is a difference of sums, so an example of weight 1
         beside one of 1e9 still counts, at about 3-8x the time of weighted growth by differences (which
-        rounds such light examples away: ratios of weights beyond ~2^12 are unsafe there).
-        scikit-learn estimators set it when the weights span more than 2^12.
+        rounds such light examples away: ratios of weights beyond ~2^12 are unsafe there). None (the
+        default) decides per call of :func:`~jaxtrees.learners.greedy.grow` (:func:`resolve_weights`):
+        exact where concrete float weights span more than EXACT_WEIGHT_RANGE = 2^12, by differences
+        otherwise, and, for traced float weights (whose range is unknown when tracing), by differences
+        with a :class:`WeightCountingWarning` naming ``exact_weights``. True or False: always, no warning.
 
     Features are never reused on a path (ID3), and a pure node is a leaf.
     """
@@ -120,7 +124,7 @@ class GrowthRule:
     min_gain: float = 0.0
     tie_tol: float = 1e-6
     max_features: int | str | None = None
-    exact_weights: bool = False
+    exact_weights: bool | None = None
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -135,9 +139,10 @@ class GrowthRule:
             checks.choice("max_features", self.max_features, MAX_FEATURES)
         elif self.max_features is not None:
             set_("max_features", checks.integer("max_features", self.max_features, low=1))
-        if not isinstance(self.exact_weights, (bool, np.bool_)):
-            raise ValueError(f"exact_weights must be True or False, got {self.exact_weights!r}")
-        set_("exact_weights", bool(self.exact_weights))
+        if self.exact_weights is not None and not isinstance(self.exact_weights, (bool, np.bool_)):
+            raise ValueError(f"exact_weights must be True, False or None (decided from the weights), got "
+                             f"{self.exact_weights!r}")
+        set_("exact_weights", None if self.exact_weights is None else bool(self.exact_weights))
 
     @property
     def random(self) -> bool:
@@ -151,6 +156,36 @@ class GrowthRule:
         rule = {"sqrt": lambda: int(math.isqrt(n)), "log2": lambda: int(math.log2(n))}.get(self.max_features)
         k = max(1, rule() if rule else self.max_features)
         return k if k < n else None
+
+
+#: With ``GrowthRule.exact_weights=None``, float weights spanning more than this ratio are counted exactly: float32
+#: sums by differences round away light examples beside heavy ones (issue 58).
+EXACT_WEIGHT_RANGE = 2.0**12
+
+
+class WeightCountingWarning(UserWarning):
+    """Growth counts traced float weights by differences, which cannot resolve ratios beyond EXACT_WEIGHT_RANGE."""
+
+
+def resolve_weights(rule: GrowthRule, weight) -> GrowthRule:
+    """``rule`` with ``exact_weights`` decided for ``weight`` (a data set's weights, or None) where it is None:
+    True for concrete float weights whose positive ones span more than EXACT_WEIGHT_RANGE, else False; traced
+    float weights get False and a :class:`WeightCountingWarning` (their range is unknown while tracing)."""
+    if rule.exact_weights is not None:
+        return rule
+    if weight is None or jnp.issubdtype(jnp.result_type(weight), jnp.integer):  # integer counts sum exactly
+        return dataclasses.replace(rule, exact_weights=False)
+    if not checks.is_concrete(weight):
+        warnings.warn("grow got traced float weights (inside jax.jit or jax.vmap), whose range cannot be read while "
+                      "tracing: they are counted by differences of float32 sums, which round away examples lighter "
+                      "than ~2^-12 of the heaviest in a node; pass GrowthRule(exact_weights=True) to count them "
+                      "exactly (3-8x the time), or exact_weights=False to keep this and silence the warning",
+                      WeightCountingWarning, stacklevel=3)
+        return dataclasses.replace(rule, exact_weights=False)
+    w = np.asarray(weight)
+    positive = w[w > 0]
+    wide = bool(positive.size) and float(positive.max()) > EXACT_WEIGHT_RANGE * float(positive.min())
+    return dataclasses.replace(rule, exact_weights=wide)
 
 
 class Sides(NamedTuple):
