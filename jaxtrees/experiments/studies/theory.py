@@ -301,3 +301,68 @@ def theorem7_scale(eps_star, p_min, k, n, delta: float = 0.1):
     eps_star, p_min, k, n = (np.asarray(v, np.float64) for v in (eps_star, p_min, k, n))
     with np.errstate(divide="ignore"):
         return eps_star**-4 * p_min**-2 * k * np.log(n / delta)
+
+
+# ----------------------------------------------------------------------------- 000 around a base p-hat != 1/2
+
+
+def smoothed_alpha(p_hat, c):
+    """000's smoothened (alpha, c)-distribution (before Theorem 2) takes p_i = p-hat_i + U[-c, c] with p-hat_i in
+    (alpha + c, 1 - alpha - c): the largest such alpha, min(p-hat, 1 - p-hat) - c (every p_i in [alpha, 1 - alpha])."""
+    p_hat = np.asarray(p_hat, np.float64)
+    return np.minimum(p_hat, 1 - p_hat) - np.asarray(c, np.float64)
+
+
+def critical_base(k):
+    """The base p-hat = 2^(-2/k) at which f = AND(x_B1) XOR AND(x_B2) (two blocks of k/2 bits, k even) has no
+    degree-1 signal at the root: each AND is 1 with probability p-hat^(k/2) = 1/2, so every I(D, i) vanishes
+    (:func:`and_xor_root_signal`). k = 2: 1/2 (the 2-parity); k = 4: 2^(-1/2); k = 6: 2^(-1/3)."""
+    return 2.0 ** (-2 / np.asarray(k, np.float64))
+
+
+def and_xor_root_signal(p, k: int):
+    """I(D, i) = E[y x_i] - E[y] E[x_i] at the root (w = *) of y = AND(x_0..x_{h-1}) XOR AND(x_h..x_{k-1}), h = k/2,
+    under the product distribution with marginals p[..., :k]: p_i (1 - p_i) prod_{j in i's block, j != i} p_j (1 - 2
+    prod_{j in the other block} p_j), signed, shape [..., k] (000 Lemma 11's proof: p_i (1 - p_i) times the derivative
+    of f's multilinear extension)."""
+    p = np.asarray(p, np.float64)[..., :k]
+    h = k // 2
+    blocks = (p[..., :h], p[..., h:])
+    out = []
+    for own, other in (blocks, blocks[::-1]):
+        rest = np.prod(own, axis=-1, keepdims=True) / own  # prod over i's block without i (p > 0)
+        out.append(own * (1 - own) * rest * (1 - 2 * np.prod(other, axis=-1, keepdims=True)))
+    return np.concatenate(out, axis=-1)
+
+
+def theorem12_examples(alpha, c, k, n, delta1, delta2, B: float = 1.0, beta: float = 1.0, lipschitz: float = 1.0):
+    """000 Theorem 12's sample size, B^k beta^-2 gamma^2 c^(-8k) delta1^-8 alpha^(-2k-8) k ln(n / delta2), for success
+    with probability >= 1 - delta1 - delta2 (B: its unnamed universal constant, 1 here; gamma: ``lipschitz``). Its
+    proof (Lemma 11 over the smoothing Delta) holds for any base p-hat in (alpha + c, 1 - alpha - c)."""
+    alpha, c, k, n, delta1, delta2 = (np.asarray(v, np.float64) for v in (alpha, c, k, n, delta1, delta2))
+    return (B**k * lipschitz**2 / beta**2 * c ** (-8 * k) * delta1**-8 * alpha ** (-2 * k - 8) * k
+            * np.log(n / delta2))
+
+
+# ----------------------------------------------------------------------------- 002 Remark 15 (finite samples)
+
+#: log2(5/2): Remark 15 asks each gain estimate to be accurate to (2/5)^(2k), so (5/2)^(4k) = 2^(4k log2(5/2))
+#: examples at a node (Hoeffding, constant 1).
+LOG2_FIVE_HALVES = math.log2(5 / 2)
+
+
+def remark15_examples(h, k, delta):
+    """002 Remark 15 with its constants made explicit (constant 1, no log factor): estimating every gain to the
+    additive (2/5)^(2k) it asks for takes ((2/5)^(2k))^-2 = (5/2)^(4k) examples at a node, and a restriction of h
+    memory bits under a delta-balanced distribution keeps a share >= delta^h of the sample, so m = delta^-h (5/2)^(4k)
+    examples make the greedy tree query memory bits only down to depth h (h <= 2^k): 2^(O(h + k)), as the remark
+    says."""
+    h, k, delta = (np.asarray(v, np.float64) for v in (h, k, delta))
+    return delta**-h * 2.0 ** (4 * k * LOG2_FIVE_HALVES)
+
+
+def remark15_depth(m, k, delta):
+    """:func:`remark15_examples` inverted: the depth h = (log2 m - 4k log2(5/2)) / log2(1 / delta) to which m examples
+    keep the greedy tree on memory bits (negative: no depth; the remark's claim stops at 2^k)."""
+    m, k, delta = (np.asarray(v, np.float64) for v in (m, k, delta))
+    return (np.log2(m) - 4 * k * LOG2_FIVE_HALVES) / np.log2(1 / delta)

@@ -1,0 +1,299 @@
+"""000's guarantee around a base p-hat other than 1/2: the ``smoothed-base`` study.
+
+000 defines a smoothened (alpha, c)-distribution as p_i = p-hat_i + U[-c, c] for any fixed p-hat_i in (alpha + c, 1 -
+alpha - c); Theorem 2 (Theorem 12 with Lemma 11) holds for every such base. The target f = AND(x_B1) XOR AND(x_B2)
+(two blocks of k/2 bits of a random support) has no degree-1 signal at the root at the base p-hat = 2^(-2/k) (each
+AND is 1 with probability 1/2: :func:`~jaxtrees.experiments.studies.theory.critical_base`), as a parity has at 1/2.
+Each trial smooths around that base (or around 1/2, the control), learns on prefixes as the ``juntas`` study does and
+records the exact signal; the report checks Lemma 11, Theorem 7 per trial and Theorem 12 (docs/studies.md).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxtrees import targets
+from jaxtrees.core import checks, distributions, sampling
+from jaxtrees.experiments import summary
+from jaxtrees.experiments import table as tables
+from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, at_max, bytes_per_trial,
+                                                 check_sample_grid, chosen, learn_on_prefixes, sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.learning import CPU_OPT_LEVEL, restriction_signal
+
+#: The bases: ``critical`` p-hat = 2^(-2/k) (the target's root signal vanishes), ``half`` p-hat = 1/2 (the control).
+BASES = ("critical", "half")
+
+#: Theorem 7's and Theorem 12's failure probabilities in the report (Theorem 12: delta1 + delta2 = 0.1, as 90%).
+DELTA = 0.1
+
+
+def p_hat(base: str, k):
+    """The base p-hat of a cell: 2^(-2/k) for ``critical`` (a traced k: a float32 scalar), 1/2 for ``half``."""
+    if base == "critical":
+        return 2.0 ** (-2.0 / jnp.asarray(k, jnp.float32))
+    return jnp.float32(0.5)
+
+
+def and_xor_table(k, k_max: int):
+    """``bool[2^k_max]``: the table of AND(slots 0..k/2-1) XOR AND(slots k/2..k-1) padded to ``k_max`` slots (a slot
+    t >= k is ignored, as :func:`jaxtrees.targets.random_junta` pads; k may be traced, even, 2 <= k <= k_max)."""
+    bit = (jnp.arange(2**k_max)[:, None] >> jnp.arange(k_max)) & 1 == 1  # [2^k_max, k_max]
+    slot = jnp.arange(k_max)
+    first, second = slot < k // 2, (slot >= k // 2) & (slot < k)
+    return jnp.all(bit | ~first, axis=1) ^ jnp.all(bit | ~second, axis=1)
+
+
+def and_xor_junta(key, n: int, k, k_max: int):
+    """The target: a uniformly random support of k (traced) of n bits (sorted; block 1 its k/2 lowest), the
+    AND-XOR table on it."""
+    support = targets.random_junta(key, n, k, k_max=k_max, nondegenerate=False)
+    return support._replace(table=and_xor_table(jnp.asarray(k, jnp.int32), k_max))
+
+
+def root_signal(f, p):
+    """max_i |I(D, i)| at the root: the largest exact degree-1 signal p_i |E[f | x_i = 1] - E[f]| over the support."""
+    n = p.shape[-1]
+    none = jnp.zeros(n, bool)
+    mu, mu1 = f.means(p, none, none)
+    return jnp.max(jnp.where(f.support_mask(n), jnp.abs(p * (mu1 - mu)), 0.0))
+
+
+def _trial(key, params):
+    n, k = params["n"], params["k"]
+    keys = trial_keys(key, "distribution", "target", "sample")
+    base = chosen(params, "base", lambda value: p_hat(value, k))
+    p = sampling.quantize(distributions.Smoothed(base, params["c"]).marginals(keys["distribution"], n), PRECISION_BITS)
+    f = and_xor_junta(keys["target"], n, k, params["k_max"])
+    error, used = learn_on_prefixes(keys["sample"], p, f, n, k, params, max_depth=params["k_max"])
+    eps_star, p_min = restriction_signal(f, p)
+    return {"exact_error": error, "success": error <= SUCCESS_TOL,
+            "support_recovered": jnp.all(used == targets.support_mask(f, n), axis=-1),
+            "eps_star": eps_star, "p_min": p_min, "root_signal": root_signal(f, p)}
+
+
+def _check(params):
+    n = checks.integer("n", params["n"], low=2, high=4096)
+    k = checks.integer("k", params["k"], low=2, high=min(n, 12))
+    if k % 2:
+        raise ValueError(f"k must be even (two blocks of k/2 bits), got {k}")
+    checks.choice("base", params["base"], BASES)
+    hat = float(theory.critical_base(k)) if params["base"] == "critical" else 0.5
+    checks.real("c", params["c"], low=0.0, high=min(hat, 1 - hat), high_open=True)
+    check_sample_grid(params, n)
+
+
+# ----------------------------------------------------------------------------- report and figures
+
+BY = ["n", "k", "base", "c", "impurity"]
+
+
+def _trials(rows):
+    """One row per trial (its largest m) with its examples needed: the smallest m of the grid from which every
+    larger m is exact (+inf: not exact at m_max)."""
+    trial = [name for name in ("cell", "replicate") if name in rows]
+    codes, _ = tables.groups(rows, [*BY, *trial])
+    m = np.asarray(rows["m"], np.float64)
+    last_fail = np.zeros(codes.max() + 1 if codes.size else 0)
+    np.maximum.at(last_fail, codes, np.where(np.asarray(rows["success"]) > 0, 0.0, m))
+    m_min = np.full(last_fail.shape, np.inf)
+    np.minimum.at(m_min, codes, m)
+    needed = np.where(last_fail == 0, m_min, 2 * last_fail)  # the grid doubles
+    top = at_max(rows.with_columns(_needed=needed[codes]), [*BY, *trial], "m")
+    m_max = np.asarray(top["m"], np.float64)
+    return top.with_columns(_needed=np.where(np.asarray(top["_needed"]) > m_max, np.inf, top["_needed"]))
+
+
+def _hat(rows) -> np.ndarray:
+    """Per row: the cell's p-hat."""
+    return np.where(np.asarray(rows["base"], object) == "critical",
+                    theory.critical_base(np.asarray(rows["k"], np.float64)), 0.5)
+
+
+def _smoothed(trials):
+    """The smoothed (c > 0) trials with a finite, nonzero signal."""
+    eps = np.asarray(trials["eps_star"], np.float64)
+    return trials.take((np.asarray(trials["c"], np.float64) > 0) & np.isfinite(eps) & (eps > 0))
+
+
+def _thresholds(rows) -> dict:
+    by_m = {}
+    for g in summary.rates(rows, [*BY, "m"], "success"):
+        by_m.setdefault(tuple(g[name] for name in BY), []).append((g["m"], g["rate"]))
+    return {cell: summary.threshold(points) for cell, points in by_m.items()}
+
+
+def _report(rows):
+    trials = _trials(rows)
+    m90 = _thresholds(rows)
+    rates = {tuple(g[name] for name in BY): g for g in summary.rates(trials, BY, "success")}
+    keys, q = tables.group_quantiles(trials, BY, np.abs(np.asarray(trials["root_signal"], np.float64)), [0.5])
+    _, eps = tables.group_quantiles(trials, BY, "eps_star", [0.5])
+    table = []
+    for key, (root,), (eps_median,) in zip(keys, q, eps):
+        cell = dict(zip(BY, key))
+        hat = float(theory.critical_base(cell["k"])) if cell["base"] == "critical" else 0.5
+        rate = rates[key]
+        table.append([*key, f"{hat:.4f}", rate["trials"], f"{rate['rate']:.2f} [{rate['low']:.2f}, {rate['high']:.2f}]",
+                      "not reached" if m90[key] is None else m90[key], f"{root:.3g}", f"{eps_median:.3g}"])
+    m = rows["m"]
+    text = (f"f = AND(x_B1) XOR AND(x_B2) on a random support of k bits (blocks of k/2), p_i = p-hat + U[-c, c] "
+            f"(rounded to 2^-16); base `critical`: p-hat = 2^(-2/k), where every degree-1 signal at the root vanishes; "
+            f"`half`: p-hat = 1/2. m grid {m.min()}..{m.max()} (nested prefixes of one sample per trial); 90%: the "
+            "smallest m from which the success rate stays >= 0.9. Signals: medians over the cell's trials.")
+    header = [*BY, "p-hat", "trials", "P[success] at max m", "m for 90%", "root signal max_i |I(D, i)|", "eps*"]
+    return summary.section("ID3 around a base p-hat (000 Thm 2, 12)", text, header, table) + "\n" + _theory(rows, trials,
+                                                                                                            m90)
+
+
+def _theory(rows, trials, m90) -> str:
+    """000 Lemma 11 (any base), Theorem 7 per trial, Theorem 12 per cell, and the vanishing signal at c = 0."""
+    smoothed = _smoothed(trials)
+    k = np.asarray(smoothed["k"], np.float64)
+    n = np.asarray(smoothed["n"], np.float64)
+    c = np.asarray(smoothed["c"], np.float64)
+    alpha = theory.smoothed_alpha(_hat(smoothed), c)
+    eps = np.asarray(smoothed["eps_star"], np.float64)
+    codes, _ = tables.groups(smoothed, BY)
+    lines = [theory.check("000 Lemma 11 around p-hat, union over the 3^k restrictions", "P[eps* <= t] <= 3^k (2/c)^k "
+                          "sqrt(t / (2 alpha^2)), alpha = min(p-hat, 1 - p-hat) - c",
+                          theory.lemma11_union_probability(eps, alpha, c, k), theory.empirical_cdf(codes, eps), "upper",
+                          unit="smoothed trials", note="Measured: the empirical P[eps* <= t] of the trial's cell at its "
+                          "own t = eps*.")]
+    scale = theory.theorem7_scale(eps, smoothed["p_min"], k, n, DELTA)
+    needed = np.asarray(smoothed["_needed"], np.float64)
+    m_max = np.asarray(smoothed["m"], np.float64)
+    known = np.where(np.isinf(needed) & (scale > m_max), np.nan, needed)  # censored beyond the grid: no verdict
+    lines.append(theory.check("000 Thm 7 per trial (constant 1)", f"examples needed <= eps*^-4 p_min^-2 k ln(n / "
+                              f"{DELTA:g})", scale, known, "upper", unit="smoothed trials",
+                              note="Examples needed: the smallest m from which the trial's tree is exact; a trial not "
+                              "exact at m_max counts against the bound where the bound is <= m_max, else is left out."))
+    cells = [(dict(zip(BY, key)), m) for key, m in m90.items() if m is not None and key[BY.index("c")] > 0]
+    if cells:
+        bound = [float(theory.theorem12_examples(theory.smoothed_alpha(
+            float(theory.critical_base(cl["k"])) if cl["base"] == "critical" else 0.5, cl["c"]), cl["c"], cl["k"],
+            cl["n"], DELTA / 2, DELTA / 2)) for cl, _ in cells]
+        lines.append(theory.check("000 Thm 12 (B = beta = gamma = 1)", f"m for 90% <= c^(-8k) delta1^-8 alpha^(-2k-8) k "
+                                  f"ln(n / delta2), delta1 = delta2 = {DELTA / 2:g}", bound, [m for _, m in cells],
+                                  "upper", unit="cells reaching 90%"))
+    lines += _vanishing_lines(trials)
+    return theory.section(lines, "Each statement of the seed against the measured points; ratio: the median of bound / "
+                                 "measured. eps*: per trial, the smallest over restrictions w of the support with f_w "
+                                 "not constant of the largest |I(D_w, i)| (exact); p_min = prod_J min(p_j, 1 - p_j).")
+
+
+def _vanishing_lines(trials) -> list[str]:
+    """Per (n, k, base) at c = 0: the median root signal (0 at the critical base, up to the 2^-16 grid) and the
+    success rate at m_max."""
+    plain = trials.take(np.asarray(trials["c"], np.float64) == 0)
+    if not len(plain):
+        return []
+    by = ["n", "k", "base", "impurity"]
+    keys, q = tables.group_quantiles(plain, by, np.abs(np.asarray(plain["root_signal"], np.float64)), [0.5])
+    rates = summary.rates(plain, by, "success")
+    parts = [f"n = {key[0]}, k = {key[1]}, {key[2]}, {key[3]}: root signal {root:.2g}, P[exact at m_max] "
+             f"{g['rate']:.2f}" for key, (root,), g in zip(keys, q, rates)]
+    return ["- 000 before Thm 2 (why smoothing): without smoothing (c = 0) at p-hat = 2^(-2/k) the root's degree-1 "
+            "signal of AND-XOR vanishes (2^-16 rounding aside) as a parity's does at 1/2: " + "; ".join(parts) + "."]
+
+
+@summary.styled
+def _plot(rows, stem):
+    return _success_plot(rows, stem) + _theory_plot(rows, stem + "_theory")
+
+
+def _success_plot(rows, stem):
+    panels = {}
+    for g in summary.rates(rows, [*BY, "m"], "success"):
+        panels.setdefault((g["n"], g["k"], g["base"], g["impurity"]), {}).setdefault(g["c"], []).append(g)
+    fig, axes = summary.figure(len(panels))
+    counts = []
+    for ax, ((n, k, base, impurity), curves) in zip(axes, panels.items()):
+        for c, groups in curves.items():
+            counts += [g["trials"] for g in groups]
+            summary.rate_curve(ax, groups, "m", "no smoothing (c = 0)" if c == 0 else f"c = {c:g}")
+        hat = float(theory.critical_base(k)) if base == "critical" else 0.5
+        summary.panel(ax, f"k = {k}, n = {n}, p-hat = {hat:.3f} ({base}), {impurity}", "training examples m",
+                      ylim=summary.RATE_LIMITS)
+    return summary.finish(fig, axes, stem, "P[exact error = 0]\n(95% Wilson band)",
+                          "ID3 on AND-XOR juntas, c-smoothed around p-hat = 2^(-2/k) (root signal 0) or 1/2", counts)
+
+
+@summary.styled
+def _theory_plot(rows, stem):
+    """eps*'s distribution per smoothed cell with Lemma 11's union bound (dashed), and each trial's examples needed
+    against Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) with the bound's line y = x (constant 1)."""
+    trials = _smoothed(_trials(rows))
+    if not len(trials):
+        return []
+    fig, axes = summary.figure(2)
+    codes, keys = tables.groups(trials, BY)
+    eps = np.asarray(trials["eps_star"], np.float64)
+    cdf = theory.empirical_cdf(codes, eps)
+    k = np.asarray(trials["k"], np.float64)
+    c = np.asarray(trials["c"], np.float64)
+    alpha = theory.smoothed_alpha(_hat(trials), c)
+    bound = theory.lemma11_union_probability(eps, alpha, c, k)
+    scale = theory.theorem7_scale(eps, trials["p_min"], k, np.asarray(trials["n"], np.float64), DELTA)
+    needed = np.asarray(trials["_needed"], np.float64)
+    top = np.asarray(trials["m"], np.float64)
+    for g, key in enumerate(keys):
+        mine = np.flatnonzero(codes == g)
+        order = mine[np.argsort(eps[mine], kind="stable")]
+        label = ", ".join(f"{name} = {value}" for name, value in zip(BY, key) if name not in ("n", "impurity"))
+        look = summary.series_style(axes[0])
+        axes[0].step(eps[order], cdf[order], where="post", color=look["color"], label=label)
+        axes[0].plot(eps[order], bound[order], "--", color=look["color"], lw=1)
+        exact = mine[np.isfinite(needed[mine])]
+        axes[1].scatter(scale[exact], needed[exact], s=10, color=look["color"], marker=look["marker"], alpha=0.6)
+        never = mine[~np.isfinite(needed[mine])]
+        axes[1].scatter(scale[never], 2 * top[never], s=14, color=look["color"], marker="^", alpha=0.6)
+    axes[0].set_xscale("log")
+    summary.panel(axes[0], "eps* per trial: P[eps* <= t]\n(dashed: Lemma 11 x 3^k restrictions)", "t", xbase=None,
+                  ylim=summary.RATE_LIMITS)
+    axes[0].set_xscale("log")
+    finite = np.isfinite(scale) & (scale > 0)
+    if finite.any():
+        span = np.array([min(scale[finite].min(), top.min() / 32), max(scale[finite].max(), 2 * top.max())])
+        axes[1].plot(span, span, "k:", lw=1, label="Thm 7's bound, constant 1 (y = x)")
+    axes[1].set_yscale("log")
+    summary.panel(axes[1], "examples needed per trial (^: not exact at m_max)\nagainst Thm 7's scale",
+                  f"eps*^-4 p_min^-2 k ln(n / {DELTA:g})", xbase=10)
+    axes[1].set_ylabel("examples needed")
+    return summary.finish(fig, axes, stem, "P[eps* <= t]", "000 around a base p-hat: the exact signal against Lemma 11 "
+                          "and Theorem 7 (c > 0)", np.bincount(codes, minlength=len(keys)).tolist())
+
+
+SMOOTHED_BASE = Study(
+    name="smoothed-base",
+    description="000 Thm 2/12 around a base p-hat != 1/2 where the root's degree-1 signal vanishes: AND-XOR juntas",
+    quick={"n": 16, "k": [2, 4], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy",
+           "m_min": 16, "m_max": 8192},
+    full={"n": [16, 64], "k": [2, 4, 6], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.15, 0.2],
+          "impurity": ["entropy", "gini"], "m_min": 16, "m_max": 131072},
+    static=("n", "m_min", "m_max"),
+    uniform=("impurity",),
+    bounds=("k",),
+    choices={"impurity": IMPURITY_NAMES, "base": BASES},
+    cpu_opt_level=CPU_OPT_LEVEL,
+    trial=_trial,
+    replicates=(200, 1000),
+    check=_check,
+    plot=_plot,
+    report=_report,
+    axis=("m", sample_sizes),
+    bytes_per_trial=bytes_per_trial(lambda params: params["n"]),
+    columns={"m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
+             "exact_error": "Pr_{x ~ p}[tree(x) != f(x)], computed exactly (float32)",
+             "success": "1 if exact_error <= 1e-6 (exact learning), else 0",
+             "support_recovered": "1 if the features the tree tests are exactly the junta's support",
+             "eps_star": "min over restrictions w of the support with f_w not constant of max_i |I(D_w, i)| (exact; "
+                         "000 Thm 7's eps)",
+             "p_min": "prod_{j in J} min(p_j, 1 - p_j): the smallest mass of a full restriction of the support",
+             "root_signal": "max_i |I(D, i)| over the support at the root (exact): 0 at p = 2^(-2/k) exactly"},
+    parameters={"k": "the junta's support size (even): f = AND of its k/2 lowest bits XOR AND of the others",
+                "base": "the smoothing's centre p-hat: critical = 2^(-2/k) (the root's signal vanishes), half = 1/2",
+                "c": "the smoothing: p_i = p-hat + U[-c, c], c < min(p-hat, 1 - p-hat)"},
+)
