@@ -144,6 +144,43 @@ def test_a_damaged_part_is_found_named_moved_aside_and_its_trials_run_again(tmp_
     assert Path(f"{part}.damaged").exists() and _columns(directory) == _columns(reference)
 
 
+def _rewrite(part, table, rows=None):
+    """Write ``table`` as ``part``, its record of rows set to its own (a consistent part of other rows)."""
+    import pyarrow.parquet as pq
+
+    metadata = dict(table.schema.metadata)
+    stamp = json.loads(metadata[store.PART_KEY])
+    metadata[store.PART_KEY] = json.dumps({**stamp, "rows": table.num_rows}).encode()
+    pq.write_table(table.replace_schema_metadata(metadata), part)
+
+
+def test_a_trial_read_twice_or_short_is_refused_and_rows_apart_are_read_whole(tmp_path, reference):
+    """Reading checks each trial's rows across parts: a part copied (its trials twice) and a part missing a row
+    of a trial (its record of rows agreeing) are refused, naming a file; a part whose trials' rows are
+    interleaved (not as runs write them, yet each trial whole) reads back as the same rows."""
+    import pyarrow.parquet as pq
+
+    shutil.copytree(reference, tmp_path / "copy")
+    first = sorted((tmp_path / "copy" / "rows").glob("part-*.parquet"))[0]
+    table = pq.read_table(first)
+    shuffled = table.take(np.random.default_rng(0).permutation(table.num_rows))
+    _rewrite(first, shuffled)
+
+    def by_trial_and_m(directory):
+        t = store.read_results(str(directory), ordered=False)
+        t = t.take(np.lexsort((t["m"], t["replicate"], t["cell"])))
+        return {name: t[name].tolist() for name in t.names}
+
+    assert by_trial_and_m(tmp_path / "copy") == by_trial_and_m(reference)
+    shutil.copy(first, first.with_name("part-99999999999999999999-0000-copy.parquet"))
+    with pytest.raises(ValueError, match=r"part-.*\.parquet: trial \(cell \d+, replicate \d+\) has its rows more than"):
+        store.read_results(str(tmp_path / "copy"))
+    first.with_name("part-99999999999999999999-0000-copy.parquet").unlink()
+    _rewrite(first, table.slice(1))  # the first trial's first row gone
+    with pytest.raises(ValueError, match=f"{first.name}: trial .* not all of them"):
+        store.read_results(str(tmp_path / "copy"))
+
+
 def test_one_lock_per_directory_whatever_the_process_count(tmp_path):
     """A single-process run and process 1 of a distributed run cannot both write: process 0 holds the one lock,
     the others only check that it names their run."""

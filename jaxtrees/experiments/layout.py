@@ -137,15 +137,16 @@ def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layo
         elif sorted(table.column_names) != sorted(names):
             raise ValueError(f"{path}: its columns ({', '.join(table.column_names)}) are not the other parts' "
                              f"({', '.join(names)}); {WAY_OUT}")
+        if not table.num_rows:
+            continue
         paths.append(path)
-        for name, values in _checked_part(table, path, config, layout, by_cell).items():
+        columns, trial = _checked_part(table, path, config, layout, by_cell)
+        for name, values in columns.items():
             kept.setdefault(name, []).append(values)
-        cell, replicate = kept["cell"][-1], kept["replicate"][-1]
-        trial = cell.astype(np.int64) * layout.replicates + replicate
         starts = np.flatnonzero(np.r_[True, trial[1:] != trial[:-1]])
         runs.append((trial[starts], np.diff(np.r_[starts, trial.size]), np.full(starts.size, len(paths) - 1, np.int32)))
         del table
-    if names is None:
+    if not runs:
         raise ValueError("no rows to read")
     trial, count, source = (np.concatenate(r) for r in zip(*runs))
     del runs
@@ -172,9 +173,9 @@ def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layo
     return table.take(np.repeat(starts[order] - (np.cumsum(count) - count), count) + np.arange(len(table)))
 
 
-def _checked_part(table, path: str, config: dict, layout: Layout, by_cell: dict) -> dict:
+def _checked_part(table, path: str, config: dict, layout: Layout, by_cell: dict) -> tuple[dict, np.ndarray]:
     """One part's columns checked against the run (``by_cell``: the columns given by the cell); returns
-    its other columns as arrays, each trial's rows made consecutive."""
+    its other columns as arrays, each trial's rows made consecutive, and each row's trial."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -206,8 +207,8 @@ def _checked_part(table, path: str, config: dict, layout: Layout, by_cell: dict)
     trial = cell.astype(np.int64) * layout.replicates + replicate
     if np.any(trial[1:] < trial[:-1]) and _scattered(trial):  # a trial's rows apart (not as parts are written)
         order = np.argsort(trial, kind="stable")
-        out = {name: values[order] for name, values in out.items()}
-    return out
+        out, trial = {name: values[order] for name, values in out.items()}, trial[order]
+    return out, trial
 
 
 def _scattered(trial: np.ndarray) -> bool:
