@@ -205,3 +205,49 @@ def test_lemma11_union_and_theorem7_scale():
     # delta = 0.1: 1e4 * 16 * 2 * ln 160 = 320000 * 5.075174 = 1624055.7
     assert theory.theorem7_scale(0.1, 0.25, 2, 16) == pytest.approx(1e4 * 16 * 2 * math.log(160))
     assert theory.theorem7_scale(0.1, 0.25, 2, 16) == pytest.approx(theory.theorem7_examples(0.1, 0.5, 2, 16, 0.1))
+
+
+# ----------------------------------------------------------------------------- 000 around a base p-hat; 002 Remark 15
+
+
+def test_smoothed_alpha_and_the_critical_base():
+    # 000 before Thm 2: p-hat in (alpha + c, 1 - alpha - c), so alpha = min(p-hat, 1 - p-hat) - c: p-hat = 1/2, c = 0.2:
+    # 0.3; p-hat = 2^-1/2 = 0.707107, c = 0.1: 1 - 0.707107 - 0.1 = 0.192893.
+    np.testing.assert_allclose(theory.smoothed_alpha([0.5, 2**-0.5], [0.2, 0.1]), [0.3, 0.1928932], rtol=1e-6)
+    # AND of k/2 bits is 1 with probability p-hat^(k/2) = 1/2: k = 2: 1/2; k = 4: 2^-1/2 = 0.707107; k = 6: 2^-1/3
+    # = 0.793701.
+    np.testing.assert_allclose(theory.critical_base([2, 4, 6]), [0.5, 0.7071068, 0.7937005], rtol=1e-6)
+
+
+def test_and_xor_root_signal_by_hand_and_zero_at_the_critical_base():
+    # y = (x0 AND x1) XOR (x2 AND x3), every p = 0.75: I(D, 0) = p0 (1 - p0) p1 (1 - 2 p2 p3) = 0.1875 * 0.75 * (1 -
+    # 1.125) = -0.017578125, and the same for every coordinate by symmetry.
+    np.testing.assert_allclose(theory.and_xor_root_signal(np.full(4, 0.75), 4), [-0.017578125] * 4, rtol=1e-12)
+    # k = 2 (y = x0 XOR x1), p = (0.6, 0.7): I0 = 0.24 (1 - 1.4) = -0.096, I1 = 0.21 (1 - 1.2) = -0.042.
+    np.testing.assert_allclose(theory.and_xor_root_signal([0.6, 0.7], 2), [-0.096, -0.042], rtol=1e-12)
+    # at p-hat = 2^(-2/k) every root signal vanishes; a further coordinate (n > k) is ignored
+    for k in (2, 4, 6):
+        p = np.append(np.full(k, theory.critical_base(k)), 0.3)
+        np.testing.assert_allclose(theory.and_xor_root_signal(p, k), np.zeros(k), atol=1e-15)
+
+
+def test_theorem12_examples_by_hand():
+    # 000 Thm 12: B^k beta^-2 gamma^2 c^(-8k) delta1^-8 alpha^(-2k-8) k ln(n / delta2). k = 1, c = alpha = delta1 = 1/2,
+    # n = e delta2 (ln = 1), B = beta = gamma = 1: 2^8 * 2^8 * 2^10 * 1 * 1 = 2^26 = 67108864.
+    assert theory.theorem12_examples(0.5, 0.5, 1, math.e * 0.1, 0.5, 0.1) == pytest.approx(2**26)
+    # halving c multiplies by 2^(8k): k = 2: 2^16; B = 2 multiplies by 2^k = 4
+    base = theory.theorem12_examples(0.3, 0.2, 2, 16, 0.05, 0.05)
+    assert theory.theorem12_examples(0.3, 0.1, 2, 16, 0.05, 0.05) == pytest.approx(base * 2**16)
+    assert theory.theorem12_examples(0.3, 0.2, 2, 16, 0.05, 0.05, B=2.0) == pytest.approx(4 * base)
+
+
+def test_remark15_examples_and_depth_by_hand():
+    # 002 Remark 15 made explicit: m = delta^-h (5/2)^(4k). h = 2, k = 1, delta = 1/4: 16 * 2.5^4 = 16 * 39.0625 = 625;
+    # h = 0, k = 2, delta = 1/2: 2.5^8 = 1525.87890625.
+    assert theory.remark15_examples(2, 1, 0.25) == pytest.approx(625.0)
+    assert theory.remark15_examples(0, 2, 0.5) == pytest.approx(1525.87890625)
+    # inverted: (log2 m - 4k log2(5/2)) / log2(1 / delta): m = 625, k = 1, delta = 1/4: (9.287712 - 5.287712) / 2 = 2;
+    # m = 2^14, k = 3, delta = 1/4: (14 - 15.863137) / 2 = -0.931569 (no depth: the remark is silent there)
+    assert theory.remark15_depth(625, 1, 0.25) == pytest.approx(2.0)
+    assert theory.remark15_depth(2**14, 3, 0.25) == pytest.approx(-0.9315686, rel=1e-6)
+    assert theory.LOG2_FIVE_HALVES == pytest.approx(1.3219281, rel=1e-7)

@@ -170,6 +170,12 @@ def _theory(rows, trials, m90) -> str:
                               f"{DELTA:g})", scale, known, "upper", unit="smoothed trials",
                               note="Examples needed: the smallest m from which the trial's tree is exact; a trial not "
                               "exact at m_max counts against the bound where the bound is <= m_max, else is left out."))
+    exact = np.isfinite(needed) & np.isfinite(scale) & (scale > 0)
+    if np.unique(scale[exact]).size >= 2:
+        slope = np.polyfit(np.log(scale[exact]), np.log(needed[exact]), 1)[0]
+        lines.append(f"- 000 Thm 7's dependence: least-squares slope of ln(examples needed) on ln(eps*^-4 p_min^-2 k ln(n "
+                     f"/ {DELTA:g})) over the {int(exact.sum()):,} smoothed trials exact by m_max: {slope:.3f} (1 if the "
+                     "bound's dependence on eps* and p_min were tight; the figure's second panel).")
     cells = [(dict(zip(BY, key)), m) for key, m in m90.items() if m is not None and key[BY.index("c")] > 0]
     if cells:
         bound = [float(theory.theorem12_examples(theory.smoothed_alpha(
@@ -228,7 +234,7 @@ def _theory_plot(rows, stem):
     trials = _smoothed(_trials(rows))
     if not len(trials):
         return []
-    fig, axes = summary.figure(2)
+    fig, axes = summary.figure(2, height=5.0)
     codes, keys = tables.groups(trials, BY)
     eps = np.asarray(trials["eps_star"], np.float64)
     cdf = theory.empirical_cdf(codes, eps)
@@ -242,12 +248,13 @@ def _theory_plot(rows, stem):
     for g, key in enumerate(keys):
         mine = np.flatnonzero(codes == g)
         order = mine[np.argsort(eps[mine], kind="stable")]
-        label = ", ".join(f"{name} = {value}" for name, value in zip(BY, key) if name not in ("n", "impurity"))
+        cell = dict(zip(BY, key))
+        label = f"k = {cell['k']}, {cell['base']}, c = {cell['c']:g}"
         look = summary.series_style(axes[0])
         axes[0].step(eps[order], cdf[order], where="post", color=look["color"], label=label)
         axes[0].plot(eps[order], bound[order], "--", color=look["color"], lw=1)
         exact = mine[np.isfinite(needed[mine])]
-        axes[1].scatter(scale[exact], needed[exact], s=10, color=look["color"], marker=look["marker"], alpha=0.6)
+        axes[1].scatter(scale[exact], needed[exact], s=10, color=look["color"], marker="o", alpha=0.6)
         never = mine[~np.isfinite(needed[mine])]
         axes[1].scatter(scale[never], 2 * top[never], s=14, color=look["color"], marker="^", alpha=0.6)
     axes[0].set_xscale("log")
@@ -259,7 +266,7 @@ def _theory_plot(rows, stem):
         span = np.array([min(scale[finite].min(), top.min() / 32), max(scale[finite].max(), 2 * top.max())])
         axes[1].plot(span, span, "k:", lw=1, label="Thm 7's bound, constant 1 (y = x)")
     axes[1].set_yscale("log")
-    summary.panel(axes[1], "examples needed per trial (^: not exact at m_max)\nagainst Thm 7's scale",
+    summary.panel(axes[1], "examples needed per trial\nagainst Thm 7's scale (^: not exact)",
                   f"eps*^-4 p_min^-2 k ln(n / {DELTA:g})", xbase=10)
     axes[1].set_ylabel("examples needed")
     return summary.finish(fig, axes, stem, "P[eps* <= t]", "000 around a base p-hat: the exact signal against Lemma 11 "
