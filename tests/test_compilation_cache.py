@@ -124,9 +124,10 @@ print(json.dumps({"traces": len(traces), "how": {json.loads(k)["n"]: v for k, v 
 GRID = {"n": "8,10", "k": 2, "c": 0.2, "m_min": 16, "m_max": 64, "replicates": 4}
 
 
-def _traced_run(cache_dir, out, **change):
+def _traced_run(cache_dir, out, workers="threads", **change):
+    """:data:`DRIVER` in a fresh process: ``(traces in the run's process, {n: how}, rows)``."""
     proc = subprocess.run([sys.executable, "-c", DRIVER, str(cache_dir), str(out), json.dumps({**GRID, **change})],
-                          env={**os.environ, "JAXTREES_COMPILE_WORKERS": "threads"}, capture_output=True, text=True)
+                          env={**os.environ, "JAXTREES_COMPILE_WORKERS": workers}, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.splitlines()[-1])
     return result["traces"], {int(n): how for n, how in result["how"].items()}, _rows(out / "juntas" / "rows")

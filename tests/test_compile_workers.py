@@ -162,22 +162,25 @@ def test_under_auto_a_failing_worker_leaves_the_program_to_this_process(tmp_path
 
 
 def test_a_warm_run_with_workers_loads_every_program_with_the_same_rows(tmp_path):
-    """Cache on, workers on: cold (compiled in workers), then warm (every program loaded: the worker finds
-    it in the cache and the run loads it from there; jaxlib's CPU executable deserialized from the cache
-    and serialized again failed to run), the rows of a run on threads."""
-    import subprocess
-    import sys
+    """Cache on, workers on: cold (compiled in workers, kept in the program cache), then warm (every program
+    loaded from the program cache: nothing traced in the run, no worker needed); with the program cache
+    emptied, workers find the programs in JAX's cache and send that entry's bytes (an executable loaded from
+    the cache and serialized again failed to run on jaxlib 0.10.2's CPU): loaded, nothing traced in the run,
+    the program cache filled again. Every run's rows are those of a run on threads without a cache."""
+    import shutil
 
-    args = [sys.executable, "-m", "jaxtrees.cli", "run", "juntas", "--quick", *[a for name, value in GRID.items()
-            for a in ("--set", f"{name}={value}")], "--no-progress"]
-    env = {**os.environ, "JAXTREES_CACHE_DIR": str(tmp_path / "cache")}
-    for out, how in (("cold", "processes"), ("warm", "processes"), ("threads", "threads")):
-        proc = subprocess.run([*args, "--out", str(tmp_path / out)], capture_output=True, text=True,
-                              env={**env, "JAXTREES_COMPILE_WORKERS": how,
-                                   **({"JAXTREES_CACHE_DIR": ""} if out == "threads" else {})})
-        assert proc.returncode == 0, proc.stderr
-        run = json.loads((tmp_path / out / "juntas" / "metadata.json").read_text())["runs"][-1]
-        assert run["compile_workers"] == how
-        assert set(run["compiled_or_loaded"].values()) == {"loaded" if out == "warm" else "compiled"}
-    assert _rows(tmp_path / "warm" / "juntas") == _rows(tmp_path / "cold" / "juntas") == _rows(
-        tmp_path / "threads" / "juntas")
+    from test_compilation_cache import _traced_run
+
+    threads = runner.run(studies.get("juntas"), runner.configure(studies.get("juntas"), quick=True, overrides=GRID),
+                         str(tmp_path / "threads"), progress=False, compile_workers="threads")
+    reference = _rows(threads)
+    traces, how, rows = _traced_run(tmp_path / "cache", tmp_path / "cold", workers="processes")
+    assert traces == 0 and how == {8: "compiled", 10: "compiled"} and rows == reference  # traced in the workers
+    traces, how, rows = _traced_run(tmp_path / "cache", tmp_path / "warm", workers="processes")
+    assert traces == 0 and how == {8: "loaded", 10: "loaded"} and rows == reference
+    shutil.rmtree(tmp_path / "cache" / cache.PROGRAMS)
+    traces, how, rows = _traced_run(tmp_path / "cache", tmp_path / "from-jax", workers="processes")
+    assert traces == 0 and how == {8: "loaded", 10: "loaded"} and rows == reference
+    assert len(list((tmp_path / "cache" / cache.PROGRAMS).glob("*.program"))) == 2
+    traces, how, rows = _traced_run(tmp_path / "cache", tmp_path / "again", workers="processes")
+    assert traces == 0 and how == {8: "loaded", 10: "loaded"} and rows == reference

@@ -59,7 +59,9 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     (default, or ``$JAXTREES_COMPILE_WORKERS``): processes for two or more programs on a CPU or GPU (threads
     measured GIL-bound on both), threads for one program, on a TPU and under ``jax.distributed``; under
     "auto" a program whose worker fails is compiled in this process (said once on stderr). Results do
-    not depend on it.
+    not depend on it. With JAX's persistent compilation cache on, a program its program cache holds
+    (:class:`~jaxtrees.experiments.cache.Programs`) is loaded without tracing, and workers start only
+    for the others.
     A second run into the same directory while this one writes raises ValueError.
 
     Everything that can change a row's value (:func:`contract`: the group of each program, compiler

@@ -4,9 +4,11 @@ XLA's GPU compiler holds Python's GIL for most of a compile, so threads of one p
 program at a time (on an H200, three programs "at once" on three threads took 32 s each, one alone
 9.7 s). A worker process has a GIL of its own: it traces, lowers and compiles one program (through the
 persistent compilation cache where the run has one, written whole: :mod:`jaxtrees.experiments.cache`)
-and sends the executable back serialized (``jax.experimental.serialize_executable``); the run loads it
-without tracing it again. A worker starts JAX's backend without preallocating accelerator memory
-(``XLA_PYTHON_CLIENT_PREALLOCATE=false``): it holds what compiling needs, not 75% of the GPU.
+and sends the executable back serialized (``jax.experimental.serialize_executable``; one it loaded from
+the persistent cache as that entry's bytes); the run loads it without tracing it again and keeps it in
+its program cache (:class:`~jaxtrees.experiments.cache.Programs`), so a warm run starts no worker. A
+worker starts JAX's backend without preallocating accelerator memory (``XLA_PYTHON_CLIENT_PREALLOCATE=false``):
+it holds what compiling needs, not 75% of the GPU.
 
 :func:`choose` picks threads or processes per backend (``compile_workers``: "auto", "threads" or
 "processes"). "auto" takes processes for a run of two or more programs on a GPU, where threads measured
