@@ -47,6 +47,7 @@ class Table:
         self._size = sizes.pop() if sizes else 0
         self._factors = dict(factors or {})  # name -> (codes, uniques), or a function giving them: known or computed once
         self._made = {}  # ByCell columns made so far
+        self._groups = {}  # by -> groups(self, by), the last GROUPINGS_KEPT
 
     @classmethod
     def from_rows(cls, rows) -> "Table":
@@ -193,9 +194,10 @@ def factorize(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
     return codes, uniques
 
 
-def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _factorize(values: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, uniques)`` of ``values`` (``bound``: known to lie in [0, bound), no pass to find their range)."""
     if values.size and values.dtype.kind in "biu":
-        low, high = int(values.min()), int(values.max())
+        low, high = (0, bound - 1) if bound is not None else (int(values.min()), int(values.max()))
         if high - low < DENSE_RANGE:
             offset = values.view(np.uint8) if values.dtype.kind == "b" else values if low == 0 else \
                 values.astype(np.int64) - low  # transient where the values do not start at 0
@@ -221,6 +223,21 @@ def groups(table: Table, by) -> tuple[np.ndarray, list[tuple]]:
     by = list(by)
     if not by:
         return np.zeros(len(table), np.int64), [()]
+    known = table._groups.get(tuple(by))
+    if known is None:
+        known = _groups(table, by)
+        known[0].flags.writeable = False  # shared by the callers that group the same rows alike
+        while len(table._groups) >= GROUPINGS_KEPT:
+            table._groups.pop(next(iter(table._groups)))
+        table._groups[tuple(by)] = known
+    return known[0], list(known[1])
+
+
+#: Groupings a table keeps (a plot and its report group the same rows by the same columns several times).
+GROUPINGS_KEPT = 4
+
+
+def _groups(table: Table, by: list) -> tuple[np.ndarray, list[tuple]]:
     cellwise = [name for name in by if isinstance(table._columns.get(name), ByCell)]
     sequence = cellwise + [name for name in by if name not in cellwise]  # cells' columns: combined per cell first
     factors = [(c.per_cell, c.values) for c in map(table._columns.get, cellwise)] + \
@@ -235,7 +252,7 @@ def groups(table: Table, by) -> tuple[np.ndarray, list[tuple]]:
     for codes, uniques in factors[len(cellwise):]:
         combined *= len(uniques)
         combined += codes
-    codes, present = _factorize(combined)
+    codes, present = _factorize(combined, math.prod(sizes) if math.prod(sizes) < DENSE_RANGE else None)
     del combined
     digits = {}
     for name, size in zip(reversed(sequence), reversed(sizes)):
