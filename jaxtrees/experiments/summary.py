@@ -135,12 +135,17 @@ def _plain_log_labels(fig):
         for axis in (ax.xaxis, ax.yaxis):
             if axis.get_scale() != "log":
                 continue
+            replaced = False
             for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
                              (axis.get_minor_formatter, axis.set_minor_formatter)):
                 old = get()
                 if type(old) is ticker.LogFormatterSciNotation:
                     put(Plain(base=old._base, labelOnlyBase=old.labelOnlyBase, minor_thresholds=old.minor_thresholds,
                               linthresh=old._linthresh))
+                    replaced = True
+            locator = axis.get_major_locator()
+            if replaced and axis is ax.xaxis and type(locator) is ticker.LogLocator:  # "1e-08" is wider than 10^-8
+                axis.set_major_locator(ticker.LogLocator(base=locator._base, numticks=6))
 
 
 #: Series styles: 20 distinct colours (tab20's dark shades, then its light ones) and 10 markers;
