@@ -37,6 +37,11 @@ def p_hat(base: str, k):
     return jnp.float32(0.5)
 
 
+def base_of(cell) -> float:
+    """A cell's p-hat as a Python float (its ``k`` and ``base`` given as values)."""
+    return float(theory.critical_base(cell["k"])) if cell["base"] == "critical" else 0.5
+
+
 def and_xor_table(k, k_max: int):
     """``bool[2^k_max]``: the table of AND(slots 0..k/2-1) XOR AND(slots k/2..k-1) padded to ``k_max`` slots (a slot
     t >= k is ignored, as :func:`jaxtrees.targets.random_junta` pads; k may be traced, even, 2 <= k <= k_max)."""
@@ -80,7 +85,7 @@ def _check(params):
     if k % 2:
         raise ValueError(f"k must be even (two blocks of k/2 bits), got {k}")
     checks.choice("base", params["base"], BASES)
-    hat = float(theory.critical_base(k)) if params["base"] == "critical" else 0.5
+    hat = base_of(params)
     checks.real("c", params["c"], low=0.0, high=min(hat, 1 - hat), high_open=True)
     check_sample_grid(params, n)
 
@@ -134,18 +139,18 @@ def _report(rows):
     table = []
     for key, (root,), (eps_median,) in zip(keys, q, eps):
         cell = dict(zip(BY, key))
-        hat = float(theory.critical_base(cell["k"])) if cell["base"] == "critical" else 0.5
+        hat = base_of(cell)
         rate = rates[key]
         table.append([*key, f"{hat:.4f}", rate["trials"], f"{rate['rate']:.2f} [{rate['low']:.2f}, {rate['high']:.2f}]",
                       "not reached" if m90[key] is None else m90[key], f"{root:.3g}", f"{eps_median:.3g}"])
     m = rows["m"]
-    text = (f"f = AND(x_B1) XOR AND(x_B2) on a random support of k bits (blocks of k/2), p_i = p-hat + U[-c, c] "
-            f"(rounded to 2^-16); base `critical`: p-hat = 2^(-2/k), where every degree-1 signal at the root vanishes; "
-            f"`half`: p-hat = 1/2. m grid {m.min()}..{m.max()} (nested prefixes of one sample per trial); 90%: the "
-            "smallest m from which the success rate stays >= 0.9. Signals: medians over the cell's trials.")
+    text = ("f = AND(x_B1) XOR AND(x_B2) on a random support of k bits (blocks of k/2), p_i = p-hat + U[-c, c] "
+            "(rounded to 2^-16); base `critical`: p-hat = 2^(-2/k), where every degree-1 signal at the root "
+            f"vanishes; `half`: p-hat = 1/2. m grid {m.min()}..{m.max()} (nested prefixes of one sample per trial); "
+            "90%: the smallest m from which the success rate stays >= 0.9. Signals: medians over the cell's trials.")
     header = [*BY, "p-hat", "trials", "P[success] at max m", "m for 90%", "root signal max_i |I(D, i)|", "eps*"]
-    return summary.section("ID3 around a base p-hat (000 Thm 2, 12)", text, header, table) + "\n" + _theory(rows, trials,
-                                                                                                            m90)
+    section = summary.section("ID3 around a base p-hat (000 Thm 2, 12)", text, header, table)
+    return section + "\n" + _theory(rows, trials, m90)
 
 
 def _theory(rows, trials, m90) -> str:
@@ -159,9 +164,9 @@ def _theory(rows, trials, m90) -> str:
     codes, _ = tables.groups(smoothed, BY)
     lines = [theory.check("000 Lemma 11 around p-hat, union over the 3^k restrictions", "P[eps* <= t] <= 3^k (2/c)^k "
                           "sqrt(t / (2 alpha^2)), alpha = min(p-hat, 1 - p-hat) - c",
-                          theory.lemma11_union_probability(eps, alpha, c, k), theory.empirical_cdf(codes, eps), "upper",
-                          unit="smoothed trials", note="Measured: the empirical P[eps* <= t] of the trial's cell at its "
-                          "own t = eps*.")]
+                          theory.lemma11_union_probability(eps, alpha, c, k), theory.empirical_cdf(codes, eps),
+                          "upper", unit="smoothed trials", note="Measured: the empirical P[eps* <= t] of the trial's "
+                          "cell at its own t = eps*.")]
     scale = theory.theorem7_scale(eps, smoothed["p_min"], k, n, DELTA)
     needed = np.asarray(smoothed["_needed"], np.float64)
     m_max = np.asarray(smoothed["m"], np.float64)
@@ -173,17 +178,16 @@ def _theory(rows, trials, m90) -> str:
     exact = np.isfinite(needed) & np.isfinite(scale) & (scale > 0)
     if np.unique(scale[exact]).size >= 2:
         slope = np.polyfit(np.log(scale[exact]), np.log(needed[exact]), 1)[0]
-        lines.append(f"- 000 Thm 7's dependence: least-squares slope of ln(examples needed) on ln(eps*^-4 p_min^-2 k ln(n "
-                     f"/ {DELTA:g})) over the {int(exact.sum()):,} smoothed trials exact by m_max: {slope:.3f} (1 if the "
-                     "bound's dependence on eps* and p_min were tight; the figure's second panel).")
+        lines.append(f"- 000 Thm 7's dependence: least-squares slope of ln(examples needed) on ln(eps*^-4 p_min^-2 k "
+                     f"ln(n / {DELTA:g})) over the {int(exact.sum()):,} smoothed trials exact by m_max: {slope:.3f} (1 "
+                     "if the bound's dependence on eps* and p_min were tight; the figure's second panel).")
     cells = [(dict(zip(BY, key)), m) for key, m in m90.items() if m is not None and key[BY.index("c")] > 0]
     if cells:
-        bound = [float(theory.theorem12_examples(theory.smoothed_alpha(
-            float(theory.critical_base(cl["k"])) if cl["base"] == "critical" else 0.5, cl["c"]), cl["c"], cl["k"],
-            cl["n"], DELTA / 2, DELTA / 2)) for cl, _ in cells]
-        lines.append(theory.check("000 Thm 12 (B = beta = gamma = 1)", f"m for 90% <= c^(-8k) delta1^-8 alpha^(-2k-8) k "
-                                  f"ln(n / delta2), delta1 = delta2 = {DELTA / 2:g}", bound, [m for _, m in cells],
-                                  "upper", unit="cells reaching 90%"))
+        bound = [float(theory.theorem12_examples(theory.smoothed_alpha(base_of(cl), cl["c"]), cl["c"], cl["k"],
+                                                 cl["n"], DELTA / 2, DELTA / 2)) for cl, _ in cells]
+        lines.append(theory.check("000 Thm 12 (B = beta = gamma = 1)", "m for 90% <= c^(-8k) delta1^-8 "
+                                  f"alpha^(-2k-8) k ln(n / delta2), delta1 = delta2 = {DELTA / 2:g}", bound,
+                                  [m for _, m in cells], "upper", unit="cells reaching 90%"))
     lines += _vanishing_lines(trials)
     return theory.section(lines, "Each statement of the seed against the measured points; ratio: the median of bound / "
                                  "measured. eps*: per trial, the smallest over restrictions w of the support with f_w "
@@ -220,7 +224,7 @@ def _success_plot(rows, stem):
         for c, groups in curves.items():
             counts += [g["trials"] for g in groups]
             summary.rate_curve(ax, groups, "m", "no smoothing (c = 0)" if c == 0 else f"c = {c:g}")
-        hat = float(theory.critical_base(k)) if base == "critical" else 0.5
+        hat = base_of({"k": k, "base": base})
         summary.panel(ax, f"k = {k}, n = {n}, p-hat = {hat:.3f} ({base}), {impurity}", "training examples m",
                       ylim=summary.RATE_LIMITS)
     return summary.finish(fig, axes, stem, "P[exact error = 0]\n(95% Wilson band)",
