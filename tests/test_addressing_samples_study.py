@@ -88,12 +88,12 @@ def test_report_counts_remark_15s_points_by_hand():
     table, part = report.split("## Theory")
     # medians per m: log2 m - 6 (at 2^13: 7, 7, 32, none: the median of 7, 7, 32, inf is 7)
     assert "| 6: 0, 7: 1, 8: 2, 9: 3, 10: 4, 11: 5, 12: 6, 13: 7 |" in table
-    # 32 points, less trial 3's censored one and trial 2's depth 32 (h + 1 > 2^k): 30, every one respects the bound
-    # (at h = 1, m = 2^7: 0.4^-2 2.5^20 / 128 = 6.25 * 90949470.18 / 128 = 4.44e6). Sorted by h the 30 points are
-    # h = 0, 1, 2, 3, 4, 5, 6 four times each and h = 7 twice, so the 15th and 16th have h = 3, m = 2^9: the median
-    # ratio is 0.4^-4 2.5^20 / 512 = 39.0625 * 90949470.18 / 512 = 6.94e6
-    assert "(h + 1 <= 2^k): holds in 30 of 30 (trial, m) points where Lemmas 12 and 14 hold; median " \
-           "bound / measured 6.94e+06." in part
+    # 32 points, less trial 3's censored one and trial 2's depth 32 (not < 2^k): 30, each with m < 0.4^-h 2.5^20 (at
+    # h = 1, m = 2^7: 2.5 * 90949470.18 / 128 = 1.78e6). Sorted by h the 30 points are h = 0, 1, 2, 3, 4, 5, 6 four
+    # times each and h = 7 twice, so the 15th and 16th have h = 3, m = 2^9: the median ratio is 0.4^-3 2.5^20 / 512 =
+    # 15.625 * 90949470.18 / 512 = 2.78e6
+    assert "query a memory bit, so m < that at a measured first addressing depth h: holds in 30 of 30 (trial, m) " \
+           "points where Lemmas 12 and 14 hold; median bound / measured 2.78e+06." in part
     assert "outside its hypotheses" in part and "holds in 0 of 0 (trial, m) points" in part
     # slope of the median depth per doubling of m over the m with 0 < depth < 32: exactly 1 on tree and path
     assert "k = 5, c = 5, s = 0.1, gini: 1.00, 1.00 (remark 0.76)" in part

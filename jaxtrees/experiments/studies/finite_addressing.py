@@ -173,10 +173,10 @@ def _theory(rows) -> str:
     delta = np.asarray([h["delta"] for h in hyp], np.float64)[codes]
     depth = np.asarray(rows["first_address_depth"], np.float64)
     m = np.asarray(rows["m"], np.float64)
-    claim = (depth >= 0) & (depth + 1 <= 2.0**k)  # the tree stopped at depth h; the remark speaks of h + 1 <= 2^k
-    bound = theory.remark15_examples(depth + 1, k, delta)
-    formula = ("a tree on m >= delta^-(h+1) (5/2)^(4k) examples queries no addressing bit above depth h + 1, so m < "
-               "that at a measured first addressing depth h (h + 1 <= 2^k)")
+    claim = (depth >= 0) & (depth < 2.0**k)  # Lemma 14 speaks of restrictions of size < 2^k
+    bound = theory.remark15_examples(depth, k, delta)
+    formula = ("m >= delta^-h (5/2)^(4k) examples make every node at depth <= h (h < 2^k) query a memory bit, so m < "
+               "that at a measured first addressing depth h")
     lines = [theory.check("002 Remark 15 (constant 1)", formula, bound[claim & applies], m[claim & applies], "upper",
                           unit="(trial, m) points where Lemmas 12 and 14 hold"),
              theory.check("002 Remark 15, outside its hypotheses", "the same where Lemma 14's k >= k0 (or Gini) fails "
@@ -194,7 +194,8 @@ def _theory(rows) -> str:
                  "restriction: slope of the median first addressing depth per doubling of m (least squares where it "
                  "lies inside (0, 2^k)), whole tree and a random input's path: " + "; ".join(parts) + ".")
     return theory.section(lines, "Each statement against the measured points; ratio: the median of bound / measured "
-                                 "(how many more examples than m the remark would ask for one level deeper).")
+                                 "(how many more examples than m the remark asks for to keep the depth where the tree "
+                                 "first queried an addressing bit on memory bits).")
 
 
 @summary.styled

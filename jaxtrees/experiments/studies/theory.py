@@ -355,14 +355,14 @@ def remark15_examples(h, k, delta):
     """002 Remark 15 with its constants made explicit (constant 1, no log factor): estimating every gain to the
     additive (2/5)^(2k) it asks for takes ((2/5)^(2k))^-2 = (5/2)^(4k) examples at a node, and a restriction of h
     memory bits under a delta-balanced distribution keeps a share >= delta^h of the sample, so m = delta^-h (5/2)^(4k)
-    examples make the greedy tree query memory bits only down to depth h (h <= 2^k): 2^(O(h + k)), as the remark
-    says."""
+    examples make every node at depth <= h (its restriction of size <= h < 2^k, Lemma 14's) query a memory bit:
+    2^(O(h + k)), as the remark says."""
     h, k, delta = (np.asarray(v, np.float64) for v in (h, k, delta))
     return delta**-h * 2.0 ** (4 * k * LOG2_FIVE_HALVES)
 
 
 def remark15_depth(m, k, delta):
-    """:func:`remark15_examples` inverted: the depth h = (log2 m - 4k log2(5/2)) / log2(1 / delta) to which m examples
-    keep the greedy tree on memory bits (negative: no depth; the remark's claim stops at 2^k)."""
+    """:func:`remark15_examples` inverted: the depth h = (log2 m - 4k log2(5/2)) / log2(1 / delta) down to which m
+    examples keep the greedy tree's nodes on memory bits (negative: none; the remark's claim stops below 2^k)."""
     m, k, delta = (np.asarray(v, np.float64) for v in (m, k, delta))
     return (np.log2(m) - 4 * k * LOG2_FIVE_HALVES) / np.log2(1 / delta)
