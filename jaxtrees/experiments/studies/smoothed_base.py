@@ -81,7 +81,7 @@ def _trial(key, params):
 
 def _check(params):
     n = checks.integer("n", params["n"], low=2, high=4096)
-    k = checks.integer("k", params["k"], low=2, high=min(n, 12))
+    k = checks.integer("k", params["k"], low=2, high=min(n, 8))  # eps*: 3^k restrictions x 2^k assignments
     if k % 2:
         raise ValueError(f"k must be even (two blocks of k/2 bits), got {k}")
     checks.choice("base", params["base"], BASES)
