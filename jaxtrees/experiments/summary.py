@@ -111,15 +111,106 @@ def save(fig, stem: str) -> list[str]:
         fig.set_dpi(130)
         engine.execute(fig)
         fig.set_layout_engine("none")
-    for path, options in zip(paths, ({"dpi": 130}, {})):
-        tmp = f"{path}.{os.getpid()}.tmp"  # written whole, then renamed: a failed write keeps the previous figure
-        try:
-            fig.savefig(tmp, format=path.rsplit(".", 1)[1], **options)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+    child = _forked(_write, fig, paths[1], {})  # the SVG drawn beside the PNG, on another core where there is one
+    try:
+        _write(fig, paths[0], {"dpi": 130})
+    except BaseException:
+        if child is not None:
+            _stop(child)
+        raise
+    if child is None:
+        _write(fig, paths[1], {})
+    else:
+        _joined(child, lambda: _write(fig, paths[1], {}))
     return paths
+
+
+def _write(fig, path: str, options: dict):
+    tmp = f"{path}.{os.getpid()}.tmp"  # written whole, then renamed: a failed write keeps the previous figure
+    try:
+        fig.savefig(tmp, format=path.rsplit(".", 1)[1], **options)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+#: Seconds a forked figure writer may take before it is stopped and its file written in this process.
+FORK_TIMEOUT = 600.0
+
+
+def _forked(work, *args):
+    """``work(*args)`` in a forked child (Linux, two or more cores, ``JAXTREES_FIGURE_FORK`` not "0"): returns
+    ``(pid, pipe)`` for :func:`_joined`, or None where it is not forked. The child only draws and writes (no JAX)."""
+    import json
+    import sys
+    import warnings
+
+    if sys.platform != "linux" or (os.cpu_count() or 1) < 2 or os.environ.get("JAXTREES_FIGURE_FORK") == "0":
+        return None
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # JAX's at-fork warning concerns a child that calls JAX; this one does not
+        pid = os.fork()
+    if pid:
+        os.close(write)
+        return pid, read
+    code = 1
+    try:
+        os.close(read)
+        work(*args)
+        code = 0
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
+        os.write(write, json.dumps({"errno": getattr(e, "errno", None), "strerror": getattr(e, "strerror", None),
+                                    "filename": getattr(e, "filename", None),
+                                    "message": f"{type(e).__name__}: {e}"}).encode())
+    finally:
+        os._exit(code)
+
+
+def _stop(child):
+    """Kill and reap a :func:`_forked` child."""
+    import signal
+
+    pid, read = child
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.close(read)
+    os.waitpid(pid, 0)
+
+
+def _joined(child, fallback):
+    """Wait for a :func:`_forked` child; raise its error (an OSError as such), or run ``fallback`` here if it
+    is still running after :data:`FORK_TIMEOUT` seconds (then stopped) or ended without a word."""
+    import json
+    import select
+    import signal
+
+    pid, read = child
+    try:
+        chunks = []
+        while select.select([read], [], [], FORK_TIMEOUT)[0]:
+            chunk = os.read(read, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except BaseException:
+        _stop(child)
+        raise
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) == 0:
+        return
+    if not chunks:  # killed (the timeout, a signal): the file is written here instead
+        return fallback()
+    error = json.loads(b"".join(chunks))
+    if error["errno"] is not None:
+        raise OSError(error["errno"], error["strerror"], error["filename"])
+    raise RuntimeError(f"writing a figure failed: {error['message']}")
 
 
 def _plain_log_labels(fig):

@@ -1,0 +1,58 @@
+"""Figures written whole: the SVG drawn in a forked child beside the PNG, its errors raised here."""
+
+import errno
+import os
+import signal
+
+import pytest
+
+from jaxtrees.experiments import summary
+
+
+def _figure():
+    fig, axes = summary.figure(2)
+    for ax in axes:
+        ax.plot([16, 64, 256], [0.1, 0.5, 0.9], label="a curve")
+        summary.panel(ax, "a panel", "m")
+    return fig
+
+
+@pytest.mark.parametrize("fork", ["1", "0"])
+def test_a_figure_is_written_as_png_and_svg_forked_or_not(tmp_path, monkeypatch, fork):
+    monkeypatch.setenv("JAXTREES_FIGURE_FORK", fork)
+    paths = summary.save(_figure(), str(tmp_path / "f"))
+    assert paths == [str(tmp_path / "f.png"), str(tmp_path / "f.svg")]
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = (tmp_path / "f.svg").read_text()
+    assert svg.rstrip().endswith("</svg>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.png", "f.svg"]  # no temporary file left
+
+
+def test_the_childs_error_is_raised_here_as_it_was(tmp_path, monkeypatch):
+    """A full disk in the forked SVG writer is the OSError (errno and all) of an in-process write."""
+    write = summary._write
+
+    def full(fig, path, options):
+        if path.endswith(".svg"):
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        write(fig, path, options)
+
+    monkeypatch.setattr(summary, "_write", full)
+    monkeypatch.setenv("JAXTREES_FIGURE_FORK", "1")
+    with pytest.raises(OSError) as raised:
+        summary.save(_figure(), str(tmp_path / "f"))
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(tmp_path / "f.svg")
+
+
+def test_a_child_killed_without_a_word_has_its_file_written_here(tmp_path, monkeypatch):
+    parent, write = os.getpid(), summary._write
+
+    def killed_in_the_child(fig, path, options):
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        write(fig, path, options)
+
+    monkeypatch.setattr(summary, "_write", killed_in_the_child)
+    monkeypatch.setenv("JAXTREES_FIGURE_FORK", "1")
+    summary.save(_figure(), str(tmp_path / "f"))
+    assert (tmp_path / "f.svg").read_text().rstrip().endswith("</svg>")
