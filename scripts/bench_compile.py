@@ -15,7 +15,9 @@ trial s and wall s (from the run's metadata.json and the process's wall clock), 
 
 With ``--warm`` every study runs twice, each in a fresh process, with the persistent compilation
 cache on (a new temporary directory): cold (compiling, filling the cache), then warm (loading every
-program); per study its cold and warm wall and trial s, then
+program), both importing one copy of the package taken at the start (the program cache's key holds the
+source: edits of the working tree meanwhile would turn warm runs cold); per study its cold and warm wall
+and trial s, then
 
     warm_over_trials_max: X        the largest warm wall / (trial s + 2 s per program)
     warm_before_post_run_max: X    the same without the post-run (read, figures, report)
@@ -35,6 +37,7 @@ cache, config), the run (compile or load, trials) and the post-run (read, figure
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import platform
@@ -84,18 +87,21 @@ sys.exit(code)
 """
 
 
-def run_cold(name: str, out: str, cache: str = "") -> dict:
-    """``jaxtrees run NAME --quick`` in a fresh process (the compilation cache ``cache``; empty: off); its figures,
-    with the wall s of its phases (:data:`PHASES`; ``process`` is the wall outside them: the interpreter's start
-    and exit)."""
+def run_cold(name: str, out: str, cache: str = "", source: str | None = None) -> dict:
+    """``jaxtrees run NAME --quick`` in a fresh process (the compilation cache ``cache``; empty: off; the package
+    imported from ``source``, a folder holding a copy of it, if given); its figures, with the wall s of its phases
+    (:data:`PHASES`; ``process`` is the wall outside them: the interpreter's start and exit)."""
     phases_file = os.path.join(os.path.dirname(out) or ".", f"phases-{os.path.basename(out)}.json")
     env = {**os.environ, "JAXTREES_CACHE_DIR": cache, "JAXTREES_BENCH_PHASES": phases_file}
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join([source] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     command = [sys.executable, "-c", PHASES, "run", name, "--quick", "--out", out, "--no-progress"]
     started = time.perf_counter()
-    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, cwd=source)
     wall = time.perf_counter() - started
     with open(phases_file) as f:
         marks = json.load(f)
+    ready = len(glob.glob(os.path.join(glob.escape(cache), "programs", "*.program"))) if cache else 0
     with open(os.path.join(out, name, "metadata.json")) as f:
         run = json.load(f)["runs"][-1]
     compile_s, trial_s = sum(run["compile_seconds"].values()), sum(run["run_seconds"].values())
@@ -105,10 +111,24 @@ def run_cold(name: str, out: str, cache: str = "") -> dict:
             "waited_s": round(waited_s, 1), "trial_s": round(trial_s, 1), "wall_s": round(wall, 1),
             "compile_share": round(waited_s / wall, 3),
             "overlap": round(waited_s / compile_s, 3) if compile_s > 0 else None,
-            "loaded": how.count("loaded"), "workers": run.get("compile_workers"),
+            "loaded": how.count("loaded"), "workers": run.get("compile_workers"), "ready": ready,
             "phases": {"process": round(wall - marks["total"], 2), "start_up": round(marks["run_start"], 2),
                        "run": round(marks["run"], 2), "post_run": round(marks.get("post_run", 0.0), 2),
                        **{k: round(marks.get(k, 0.0), 2) for k in ("read", "figures", "report")}}}
+
+
+def snapshot(folder: str) -> str:
+    """A copy of the jaxtrees package in ``folder``/src, imported by the runs: a warm run's program cache is
+    keyed by the package's source, so an edit of the working tree between a study's cold and warm run (another
+    engineer's) would make the warm run trace and compile again."""
+    import shutil
+
+    import jaxtrees
+
+    source = os.path.join(folder, "src")
+    shutil.copytree(os.path.dirname(jaxtrees.__file__), os.path.join(source, "jaxtrees"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return source
 
 
 def run_in_process(name: str, out: str) -> dict:
@@ -159,20 +179,22 @@ def main(argv=None):
                 print(f"{name:>18}: wall {row['wall_s']:7.1f} s  memory maps {row['maps']}  "
                       f"peak RSS {row['peak_rss_mb']} MB", flush=True)
             names = []
+        source = snapshot(tmp) if args.warm and names else None
         for name in names:
             cache = os.path.join(tmp, "cache", name) if args.warm else ""
-            row = run_cold(name, os.path.join(tmp, name), cache)
+            row = run_cold(name, os.path.join(tmp, name), cache, source)
             rows.append(row)
             overlap = f", overlap {row['overlap']:.2f}" if row["programs"] > 1 and row["overlap"] is not None else ""
             print(f"{name:>18}: programs {row['programs']:3d}  compile {row['compile_s']:7.1f} s  "
                   f"waited {row['waited_s']:7.1f} s  trials {row['trial_s']:7.1f} s  wall {row['wall_s']:7.1f} s  "
                   f"(compile share {row['compile_share']:.2f}{overlap}; {row['workers']})", flush=True)
             if args.warm:
-                warm = run_cold(name, os.path.join(tmp, name + "-warm"), cache)
+                warm = run_cold(name, os.path.join(tmp, name + "-warm"), cache, source)
+                warm["traced"] = warm["ready"] - row["ready"]  # a program loaded without tracing writes no new entry
                 budget = warm["trial_s"] + 2.0 * warm["programs"]
                 warm["over_trials"] = round(warm["wall_s"] / budget, 3)
                 row["warm"] = warm
-                print(f"{'':>18}  warm: loaded {warm['loaded']}/{warm['programs']}  compile {warm['compile_s']:7.1f} s  "
+                print(f"{'':>18}  warm: loaded {warm['loaded']}/{warm['programs']} ({warm['traced']} traced)  compile {warm['compile_s']:7.1f} s  "
                       f"waited {warm['waited_s']:7.1f} s  trials {warm['trial_s']:7.1f} s  wall {warm['wall_s']:7.1f} s  "
                       f"(cold {row['wall_s']:.1f} s; warm / (trials + 2 s per program) {warm['over_trials']:.2f})",
                       flush=True)

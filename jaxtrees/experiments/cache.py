@@ -241,8 +241,9 @@ class SafeCache(_base()):
 
 #: The program cache's folder inside the compilation cache's directory.
 PROGRAMS = "programs"
-#: The first bytes of a program entry, then a SHA-256 of the rest, then the pickled entry.
-MAGIC = b"jaxtrees-program-1\n"
+#: The first bytes of a program entry, then a SHA-256 of the rest, then the pickled entry, zlib-compressed
+#: (level 1: a quarter of the size, for tens of milliseconds; docs/benchmarks.md).
+MAGIC = b"jaxtrees-program-2\n"
 #: JAX settings that cannot change a program (logging, dumps, the caches' own settings); every other
 #: one is part of a program's key.
 UNKEYED = ("jax_compilation_cache", "jax_persistent_cache", "jax_enable_compilation_cache", "jax_raise_persistent",
@@ -334,6 +335,7 @@ class Programs:
         """The entry's executable, loaded onto ``devices``; None where there is none or it cannot serve."""
         import hashlib
         import pickle
+        import zlib
 
         from jax.experimental import serialize_executable
 
@@ -347,7 +349,7 @@ class Programs:
         try:
             if not data.startswith(MAGIC) or hashlib.sha256(body).digest() != data[len(MAGIC):len(MAGIC) + 32]:
                 raise ValueError("damaged")
-            entry = pickle.loads(body)
+            entry = pickle.loads(zlib.decompress(body))
             if entry["key"] != key:
                 raise ValueError("foreign")
             return serialize_executable.deserialize_and_load(
@@ -363,9 +365,10 @@ class Programs:
         values) whole; False where it cannot be written (a full disk, a read-only cache: not an error)."""
         import hashlib
         import pickle
+        import zlib
 
-        body = pickle.dumps({"key": key, "payload": payload, "in_tree": in_tree, "out_tree": out_tree},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        body = zlib.compress(pickle.dumps({"key": key, "payload": payload, "in_tree": in_tree, "out_tree": out_tree},
+                                          protocol=pickle.HIGHEST_PROTOCOL), 1)
         temporary = os.path.join(self.directory, f"{TEMPORARY}{os.getpid()}-{threading.get_ident()}-{key}")
         try:
             os.makedirs(self.directory, exist_ok=True)
