@@ -87,7 +87,8 @@ def main(argv=None) -> int:
         return 130
     except OSError as e:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
+            print(f"jaxtrees {args.command}: error: {_os_error(e)}", file=sys.stderr)
+            return 1
         where = f" ({e.filename})" if e.filename else ""
         again = "; free some space and rerun the same command to resume (the parts written are whole)" \
             if args.command == "run" else "; free some space and retry"
@@ -100,6 +101,12 @@ def main(argv=None) -> int:
               f"rerun with a smaller --group (trials vmapped together) or --chunk (trials per call): the parts "
               f"written are kept and the run resumes", file=sys.stderr)
         return 1
+
+
+def _os_error(e: OSError) -> str:
+    """An OSError in one clause: what failed, on which file."""
+    where = f" ({e.filename})" if e.filename else ""
+    return f"{e.strerror or e}{where}; check the path and its permissions"
 
 
 def _closed_pipe() -> int:
@@ -461,6 +468,9 @@ def _export(args) -> int:
     from jaxtrees.experiments import store
 
     _metadata(args.results)
+    folder = os.path.dirname(os.path.abspath(args.csv)) if args.csv else None
+    if folder and not os.path.isdir(folder):
+        raise ValueError(f"--csv {args.csv}: the directory {folder} does not exist; create it or choose another path")
     print(store.export_csv(args.results, args.csv or None))
     return 0
 

@@ -225,6 +225,7 @@ class LowDegreeClassifier(_BooleanClassifier):
         max_terms = self.max_terms
         if max_terms is not None:
             max_terms = min(checks.integer("max_terms", max_terms, low=1), polynomial.n_subsets(n, self.degree_))
+        checks.real("coef_threshold", self.coef_threshold, low=0.0, high=1.0, high_open=True)  # LowDegree's threshold
         learner = LowDegree(degree=self.degree_, threshold=self.coef_threshold, max_terms=max_terms, basis=self.basis)
         h = jax.device_get(jax.jit(learner.fit)(jax.random.key(0), data))
         self.sets_, self.coef_, self.marginals_ = h.sets, h.values, h.p

@@ -106,3 +106,19 @@ def test_unclear_cases_are_clear(tmp_path, capsys):
     assert cli.main(["report", str(directory)]) == 2
     assert "records no run yet; rerun `jaxtrees run` with the same arguments" in capsys.readouterr().err
     assert cli.main(["run", "juntas", "--out", str(tmp_path), *TINY]) == 0
+
+    # the sweep (scripts/sweep_bad_inputs.py): a --csv into a missing directory was pyarrow's FileNotFoundError
+    capsys.readouterr()
+    missing = tmp_path / "no" / "such" / "rows.csv"
+    assert cli.main(["export", str(directory), "--csv", str(missing)]) == 2
+    assert f"--csv {missing}: the directory {missing.parent} does not exist" in capsys.readouterr().err
+
+
+def test_an_os_error_is_one_sentence(tmp_path, capsys, monkeypatch):
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", "/somewhere/rows")
+
+    monkeypatch.setattr(runner, "run", denied)
+    assert cli.main(["run", "juntas", "--out", str(tmp_path), *TINY]) == 1
+    assert capsys.readouterr().err == ("jaxtrees run: error: Permission denied (/somewhere/rows); check the path and "
+                                       "its permissions\n")

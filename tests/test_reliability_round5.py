@@ -120,3 +120,64 @@ def test_the_rendezvous_lets_every_process_go_and_frees_the_port():
     assert len(done) == 2
     with socket.create_server(("", port)):  # the coordination service can bind it next
         pass
+
+
+# ---------------------------------------------------------------- the sweep's findings, public API
+
+KEY = jax.random.key(0)
+X6 = np.random.default_rng(1).integers(0, 2, (64, 6))
+DATA6 = jt.from_arrays(X6, X6[:, 0] ^ X6[:, 1])
+PARITY8 = jt.parity(np.array([0, 7]), 8)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: jt.grow(DATA6, None), "rule must be a jaxtrees.GrowthRule.*got NoneType"),
+    (lambda: jt.grow(X6, jt.GrowthRule(max_depth=2)), "data must be a packed jaxtrees Data.*got ndarray"),
+    (lambda: jt.grow(DATA6, jt.GrowthRule(max_depth=2, tie_break="random"), 0),
+     r"key must be a JAX PRNG key such as jax.random.key\(0\), got int 0"),
+    (lambda: jt.draw(0, jnp.full(8, 0.5), PARITY8, 64), "key must be a JAX PRNG key"),
+    (lambda: jt.draw(KEY, jnp.full(8, 0.5), PARITY8, 10**13), r"m must be in \[1, 2147483616\]"),
+    (lambda: jt.prefix(DATA6, -1), r"m must be in \[0, 64\], got -1"),
+    (lambda: jt.prefix(DATA6, 1000), r"m must be in \[0, 64\], got 1000"),
+    (lambda: jt.support_mask(PARITY8, 4), "reads variable 7"),
+    (lambda: jt.truncate(jt.grow(DATA6, jt.GrowthRule(max_depth=2)), -1), r"depth_limit must be in \[0, inf\]"),
+    (lambda: jt.predict(jt.grow(DATA6, jt.GrowthRule(max_depth=2)), jnp.zeros(1, bool)),
+     r"x must hold n > 1 features .*got shape \(1,\)"),
+    (lambda: jt.smoothed(c=0.1).marginals(KEY, 0), r"n must be in \[1, inf\]"),
+    (lambda: jt.uniform().marginals(KEY, 2.5), "n must be an integer, got 2.5"),
+])
+def test_public_calls_the_sweep_found_wrong_are_one_sentence(call, match):
+    """Before: raw TypeErrors from jax (an int key, a float n), an OverflowError (m = 10^13), or a quiet result (a
+    prefix clamped, a support mask or prediction of too few features, a negative truncation, an empty p)."""
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_valid_calls_next_to_those_checks_still_work():
+    tree = jt.grow(DATA6, jt.GrowthRule(max_depth=2, tie_break="random"), jax.random.PRNGKey(0))  # a legacy key
+    assert int(jt.prefix(DATA6, jnp.int32(10)).m) == 10 and int(jt.prefix(DATA6, 0).m) == 0
+    assert int(jax.jit(lambda m: jt.prefix(DATA6, m).m)(10)) == 10
+    assert int(jt.support_mask(PARITY8, 8).sum()) == 2
+    assert jt.predict(tree, jnp.zeros((3, 6), bool)).shape == (3,)
+    assert jax.jit(jt.predict)(tree, jnp.zeros((3, 6), bool)).shape == (3,)
+
+
+def test_a_traced_product_p_out_of_range_gives_nan_marginals():
+    marginals = jax.jit(lambda q: jt.product(jnp.full(4, q)).marginals(KEY, 4))
+    assert np.isnan(marginals(1.5)).all()  # before: p = 1.5 came back as the marginals
+    np.testing.assert_array_equal(marginals(0.25), np.full(4, 0.25, np.float32))
+
+
+def test_low_degree_classifier_names_coef_threshold_not_threshold():
+    """Before: "threshold must be in [0, 1)", the name of the estimator's other parameter (the binarization)."""
+    with pytest.raises(ValueError, match=r"coef_threshold must be in \[0, 1\), got 1.5"):
+        jt.LowDegreeClassifier(coef_threshold=1.5).fit(X6, X6[:, 0])
+
+
+def test_a_learner_given_no_data_and_a_spectrum_of_too_few_variables_are_refused():
+    """Before: AttributeError ('str' object has no attribute 'X'), and the spectrum of x0 x7 over n = 4 dropped x7."""
+    with pytest.raises(ValueError, match="data must be a packed jaxtrees Data.*got str"):
+        jt.GreedyTree(jt.GrowthRule(max_depth=2)).fit(KEY, "data")
+    with pytest.raises(ValueError, match="reads variable 7"):
+        jt.fourier.spectrum(PARITY8, 4)
+    assert jt.fourier.spectrum(PARITY8, 8).masks.shape[0] >= 1

@@ -28,6 +28,24 @@ def _traced(name: str, value, kind: str) -> None:
                          f"functools.partial, or jax.jit(..., static_argnames=...))")
 
 
+def key(name: str, value):
+    """Return ``value`` if it is a JAX PRNG key (``jax.random.key(seed)``, or a legacy ``uint32[2]``
+    ``jax.random.PRNGKey``), else raise ValueError naming ``name`` and how to make one."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and (jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+                              or (dtype == np.uint32 and np.shape(value)[-1:] == (2,))):
+        return value
+    raise ValueError(f"{name} must be a JAX PRNG key such as jax.random.key(0), got {_describe(value)}")
+
+
+def _describe(value) -> str:
+    """A short description of a wrong value: its type, and its dtype and shape for an array."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None:
+        return f"{type(value).__name__} {dtype}{list(np.shape(value))}"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
 def integer(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
     """Return ``value`` as a Python int in ``[low, high]`` or raise ``ValueError`` (a traced value: that a
     plain Python int is needed, and why)."""

@@ -28,7 +28,7 @@ class Uniform(NamedTuple):
 
     def marginals(self, key, n: int):
         del key
-        return jnp.full((n,), 0.5, jnp.float32)
+        return jnp.full((_n(n),), 0.5, jnp.float32)
 
 
 class Product(NamedTuple):
@@ -38,7 +38,7 @@ class Product(NamedTuple):
 
     def marginals(self, key, n: int):
         del key
-        if self.p.shape != (n,):
+        if self.p.shape != (_n(n),):
             raise ValueError(f"n must equal len(p) = {self.p.shape[0]} for a product distribution, got {n}")
         return jnp.asarray(self.p, jnp.float32)
 
@@ -50,6 +50,7 @@ class AlphaC(NamedTuple):
     c: float
 
     def marginals(self, key, n: int):
+        n = _n(n)
         k_sign, k_mag = prng.split(key)
         sign = jnp.where(jax.random.bernoulli(k_sign, 0.5, (n,)), 1.0, -1.0)
         u = jax.random.uniform(k_mag, (n,), jnp.float32)
@@ -64,12 +65,17 @@ class Smoothed(NamedTuple):
     c: float
 
     def marginals(self, key, n: int):
-        p_hat = jnp.broadcast_to(jnp.asarray(self.p_hat, jnp.float32), (n,))
+        p_hat = jnp.broadcast_to(jnp.asarray(self.p_hat, jnp.float32), (_n(n),))
         delta = jax.random.uniform(key, (n,), jnp.float32, -1.0, 1.0) * self.c
         return p_hat + delta
 
 
 Family = Uniform | Product | AlphaC | Smoothed
+
+
+def _n(n) -> int:
+    """The number of variables a family's ``marginals`` draws: an int >= 1."""
+    return checks.integer("n", n, low=1)
 
 
 def uniform() -> Uniform:
@@ -78,8 +84,13 @@ def uniform() -> Uniform:
 
 
 def product(p) -> Product:
-    """The product distribution with marginals ``p`` (each in [0, 1])."""
-    return Product(jnp.asarray(checks.probabilities("p", p)))
+    """The product distribution with marginals ``p`` (each in [0, 1]). A traced ``p`` cannot be checked:
+    out of range, its marginals come back all NaN (issue 58), never a plausible p."""
+    p = checks.probabilities("p", p)
+    if not checks.is_concrete(p):
+        p = jnp.asarray(p, jnp.float32)
+        p = jnp.where(jnp.all((p >= 0.0) & (p <= 1.0)), p, jnp.nan)
+    return Product(jnp.asarray(p))
 
 
 def alpha_c(alpha: float, c: float) -> AlphaC:

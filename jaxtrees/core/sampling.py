@@ -140,6 +140,10 @@ def _grid_numerator(p, b: int):
     return jnp.clip(scaled, 0.0, jnp.float32(2.0 ** b)).astype(jnp.uint32)
 
 
+#: The most examples one packed sample holds (bit slots are indexed by int32).
+MAX_EXAMPLES = 2**31 - 32
+
+
 def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | None = None) -> Data:
     """m i.i.d. examples x ~ prod_i Bernoulli(p_i), labelled y = target(x) XOR Bernoulli(noise).
 
@@ -159,7 +163,8 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
     [1, k_max]) cannot raise (issue 58): the sample comes back with no valid examples (``valid`` all 0, m = 0),
     so a learner fits nothing and ``sample_error`` on it is NaN, never a plausible result.
     """
-    m = checks.integer("m", m, low=1)
+    key = checks.key("key", key)
+    m = checks.integer("m", m, low=1, high=MAX_EXAMPLES)
     p = checks.probabilities("p", p)
     checks.same_n("p", jnp.shape(p)[-1], target)
     if precision_bits is not None:
@@ -264,11 +269,18 @@ def _float32_range(w: np.ndarray) -> np.ndarray:
 
 
 def prefix(sample: Data, m) -> Data:
-    """The first m examples of ``sample`` (``m`` may be traced; shapes are unchanged).
+    """The first m examples of ``sample`` (``m`` may be traced; shapes are unchanged). A concrete m must lie
+    in [0, 32 W]; a traced one is clamped there.
 
     Growing on the prefixes of one sample for a grid of m uses common random numbers: the trees
     for different m are then coupled, and one compiled program serves the whole grid.
     """
+    if checks.is_concrete(m):  # a traced m past the slots keeps them all, below 0 none
+        value = np.asarray(m)
+        slots = sample.valid.shape[-1] * bits.WORD_BITS
+        if value.ndim != 0 or not np.issubdtype(value.dtype, np.integer):
+            raise ValueError(f"m must be an integer scalar in [0, {slots}], got {m!r}")
+        checks.integer("m", int(value), low=0, high=slots)
     valid = sample.valid & bits.prefix_mask(sample.valid.shape[-1], m)
     return sample._replace(y=sample.y & valid, valid=valid)
 

@@ -51,6 +51,7 @@ def spectrum(f, n: int, p=None) -> Spectrum:
     any other target through its full truth table (n <= MAX_TABLE_N).
     """
     n = checks.integer("n", n, low=1)
+    checks.same_n("n", n, f)  # a target or tree reading variable n or above: its spectrum would drop it
     if p is not None:
         p = transforms.check_marginals(p, n)
     if hasattr(f, "as_tree"):

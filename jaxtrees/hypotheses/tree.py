@@ -143,7 +143,11 @@ def rank(tree: Tree):
 
 
 def truncate(tree: Tree, depth_limit: int) -> Tree:
-    """The tree cut at ``depth_limit``: nodes at that depth become leaves with their majority label."""
+    """The tree cut at ``depth_limit`` (an int >= 0; may be traced): nodes at that depth become leaves with
+    their majority label."""
+    if checks.is_concrete(depth_limit):
+        checks.integer("depth_limit", depth_limit if isinstance(depth_limit, int) else int(np.asarray(depth_limit)),
+                       low=0)
     levels = jnp.asarray(node_levels(tree.max_depth))
     keep = levels <= depth_limit
     return Tree(
@@ -167,9 +171,19 @@ def leaf(tree: Tree, x):
     return node
 
 
-@jax.jit
 def predict(tree: Tree, x):
-    """Labels ``int32[...]`` for plain inputs ``x: {0,1}[..., n]``: the labels of their leaves."""
+    """Labels ``int32[...]`` for plain inputs ``x: {0,1}[..., n]``: the labels of their leaves. ``n`` must exceed
+    every feature the tree tests (checked when both are concrete)."""
+    if checks.is_concrete(tree.feature):
+        top = int(np.max(np.asarray(tree.feature), initial=-1))
+        if np.ndim(x) < 1 or np.shape(x)[-1] <= top:
+            raise ValueError(f"x must hold n > {top} features on its last axis (the tree tests feature {top}), "
+                             f"got shape {np.shape(x)}")
+    return _predict(tree, x)
+
+
+@jax.jit
+def _predict(tree: Tree, x):
     return tree.label[leaf(tree, x)]
 
 

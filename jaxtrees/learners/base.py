@@ -53,6 +53,9 @@ def check_data(data) -> None:
     Shapes are checked always (also under ``jax.vmap``, where they are per instance); values
     (m >= 1, weights finite and >= 0) when they are concrete.
     """
+    if not all(hasattr(data, field) for field in ("X", "y", "valid", "weight")):
+        raise ValueError(f"data must be a packed jaxtrees Data (jt.from_arrays(X, y), jt.draw(...)), got "
+                         f"{type(data).__name__}")
     X, y, valid = (jnp.asarray(a) for a in (data.X, data.y, data.valid))
     if X.ndim != 2 or X.dtype != jnp.uint32:
         raise ValueError(f"data.X must be uint32[n, W] (one packed row per feature; vmap for a batch), "

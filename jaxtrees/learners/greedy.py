@@ -90,6 +90,11 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None, f
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first
     call for each rule and data shape (``jax.jit``), so an eager call costs one compile, not one per op.
     """
+    if not isinstance(rule, GrowthRule):
+        raise ValueError(f"rule must be a jaxtrees.GrowthRule, e.g. GrowthRule(max_depth=4), got {type(rule).__name__}")
+    if not isinstance(data, Data):
+        raise ValueError(f"data must be a packed jaxtrees Data (jt.from_arrays(X, y), jt.draw(...)), got "
+                         f"{type(data).__name__}")
     check_heap_depth(rule)
     rule = resolve_weights(rule, data.weight)
     if depth is not None:

@@ -55,7 +55,10 @@ class Target(Protocol):
 
 
 def support_mask(target: Target, n: int):
-    """``bool[n]``: the coordinates the target may depend on (``target.support_mask(n)``)."""
+    """``bool[n]``: the coordinates the target may depend on (``target.support_mask(n)``); ``n`` (an int >= 1)
+    must cover every variable the target reads (checked when they are concrete)."""
+    n = checks.integer("n", n, low=1)
+    checks.same_n("n", n, target)
     return target.support_mask(n)
 
 
