@@ -54,7 +54,7 @@ from jaxtrees.learners.best_first import CART16
 from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.fourier import LowDegree
 from jaxtrees.learners.greedy import GreedyTree, grow
-from jaxtrees.learners.growth import MAX_DEPTH, GrowthRule
+from jaxtrees.learners.growth import EXACT_WEIGHT_RANGE, MAX_DEPTH, GrowthRule
 from jaxtrees.learners.parities import Parities
 from jaxtrees.learners.rank import MAX_CALLS, FindMin
 from jaxtrees.learners.stumps import Stump
@@ -68,9 +68,6 @@ MAX_LEVEL_BYTES = 2**30
 NONE_DEPTH = 16
 #: AdaBoostClassifier's weak learners (seed 004's three).
 WEAK_LEARNERS = ("stumps", "parities", "cart16")
-#: Weights spanning more than this ratio are counted exactly (``GrowthRule.exact_weights``): float32 sums by
-#: differences round away light examples beside heavy ones (issue 58).
-EXACT_WEIGHT_RANGE = 2.0**12
 #: The largest parity degree AdaBoostClassifier searches (the seed's d <= 3; d = 3 costs ~ n^3 m per round).
 MAX_PARITY_DEGREE = 3
 

@@ -194,7 +194,7 @@ def test_low_degree_classifier_learns_a_parity_and_clips_its_degree():
 
 
 @pytest.mark.parametrize("params, name", [
-    ({"degree": 0}, "degree"), ({"coef_threshold": 1.0}, "threshold"), ({"max_terms": 0}, "max_terms"),
+    ({"degree": 0}, "degree"), ({"coef_threshold": 1.0}, "coef_threshold"), ({"max_terms": 0}, "max_terms"),
     ({"basis": "fourier"}, "basis"), ({"threshold": float("inf")}, "threshold"),
 ])
 def test_low_degree_bad_parameters_name_themselves(params, name):

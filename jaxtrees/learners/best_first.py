@@ -31,7 +31,7 @@ from jaxtrees.core.sampling import Data
 from jaxtrees.hypotheses.node_tree import NodeTree
 from jaxtrees.learners.base import check_data
 from jaxtrees.learners.greedy import counting, dense, node_stats
-from jaxtrees.learners.growth import GrowthRule, check_key, decide
+from jaxtrees.learners.growth import GrowthRule, check_key, decide, resolve_weights
 
 #: The most leaves a best-first tree may have (its slots, 2 max_leaves - 1, are scanned at every step).
 MAX_LEAVES = 4096
@@ -68,8 +68,11 @@ class BestFirstTree:
         checks.integer("max_leaves", self.max_leaves, low=1, high=MAX_LEAVES)
 
     def fit(self, key, data: Data) -> NodeTree:
+        """The tree on ``data``; float weights spanning more than 2^12 are counted exactly unless
+        ``rule.exact_weights`` says otherwise (:func:`~jaxtrees.learners.growth.resolve_weights`)."""
         check_data(data)
-        return _grow(data, self, check_key(self.rule, key))
+        learner = dataclasses.replace(self, rule=resolve_weights(self.rule, data.weight))
+        return _grow(data, learner, check_key(self.rule, key))
 
     def reweighted(self, data: Data):
         """``fit(key, weight) -> NodeTree`` on ``data`` under many weightings (:func:`~jaxtrees.learners.base.reweighted`),
