@@ -239,8 +239,8 @@ def test_boosting_study_runs_one_trial_per_cpu_group():
 
 def test_boosting_study_compiles_one_forest_for_every_data_set():
     """The data sets are branches of one program, and the forest runs after them (``Study.after``) on the
-    split padded to the largest data set: one forest, unrolled at both sizes (``level_loop=False``);
-    any other loop bound is refused by name."""
+    split padded to the largest data set: one forest, grown in a level loop by a program of at most 16 trials
+    (the quick size's 6), unrolled by larger ones (the full size's 100); a negative loop bound is refused by name."""
     import dataclasses
 
     from jaxtrees.experiments import runner
@@ -251,7 +251,8 @@ def test_boosting_study_compiles_one_forest_for_every_data_set():
     assert len(study.programs(runner.configure(study, quick=True))) == 1
     n, train_words, test_words = boosting._padded(tuple(boosting.available()))
     assert n == max(len(boosting._data(name).features) for name in boosting.available())
-    assert runner.loop_max_trials(study) == 0
+    assert runner.loop_max_trials(study) == 16
+    assert runner.configure(study, quick=True).trials <= 16 < runner.configure(study, quick=False).trials
     assert runner.loop_max_trials(dataclasses.replace(study, level_loop=True)) == runner.LOOP_MAX_TRIALS
     assert runner.loop_max_trials(dataclasses.replace(study, level_loop=False)) == 0
     with pytest.raises(ValueError, match="level_loop"):

@@ -312,7 +312,7 @@ def _theory_report(rows) -> str:
 FOURIER = Study(
     name="fourier",
     description="001: LMN, Lasso (degree k), KM (queries) vs ID3 (depth k) on k-parities, k-juntas, depth-k trees; tree spectra vs bounds",
-    quick={"target": ["parity", "junta", "tree"], "n": 12, "k": [2, 3], "c": [0.0, 0.1, 0.2], "impurity": "entropy",
+    quick={"target": ["parity", "junta", "tree"], "n": 12, "k": 2, "c": [0.0, 0.1, 0.2], "impurity": "entropy",
            "theta": 0.1, "l1": 0.05, "test_m": 4096, "m_min": 16, "m_max": 4096},
     full={"target": ["parity", "junta", "tree"], "n": [12, 16], "k": [2, 3, 4], "c": [0.0, 0.05, 0.1, 0.2],
           "impurity": "entropy", "theta": 0.1, "l1": 0.05, "test_m": 16384, "m_min": 16, "m_max": 65536},
@@ -322,7 +322,7 @@ FOURIER = Study(
     buckets={"target": lambda kind: "tree" if kind == "tree" else "junta"},
     cpu_opt_level=2,
     trial=_trial,
-    replicates=(50, 500),
+    replicates=(32, 500),
     check=_check,
     plot=_plot,
     report=_report,

@@ -235,7 +235,7 @@ GD_SMOOTHED = dataclasses.replace(  # the same trial as gd-parity-uniform, on a 
     quick={"n": [10, 20, 30], "k": 3, "c": [0.0, 0.1, 0.2, 0.3], **BARAK, "max_steps": 4000, "eval_every": 100},
     full={"n": [10, 20, 30, 40, 50], "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2, 0.3], **BARAK,
           "max_steps": BARAK_BUDGET, "eval_every": 100},
-    replicates=(64, 100),
+    replicates=(16, 100),
     plot=_smoothed_plot,
     report=_smoothed_report,
 )

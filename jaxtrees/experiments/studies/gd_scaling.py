@@ -242,7 +242,7 @@ GD_SCALING = Study(
     name="gd-scaling",
     description="Open Question 1 at scale: SGD steps to learn k-parities / k-juntas vs n, k and c, exponents of n "
                 "and 1/c (Tobit fits), and how the support separates",
-    quick={"family": ["parity", "junta"], "n": [8, 16, 32, 64], "k": [2, 3], "c": [0.0, 0.1, 0.3],
+    quick={"family": ["parity", "junta"], "n": [8, 16, 32], "k": [2, 3], "c": [0.0, 0.1, 0.3],
            "optimizer": "sgd", **{**BARAK, "test_size": 2048}, "max_steps": 16384, "eval_every": 8,
            "records_per_doubling": 8, "eps": 0.05, "init": "he"},
     full={"family": ["parity", "junta"], "n": [8, 16, 32, 64, 128, 256], "k": [2, 3, 4, 5],
@@ -253,7 +253,7 @@ GD_SCALING = Study(
     uniform=("family",),
     choices={"family": tuple(FAMILIES), "init": tuple(INITS)},
     shared=("family", "optimizer", "init", "eps"),
-    trial=_scaling_trial, check=_scaling_check, replicates=(32, 32), bytes_per_trial=_scaling_bytes,
+    trial=_scaling_trial, check=_scaling_check, replicates=(8, 32), bytes_per_trial=_scaling_bytes,
     axis=("step", checkpoints), columns=SCALING_COLUMNS, parameters=SCALING_PARAMETERS,
     plot=scaling_plot, report=scaling_report,
 )
