@@ -553,4 +553,4 @@ def check_key(rule: GrowthRule, key):
         if rule.random:
             raise ValueError('key is required when tie_break="random" or max_features is set')
         return jax.random.key(0)
-    return key
+    return checks.key("key", key)
