@@ -63,10 +63,28 @@ GREEDY_BY_IMPURITY = {**ID3_BY_IMPURITY, **STUMPS}
 
 
 def learner_unit(name: str) -> str:
-    """The branch a learner runs in: ``"id3"`` for :data:`GREEDY_BY_IMPURITY`, else its own. Every
-    learner runs in one program, a ``lax.switch`` on the learner's traced index over the branches (one
-    program's sampling, scoring and trial loop instead of one per learner: docs/benchmarks.md)."""
+    """The branch a learner runs in: ``"id3"`` for :data:`GREEDY_BY_IMPURITY`, else its own. The learners of
+    a program (:func:`learner_program`) run in it as a ``lax.switch`` on the learner's traced index over
+    their branches (one program's sampling, scoring and trial loop instead of one per learner: docs/benchmarks.md)."""
     return "id3" if name in GREEDY_BY_IMPURITY else name
+
+
+#: The learners' programs (trees; boosting and bagging; the forest and the rank learners; Fourier, queries and
+#: SGD), compiled side by side (compile workers), each a ``lax.switch`` over its learners' branches, of about equal
+#: compile seconds on the CPU (docs/benchmarks.md, "Issue 56, quick sizes and program splits": the same rows as one
+#: program). A learner named in none runs in the last.
+PROGRAMS = (
+    ("id3-entropy", "id3-error", "id3-gini", "id3-kearns_mansour", "id3-random-ties", "stump-error", "stump-gini",
+     "best-first-gini", "population-entropy"),
+    ("adaboost-cart", "adaboost-parities-2", "adaboost-stumps", "bagging-majority"),
+    ("random-forest", "find-k", "findmin"),
+    ("lmn-k", "lmn-k-biased", "sparse-k", "km", "parities-k", "sgd"),
+)
+
+
+def learner_program(name: str) -> int:
+    """The index in :data:`PROGRAMS` of the program that runs learner ``name``."""
+    return next((i for i, names in enumerate(PROGRAMS) if name in names), len(PROGRAMS) - 1)
 
 
 #: The study's learners: every registered one.
@@ -414,6 +432,6 @@ COMPARE = Study(
     shared=("learner",),
     uniform=("family", "learner"),
     choices={"family": FAMILIES, "learner": tuple(LEARNERS)},
-    buckets={"family": lambda family: "junta" if family in JUNTAS else family},
+    buckets={"family": lambda family: "junta" if family in JUNTAS else family, "learner": learner_program},
     cpu_opt_level=2,
 )
