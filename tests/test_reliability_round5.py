@@ -188,3 +188,15 @@ def test_best_first_trees_count_wide_weights_exactly_too():
     learner = jt.BestFirstTree(jt.GrowthRule(max_depth=3, impurity="gini"), max_leaves=8)
     tree = learner.fit(KEY, jt.with_weights(d, W_H))
     assert float(jt.sample_error(tree, d)) == 0.0  # before: 0.11, the light examples rounded away
+
+
+def test_a_tree_grown_on_flagged_weights_scores_nan_on_any_data():
+    """Round four flagged traced negative weights (NaN weights, m = 0), but the root-only tree grown on them still
+    scored a plausible error on other data (0.52 on an unweighted sample); now its errors are NaN everywhere."""
+    f = jt.parity(np.array([0, 1]), 6)
+    d = jt.draw(KEY, jnp.full(6, 0.5), f, 64)
+    fit = jax.jit(lambda w: jt.grow(jt.with_weights(d, w), jt.GrowthRule(max_depth=2, exact_weights=False)))
+    bad, good = fit(-jnp.ones(64)), fit(jnp.ones(64))
+    assert np.isnan(float(jt.sample_error(bad, d))) and np.isnan(float(jt.exact_error(bad, jnp.full(6, 0.5), f)))
+    assert np.isnan(float(bad.exact_error(jnp.full(6, 0.5), f)))
+    assert float(jt.sample_error(good, d)) == 0.0 and float(jt.exact_error(good, jnp.full(6, 0.5), f)) == 0.0

@@ -51,12 +51,23 @@ def target_mean(target, p, fixed, values):
 
 def sample_error(hypothesis: Hypothesis, data):
     """Fraction of ``data``'s examples that ``hypothesis`` mislabels (float32; weighted by
-    ``data.weight`` when the data carries weights)."""
+    ``data.weight`` when the data carries weights). NaN for a tree grown on flagged data (its root weight NaN:
+    traced bad weights or values, issue 58), whatever data it is scored on."""
     wrong = (hypothesis.predict_bits(data.X) ^ data.y) & data.valid
     if data.weight is None:
-        return bits.count(wrong) / bits.count(data.valid)
-    w = data.weight
-    return (bits.unpack(wrong, w.shape[-1]) * w).sum() / (bits.unpack(data.valid, w.shape[-1]) * w).sum()
+        error = bits.count(wrong) / bits.count(data.valid)
+    else:
+        w = data.weight
+        error = (bits.unpack(wrong, w.shape[-1]) * w).sum() / (bits.unpack(data.valid, w.shape[-1]) * w).sum()
+    return flag_nan_root(hypothesis, error)
+
+
+def flag_nan_root(hypothesis, value):
+    """``value``, or NaN where ``hypothesis`` is a tree whose root weight is NaN (grown on flagged data)."""
+    weight = getattr(hypothesis, "weight", None)
+    if weight is None or jnp.ndim(weight) < 1:
+        return value
+    return jnp.where(jnp.isnan(weight[..., 0]), jnp.nan, value)
 
 
 class TreeMethods:
@@ -90,5 +101,6 @@ class TreeMethods:
         return self.mean[self._layout.leaf(self, x)]
 
     def exact_error(self, p, target):
-        """Pr_{x ~ p}[h(x) != f(x)] under the product distribution ``p`` and the target, exactly."""
-        return self._layout.exact_error(self, p, target)
+        """Pr_{x ~ p}[h(x) != f(x)] under the product distribution ``p`` and the target, exactly (NaN for a tree
+        grown on flagged data, as :func:`sample_error`)."""
+        return flag_nan_root(self, self._layout.exact_error(self, p, target))

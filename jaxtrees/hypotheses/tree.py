@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxtrees.core import bits, checks
-from jaxtrees.hypotheses.base import TreeMethods, target_mean
+from jaxtrees.hypotheses.base import TreeMethods, flag_nan_root, target_mean
 
 
 class _Arrays(NamedTuple):
@@ -260,8 +260,8 @@ def node_errors(tree: Tree, p, target):
 
 
 def exact_error(tree: Tree, p, target):
-    """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32)."""
-    return _exact_error(tree, checked_marginals(tree.feature, p, target), target)
+    """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32); NaN for a tree grown on flagged data (root weight NaN)."""
+    return flag_nan_root(tree, _exact_error(tree, checked_marginals(tree.feature, p, target), target))
 
 
 @jax.jit
