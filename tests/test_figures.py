@@ -56,3 +56,19 @@ def test_a_child_killed_without_a_word_has_its_file_written_here(tmp_path, monke
     monkeypatch.setenv("JAXTREES_FIGURE_FORK", "1")
     summary.save(_figure(), str(tmp_path / "f"))
     assert (tmp_path / "f.svg").read_text().rstrip().endswith("</svg>")
+
+
+def test_figures_drawn_side_by_side_give_their_paths_in_order_and_raise_a_childs_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXTREES_FIGURE_FORK", "1")
+
+    def draw(name):
+        return summary.save(_figure(), str(tmp_path / name))
+
+    def broken():
+        raise ValueError("no such column")
+
+    assert summary.side_by_side(lambda: draw("a"), lambda: draw("b")) == [
+        str(tmp_path / f"{n}.{e}") for n in "ab" for e in ("png", "svg")]
+    assert all((tmp_path / f"{n}.svg").read_text().rstrip().endswith("</svg>") for n in "ab")
+    with pytest.raises(RuntimeError, match="drawing a figure failed: ValueError: no such column"):
+        summary.side_by_side(lambda: draw("c"), broken)

@@ -141,7 +141,8 @@ FORK_TIMEOUT = 600.0
 
 def _forked(work, *args):
     """``work(*args)`` in a forked child (Linux, two or more cores, ``JAXTREES_FIGURE_FORK`` not "0"): returns
-    ``(pid, pipe)`` for :func:`_joined`, or None where it is not forked. The child only draws and writes (no JAX)."""
+    ``(pid, pipe)`` for :func:`_joined`, or None where it is not forked. The child only draws and writes (numpy and
+    matplotlib, no JAX); its result (JSON) or its error comes back through the pipe."""
     import json
     import sys
     import warnings
@@ -158,14 +159,18 @@ def _forked(work, *args):
     code = 1
     try:
         os.close(read)
-        work(*args)
+        message = {"result": work(*args)}
         code = 0
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
-        os.write(write, json.dumps({"errno": getattr(e, "errno", None), "strerror": getattr(e, "strerror", None),
-                                    "filename": getattr(e, "filename", None),
-                                    "message": f"{type(e).__name__}: {e}"}).encode())
+        message = {"errno": getattr(e, "errno", None), "strerror": getattr(e, "strerror", None),
+                   "filename": getattr(e, "filename", None), "message": f"{type(e).__name__}: {e}"}
     finally:
-        os._exit(code)
+        try:
+            data = json.dumps(message).encode()
+            while data:
+                data = data[os.write(write, data):]
+        finally:
+            os._exit(code)
 
 
 def _stop(child):
@@ -182,8 +187,8 @@ def _stop(child):
 
 
 def _joined(child, fallback):
-    """Wait for a :func:`_forked` child; raise its error (an OSError as such), or run ``fallback`` here if it
-    is still running after :data:`FORK_TIMEOUT` seconds (then stopped) or ended without a word."""
+    """Wait for a :func:`_forked` child and return its result; raise its error (an OSError as such), or return
+    ``fallback()`` if it is still running after :data:`FORK_TIMEOUT` seconds (then stopped) or ended without a word."""
     import json
     import select
     import signal
@@ -203,15 +208,33 @@ def _joined(child, fallback):
         raise
     os.close(read)
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) == 0:
-        return
-    if not chunks:  # killed (the timeout, a signal): the file is written here instead
+    try:
+        message = json.loads(b"".join(chunks))
+    except ValueError:  # killed (the timeout, a signal) before its word: the work is done here instead
         return fallback()
-    error = json.loads(b"".join(chunks))
-    if error["errno"] is not None:
-        raise OSError(error["errno"], error["strerror"], error["filename"])
-    raise RuntimeError(f"writing a figure failed: {error['message']}")
+    if os.waitstatus_to_exitcode(status) == 0 and "result" in message:
+        return message["result"]
+    if "result" in message:
+        return fallback()
+    if message["errno"] is not None:
+        raise OSError(message["errno"], message["strerror"], message["filename"])
+    raise RuntimeError(f"drawing a figure failed: {message['message']}")
 
+
+def side_by_side(*draws) -> list[str]:
+    """Each ``draw()`` (drawing and saving a figure: returns its paths) in a forked child beside the first, which
+    runs here (one after the other where children are not forked, see :func:`_forked`); their paths in order."""
+    children = [_forked(draw) for draw in draws[1:]]
+    try:
+        paths = list(draws[0]())
+    except BaseException:
+        for child in children:
+            if child is not None:
+                _stop(child)
+        raise
+    for draw, child in zip(draws[1:], children):
+        paths += draw() if child is None else _joined(child, draw)
+    return paths
 
 def _plain_log_labels(fig):
     """Log axes' default tick labels as plain text ("1024", "1e-05"): matplotlib's superscripts are mathtext, a

@@ -105,10 +105,11 @@ def _juntas_plot(rows, stem):
         return ("uniform (c = 0)" if float(c) == 0 else f"smoothed, c = {float(c):g}") + (
             f", {impurity}" if several else "")
 
-    return _success_plot(rows, stem, ["n", "k"], ["impurity", "c"], label,
-                         lambda n, k: f"random {k}-juntas, n = {n}",
-                         "ID3-style growth to depth k on c-smoothed product distributions") + \
-        _signal_plot(rows, stem + "_signal", ["n", "k", "impurity", "c"], "juntas")
+    return summary.side_by_side(
+        lambda: _success_plot(rows, stem, ["n", "k"], ["impurity", "c"], label,
+                              lambda n, k: f"random {k}-juntas, n = {n}",
+                              "ID3-style growth to depth k on c-smoothed product distributions"),
+        lambda: _signal_plot(rows, stem + "_signal", ["n", "k", "impurity", "c"], "juntas"))
 
 
 def _juntas_report(rows):
@@ -170,10 +171,11 @@ def _parity_plot(rows, stem):
         return f"n = {2**int(log2_n)}, " + (
             "uniform" if float(c) == 0 else f"(alpha, c) = ({float(alpha):g}, {float(c):g})")
 
-    return _success_plot(rows, stem, ["impurity"], ["log2_n", "alpha", "c"], label,
-                         lambda impurity: f"log2(n)-parities, {impurity}",
-                         "Parities under (alpha, c)-distributions vs uniform") + \
-        _signal_plot(rows, stem + "_signal", ["log2_n", "impurity", "alpha", "c"], "parity")
+    return summary.side_by_side(
+        lambda: _success_plot(rows, stem, ["impurity"], ["log2_n", "alpha", "c"], label,
+                              lambda impurity: f"log2(n)-parities, {impurity}",
+                              "Parities under (alpha, c)-distributions vs uniform"),
+        lambda: _signal_plot(rows, stem + "_signal", ["log2_n", "impurity", "alpha", "c"], "parity"))
 
 
 def _parity_report(rows):
