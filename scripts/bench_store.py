@@ -12,7 +12,8 @@ compilation cache off. Printed per size, from the run's metadata and the child's
                             rows_per_s_write_in_run is the writer thread's wall rate during the trials (sharing
                             the cores with XLA's threads)
   post_run_s_per_million    read back, checks, figures and report after the last trial, per million rows
-  peak_rss_mb               the process's peak resident memory
+  peak_rss_mb               the process's peak resident memory (its largest child's, a figure drawn in a forked
+                            child, beside it: ``peak_rss_mb_children``, the pages it shares with the parent included)
   disk_bytes_per_row        bytes of rows/ per row
 
 The last lines are ``host_us_per_row``, ``rows_per_s_write``, ``post_run_s_per_million_rows`` (the large
@@ -51,13 +52,15 @@ def child(replicates: int, out: str) -> dict:
     with open(os.path.join(directory, "metadata.json")) as fh:
         run = json.load(fh)["runs"][-1]
     rows = run["rows_written"]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the write-alone pass reads the rows again
+    peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     write_alone = _write_alone(directory, run)
     disk = sum(os.path.getsize(os.path.join(directory, "rows", n)) for n in os.listdir(os.path.join(directory, "rows")))
     return {"rows": rows, "trials": run["trials"], "wall_s": wall, "run_s": run["seconds"],
             "post_run_s": cli.LAST_POST_RUN_SECONDS,
             "host_us_per_row": 1e6 * (run["host_seconds"] + run["handover_seconds"]) / rows,
             "rows_per_s_write_in_run": rows / max(run["write_seconds"], 1e-9), "rows_per_s_write": write_alone,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_rss_mb": peak, "peak_rss_mb_children": peak_children,
             "disk_bytes_per_row": disk / rows, "device": run["environment"]["device_kind"],
             "devices": run["environment"]["local_device_count"]}
 
@@ -106,7 +109,9 @@ def main(argv=None):
               f"wall {r['wall_s']:.1f} s, trials {r['run_s']:.1f} s, after them {r['post_run_s']:.2f} s; "
               f"host {r['host_us_per_row']:.3f} us/row, write {r['rows_per_s_write']:,.0f} rows/s "
               f"({r['rows_per_s_write_in_run']:,.0f} during the trials), "
-              f"peak RSS {r['peak_rss_mb']:,.0f} MB, {r['disk_bytes_per_row']:.2f} bytes/row", flush=True)
+              f"peak RSS {r['peak_rss_mb']:,.0f} MB (its largest child, a figure drawn beside: "
+              f"{r['peak_rss_mb_children']:,.0f} MB, pages shared with it included), "
+              f"{r['disk_bytes_per_row']:.2f} bytes/row", flush=True)
     large = results["1e7"]
     lines = {"host_us_per_row": max(r["host_us_per_row"] for r in results.values()),
              "rows_per_s_write": min(r["rows_per_s_write"] for r in results.values()),
