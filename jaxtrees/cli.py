@@ -186,7 +186,7 @@ def _compiled_as(study, name) -> str:
         groups: dict = {}
         for value in choices:
             groups.setdefault(study.buckets[name](value), []).append(value)
-        return f"traced{allowed}: one program per group of {' | '.join('/'.join(g) for g in groups.values())}"
+        return f"traced{allowed}: one program per group of {' | '.join(', '.join(g) for g in groups.values())}"
     return f"traced{allowed}"
 
 

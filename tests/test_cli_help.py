@@ -86,4 +86,4 @@ def test_list_and_an_unknown_parameter_point_to_run_study_help(capsys, tmp_path)
 def test_a_bucketed_parameter_says_which_values_share_a_program(capsys):
     code, out, _ = _help(capsys, "compare")
     block = " ".join(_block(out, "family").split())
-    assert code == 0 and "one program per group of parity/junta | tree | rank | addressing" in block
+    assert code == 0 and "one program per group of parity, junta | tree | rank | addressing" in block

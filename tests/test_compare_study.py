@@ -24,6 +24,17 @@ def test_the_quick_and_full_grids_run_every_registered_learner():
     assert set(study.full["family"]) == set(compare.FAMILIES)
 
 
+def test_every_learner_runs_in_one_of_four_programs_and_a_branch_stays_whole():
+    """Issue 56: ``compare.PROGRAMS`` names every registered learner once; the learners of one branch (the
+    id3-<impurity> learners and the stumps) share a program; an unnamed learner runs in the last."""
+    named = [name for names in compare.PROGRAMS for name in names]
+    assert sorted(named) == sorted(learners.names()) and len(compare.PROGRAMS) == 4
+    assert len({compare.learner_program(name) for name in compare.GREEDY_BY_IMPURITY}) == 1
+    assert compare.learner_program("no-such-learner") == len(compare.PROGRAMS) - 1
+    study = studies.get("compare")
+    assert len(study.programs(runner.configure(study, quick=True))) == 4
+
+
 def test_a_cpu_runs_the_full_size_in_small_groups_and_the_quick_size_in_the_default():
     """The full size's float rows (1.6 MiB per trial) overflow the CPU budget at 32 trials a group;
     the quick size's (64 KiB) do not, so its rows stay those of the default group."""
