@@ -194,8 +194,9 @@ def main(argv=None):
                 budget = warm["trial_s"] + 2.0 * warm["programs"]
                 warm["over_trials"] = round(warm["wall_s"] / budget, 3)
                 row["warm"] = warm
-                print(f"{'':>18}  warm: loaded {warm['loaded']}/{warm['programs']} ({warm['traced']} traced)  compile {warm['compile_s']:7.1f} s  "
-                      f"waited {warm['waited_s']:7.1f} s  trials {warm['trial_s']:7.1f} s  wall {warm['wall_s']:7.1f} s  "
+                print(f"{'':>18}  warm: loaded {warm['loaded']}/{warm['programs']} ({warm['traced']} traced)  "
+                      f"compile {warm['compile_s']:7.1f} s  waited {warm['waited_s']:7.1f} s  "
+                      f"trials {warm['trial_s']:7.1f} s  wall {warm['wall_s']:7.1f} s  "
                       f"(cold {row['wall_s']:.1f} s; warm / (trials + 2 s per program) {warm['over_trials']:.2f})",
                       flush=True)
                 phases = warm["phases"]

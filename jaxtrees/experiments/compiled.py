@@ -90,9 +90,9 @@ def describe(static: dict) -> str:
 
 
 class Ahead:
-    """The job's programs in order, each traced and compiled on a daemon thread while earlier ones
-    run, at most ``threads`` ahead of the one running (XLA:CPU releases the GIL while it compiles, tracing
-    does not), or,
+    """The job's programs in order, each loaded from the program cache or traced and compiled
+    (:func:`compile_program`) on a daemon thread while earlier ones run, at most ``threads`` ahead of the
+    one running (XLA:CPU releases the GIL while it compiles, tracing does not), or,
     given ``workers`` (:class:`~jaxtrees.experiments.workers.Pool`), each thread waiting for a worker
     process that traces and compiles it (XLA:GPU holds the GIL; :mod:`~jaxtrees.experiments.workers`). The
     wait for a program is what compiling adds to the run (``compile_wait_seconds``, the progress
@@ -162,7 +162,7 @@ def compile_program(job, program, cancelled: threading.Event | None = None, pool
     on any thread: "loaded" from the program cache (no tracing) where it holds the program, else traced
     and compiled, in this process or, given ``pool`` (:class:`~jaxtrees.experiments.workers.Pool`), in a
     worker whose executable this process loads ("compiled", or "loaded" where XLA's part came from JAX's
-    persistent cache); a freshly compiled program is put in the program cache. Not started, or not
+    persistent cache); either is then put in the program cache (:func:`serialized`). Not started, or not
     compiled after tracing, once ``cancelled`` is set (CancelledError); where a worker has failed under
     "auto" (``pool.fallback``), this process compiles the rest."""
     import concurrent.futures

@@ -26,7 +26,7 @@ from jaxtrees.experiments import workers
 from jaxtrees.experiments import compiled as compiling
 from jaxtrees.experiments.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, GROUP, LOOP_MAX_TRIALS,  # noqa: F401
                                            MEMORY_BUDGET, OPT_LEVEL_FLAG, compiler_options, default_compile_threads,
-                                           group_size, loop_max_trials, memory_budget)
+                                           group_size, loop_max_trials, memory_budget)  # noqa: F401
 from jaxtrees.experiments.layout import Layout, inputs, pack
 from jaxtrees.experiments.progress import Progress
 from jaxtrees.experiments.store import Store, environment, now, read_results
