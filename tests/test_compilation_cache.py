@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zlib
 
 import jax
@@ -163,7 +164,7 @@ def test_a_program_entry_loads_and_a_damaged_foreign_or_missing_one_is_none(tmp_
     assert store.save("a" * 64, *serialized)
     loaded = store.load("a" * 64, devices)
     np.testing.assert_array_equal(np.asarray(loaded(np.arange(4, dtype=np.float32))), [1, 3, 5, 7])
-    assert os.listdir(tmp_path) == ["a" * 64 + ".program"]  # no temporary left
+    assert os.listdir(tmp_path) == [os.path.basename(store.path("a" * 64))]  # no temporary left
     os.replace(store.path("a" * 64), store.path("b" * 64))  # another key's entry under this name: foreign
     assert store.load("b" * 64, devices) is None and not store.has("b" * 64)
     for damage in (lambda d: d[: len(d) // 2], lambda d: d[:-1] + bytes([d[-1] ^ 1]), lambda d: b""):
@@ -173,6 +174,22 @@ def test_a_program_entry_loads_and_a_damaged_foreign_or_missing_one_is_none(tmp_
         with open(store.path("c" * 64), "wb") as fh:
             fh.write(damage(data))
         assert store.load("c" * 64, devices) is None and not store.has("c" * 64)  # removed: compiled again
+
+
+def test_saving_removes_the_entries_of_another_source_left_a_day(tmp_path, monkeypatch):
+    store, (_, serialized) = cache.Programs(str(tmp_path)), _executable()
+    monkeypatch.setattr(cache, "_digest", ["old source"])
+    for key in ("a" * 64, "b" * 64):
+        store.save(key, *serialized)
+    stale = time.time() - cache.STALE_SECONDS - 60
+    os.utime(store.path("a" * 64), (stale, stale))  # another source's, a day old: removed
+    monkeypatch.setattr(cache, "_digest", ["new source"])
+    store.save("c" * 64, *serialized)
+    os.utime(store.path("c" * 64), (stale, stale))  # this source's: kept however old
+    store.save("d" * 64, *serialized)
+    assert sorted(os.listdir(tmp_path)) == ["new source"[:12] + "-" + "c" * 64 + ".program",
+                                            "new source"[:12] + "-" + "d" * 64 + ".program",
+                                            "old source"[:12] + "-" + "b" * 64 + ".program"]  # b: written lately
 
 
 def test_a_programs_key_changes_with_what_can_change_its_executable(monkeypatch):

@@ -314,19 +314,25 @@ def _host_cpu() -> str:
     return platform.machine() + "|" + "|".join(lines)
 
 
+#: An entry of another package source not written for this long is removed when an entry is saved (the
+#: program, if JAX's cache still holds it, is then traced and loaded once, and kept again).
+STALE_SECONDS = 24 * 3600
+
+
 class Programs:
-    """Serialized executables by :func:`program_key`, one file ``KEY.program`` each in ``directory``.
+    """Serialized executables by :func:`program_key`, one file ``SOURCE-KEY.program`` each in ``directory``
+    (SOURCE: the start of :func:`source_digest`).
 
     :meth:`save` writes an entry whole (a temporary file, fsync, rename); :meth:`load` returns None for an
     entry missing, damaged (its checksum), foreign (another key inside) or one that fails to load,
     removing a bad one, so the program is compiled again: never an error. An entry holds a fresh
-    compile's bytes only (:func:`serialize`)."""
+    compile's bytes only (:func:`serialize`). Saving removes stale entries (:data:`STALE_SECONDS`)."""
 
     def __init__(self, directory: str):
         self.directory = directory
 
     def path(self, key: str) -> str:
-        return os.path.join(self.directory, key + ".program")
+        return os.path.join(self.directory, f"{source_digest()[:12]}-{key}.program")
 
     def has(self, key: str) -> bool:
         return os.path.exists(self.path(key))
@@ -381,7 +387,19 @@ class Programs:
             with contextlib.suppress(OSError):
                 os.remove(temporary)
             return False
+        self._remove_stale()
         return True
+
+    def _remove_stale(self):
+        """Entries of another source (an edited or other version of the package) older than :data:`STALE_SECONDS`."""
+        import time
+
+        current, cutoff = source_digest()[:12] + "-", time.time() - STALE_SECONDS
+        for path in glob.glob(os.path.join(glob.escape(self.directory), "*.program")):
+            if not os.path.basename(path).startswith(current):
+                with contextlib.suppress(OSError):
+                    if os.path.getmtime(path) < cutoff:
+                        os.remove(path)
 
 
 _serializing = threading.Lock()
