@@ -359,8 +359,8 @@ def test_a_killed_run_keeps_the_timings_of_its_finished_programs(tmp_path, monke
         return compile_(*args, **kwargs)
 
     monkeypatch.setattr(compiled, "build", killed_on_the_second)
-    with pytest.raises(KeyboardInterrupt):
-        runner.run(study, config, str(tmp_path), progress=False)
+    with pytest.raises(KeyboardInterrupt):  # one compile thread: the second build is the second program's
+        runner.run(study, config, str(tmp_path), progress=False, compile_threads=1)
     run = json.loads((tmp_path / "juntas" / "metadata.json").read_text())["runs"][-1]
     assert len(run["compile_seconds"]) == len(run["run_seconds"]) == 1 and run["trials_run"] == {
         name: 2 for name in run["run_seconds"]}
