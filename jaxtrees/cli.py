@@ -497,7 +497,7 @@ def _metadata(directory: str) -> dict:
         raise ValueError(f"{directory} is not a results directory (no metadata.json){rebuild}; "
                          f"pass OUT/STUDY as written by `jaxtrees run`")
     try:
-        with open(path) as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is read past
             metadata = json.load(fh)
         metadata["config"]["study"]
         if not metadata.get("runs"):

@@ -575,7 +575,7 @@ R = "{work}/r/juntas"
 cli("dir-report-ok", "results directory", ["report", R], None, setup=_results)
 cli("dir-corrupt-metadata", "damaged file", ["report", R], "metadata.json", setup=_damage(_corrupt_metadata))
 cli("dir-no-runs", "damaged file", ["report", R], "records no run", setup=_damage(_no_runs))
-cli("dir-metadata-bom", "damaged file", ["report", R], "BOM.*delete that file", setup=_damage(_bom))
+cli("dir-metadata-bom", "damaged file", ["report", R], None, setup=_damage(_bom))  # read past the mark
 cli("dir-missing-column", "damaged file", ["report", R], "lack a column", setup=_damage(_drop_column))
 cli("dir-truncated-part", "damaged file", ["report", R], r"part-\d+|parquet|damaged|cannot read",
     setup=_damage(_truncate_part))

@@ -181,6 +181,16 @@ def test_a_trial_read_twice_or_short_is_refused_and_rows_apart_are_read_whole(tm
         store.read_results(str(tmp_path / "copy"))
 
 
+def test_a_metadata_file_saved_with_a_byte_order_mark_is_read(tmp_path, reference, capsys):
+    """An editor or spreadsheet that saves metadata.json with a byte-order mark leaves it readable."""
+    shutil.copytree(reference, tmp_path / "copy")
+    path = tmp_path / "copy" / "metadata.json"
+    path.write_text(path.read_text(encoding="utf-8"), encoding="utf-8-sig")
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert cli.main(["report", str(tmp_path / "copy")]) == 0 and "## Theory" in capsys.readouterr().out
+    assert store.completeness(str(tmp_path / "copy"), store.read_results(str(tmp_path / "copy")))[0] == 12
+
+
 def test_one_lock_per_directory_whatever_the_process_count(tmp_path):
     """A single-process run and process 1 of a distributed run cannot both write: process 0 holds the one lock,
     the others only check that it names their run."""

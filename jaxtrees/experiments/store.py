@@ -342,7 +342,7 @@ def _read_json(path: str, rebuildable: bool = False):
     if not os.path.exists(path):
         return None
     try:
-        with open(path) as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark (a spreadsheet or editor's) is read past
             value = json.load(fh)
         if not isinstance(value, dict) or not isinstance(value.get("config"), dict):
             raise ValueError("not a jaxtrees metadata object")
