@@ -642,8 +642,8 @@ def _cost_table(metadata) -> str:
             "seconds summed over the runs (wall time on the host; a program compiles on a background thread while "
             "earlier ones run, so compile s overlap other rows' run s; trials are run in whole "
             "vmapped groups, so a program with fewer trials than a group pays for a full group). Each run either "
-            "compiled a program or loaded it from the persistent compilation cache (`JAXTREES_CACHE_DIR`), "
-            "tracing it either way.\n\n"
+            "compiled a program (on a background thread or in a worker process) or loaded it from the cache "
+            "(`JAXTREES_CACHE_DIR`: a program it saved is loaded without tracing).\n\n"
             + summary.markdown_table([*varying, "trials", "compile s", "compiled / loaded", "run s", "trials/s", "device"],
                                      table) + "\n")
 
