@@ -297,6 +297,8 @@ def legend(fig, axes):
             ax.get_legend().remove()
     column = 0.9 + 0.6 * _points("legend.fontsize") / 72 * max(map(len, entries), default=0)  # inches
     columns = max(1, min(len(entries), int(fig.get_figwidth() // column)))
+    rows = -(-len(entries) // columns)
+    fig.set_figheight(fig.get_figheight() + 1.45 * _points("legend.fontsize") / 72 * rows)  # room for it below the panels
     fig.legend(list(entries.values()), list(entries), loc="outside lower center", ncols=columns)
 
 
