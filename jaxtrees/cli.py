@@ -103,6 +103,33 @@ def main(argv=None) -> int:
         return 1
 
 
+def console() -> None:
+    """The ``jaxtrees`` command: :func:`main`, then :func:`exit_now` with its exit code."""
+    exit_now(main())
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code``: the ``atexit`` handlers run and stdout / stderr are flushed, then ``os._exit``
+    skips the interpreter's teardown of its modules and of JAX's client (0.3-0.4 s after a study; docs/benchmarks.md).
+    A plain ``sys.exit`` where that teardown may matter: a tracer or profiler is set (coverage, cProfile), a
+    non-daemon thread is alive, ``atexit`` cannot be run by hand, or ``JAXTREES_FAST_EXIT=0``."""
+    import atexit
+    import threading
+
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if (os.environ.get("JAXTREES_FAST_EXIT", "1") == "0" or sys.gettrace() is not None
+            or sys.getprofile() is not None or others or run_handlers is None):
+        sys.exit(code)
+    run_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            pass
+    os._exit(code)
+
+
 def _os_error(e: OSError) -> str:
     """An OSError in one clause: what failed, on which file."""
     where = f" ({e.filename})" if e.filename else ""
@@ -260,9 +287,45 @@ def _run(args) -> int:
         seed = args.seed
     config = runner.configure(study, quick=args.quick, overrides=overrides, seed=seed)
     t0 = time.perf_counter()
+    _import_figures()
     directory = runner.run(study, config, args.out, chunk=args.chunk, group=args.group,
                            progress=not args.no_progress, allow_changes=args.allow_changes)
     return _after_run(study, directory, t0)
+
+
+#: The thread importing matplotlib beside a run (:func:`_import_figures`), joined before the figures are drawn.
+_FIGURES_IMPORT: list = []
+
+
+def _import_figures() -> None:
+    """Import matplotlib's figure and its PNG and SVG writers on a daemon thread while the run loads or compiles its
+    programs and runs its trials, which release the GIL (0.3 s of a warm quick study's 3 s; docs/benchmarks.md):
+    on process 0, which draws, once per process."""
+    import threading
+
+    import jax
+
+    if _FIGURES_IMPORT or jax.process_index() != 0 or "matplotlib.backends.backend_svg" in sys.modules:
+        return
+
+    def work():
+        try:
+            import matplotlib.backends.backend_agg  # noqa: F401
+            import matplotlib.backends.backend_svg  # noqa: F401
+            import matplotlib.figure  # noqa: F401
+        except Exception:  # noqa: BLE001 - raised again, in full, where the figures import it
+            pass
+
+    thread = threading.Thread(target=work, name="jaxtrees-import-matplotlib", daemon=True)
+    _FIGURES_IMPORT.append(thread)
+    thread.start()
+
+
+def _figures_imported() -> None:
+    """Wait for :func:`_import_figures`'s thread (a figure drawn, or a child forked, while it imports could
+    see a half-imported module); an import error there is raised again by the figures' own imports."""
+    for thread in _FIGURES_IMPORT:
+        thread.join()
 
 
 #: Seconds the last ``jaxtrees run`` in this process spent after its last trial (scripts/bench_store.py).
@@ -287,6 +350,7 @@ def _after_run(study, directory: str, t0: float) -> int:
         print(f"run incomplete ({done:,} of {total:,} trials); rerun the same command to resume ({directory})",
               file=sys.stderr)
         return 1
+    _figures_imported()
     figures = _plot_files(study, directory, rows)
     print(_write_report(study, directory, rows))
     LAST_POST_RUN_SECONDS = time.perf_counter() - t1
@@ -652,4 +716,4 @@ _COMMANDS = {"list": _list, "run": _run, "plot": _plot, "report": _report, "expo
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -83,7 +83,7 @@ code = cli.main(sys.argv[1:])
 marks["total"] = time.perf_counter() - t0
 with open(os.environ["JAXTREES_BENCH_PHASES"], "w") as f:
     json.dump(marks, f)
-sys.exit(code)
+cli.exit_now(code)  # as the jaxtrees command ends
 """
 
 

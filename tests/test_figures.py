@@ -72,3 +72,17 @@ def test_figures_drawn_side_by_side_give_their_paths_in_order_and_raise_a_childs
     assert all((tmp_path / f"{n}.svg").read_text().rstrip().endswith("</svg>") for n in "ab")
     with pytest.raises(RuntimeError, match="drawing a figure failed: ValueError: no such column"):
         summary.side_by_side(lambda: draw("c"), broken)
+
+
+def test_symlog_and_log_ticks_are_plain_text(tmp_path):
+    """Tick labels of log and symlog axes are plain text, not mathtext (a quarter of a figure's drawing time)."""
+    fig, (ax, bx) = summary.figure(2)
+    ax.plot([0, 1, 4, 64], [0.5, 0.4, 0.3, 0.2])
+    ax.set_xscale("symlog", base=2, linthresh=1)
+    bx.plot([16, 1024], [1e-5, 1e-1])
+    summary.panel(bx, "log", "m")
+    bx.set_yscale("log")
+    summary.save(fig, str(tmp_path / "f"))
+    labels = [t.get_text() for a in (ax, bx) for t in (*a.get_xticklabels(), *a.get_yticklabels())]
+    assert labels and not [label for label in labels if "$" in label]
+    assert {"4", "64"} <= {t.get_text() for t in ax.get_xticklabels()}

@@ -237,8 +237,8 @@ def side_by_side(*draws) -> list[str]:
     return paths
 
 def _plain_log_labels(fig):
-    """Log axes' default tick labels as plain text ("1024", "1e-05"): matplotlib's superscripts are mathtext, a
-    quarter of a figure's drawing time."""
+    """Log and symlog axes' default tick labels as plain text ("1024", "1e-05", "-32"): matplotlib's superscripts are
+    mathtext, a quarter of a figure's drawing time."""
     from matplotlib import ticker
 
     class Plain(ticker.LogFormatter):
@@ -247,7 +247,7 @@ def _plain_log_labels(fig):
 
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            if axis.get_scale() != "log":
+            if axis.get_scale() not in ("log", "symlog"):
                 continue
             replaced = False
             for get, put in ((axis.get_major_formatter, axis.set_major_formatter),

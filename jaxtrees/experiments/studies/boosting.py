@@ -127,6 +127,10 @@ def _rounds(params):
 
 @summary.styled
 def _plot(rows, stem):
+    return summary.side_by_side(lambda: _errors_plot(rows, stem), lambda: _bounds_plot(rows, stem + "_bounds"))
+
+
+def _errors_plot(rows, stem):
     names = rows.unique("data")
     curves = {weak: {} for weak in LEARNERS}  # learner -> data -> its means per round, by round
     for weak in LEARNERS:
@@ -153,7 +157,7 @@ def _plot(rows, stem):
                       xbase=10)
     return summary.finish(fig, axes, stem, "test error (%)\n(mean +- s.e. over splits)",
                           "AdaBoost and a random forest on the seed's data sets; dotted: the paper's error after "
-                          "250 rounds (Tables 2, 3)", counts) + _bounds_plot(rows, stem + "_bounds")
+                          "250 rounds (Tables 2, 3)", counts)
 
 
 def _bounds_plot(rows, stem) -> list[str]:

@@ -8,6 +8,8 @@ docs/studies.md.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -232,10 +234,8 @@ def _plot(rows, stem):
     for g in summary.rates(rows, ["family", "k", "n", "c", "learner", "m"], "success"):
         panel = curves.setdefault(g["family"], {}).setdefault((g["k"], g["n"], g["c"]), {})
         panel.setdefault(g["learner"], []).append(g)
-    files = _overview_plot(rows, stem)
-    for family, panels in curves.items():
-        files += _family_plot(panels, family, f"{stem}_{family}")
-    return files
+    families = [functools.partial(_family_plot, panels, family, f"{stem}_{family}") for family, panels in curves.items()]
+    return summary.side_by_side(lambda: _overview_plot(rows, stem), *families)
 
 
 def _overview_plot(rows, stem):

@@ -204,6 +204,7 @@ def _error_plot(rows, stem, by, horizon_name, title, label, overlay=None):
             if overlay is not None:
                 overlay(ax, {**dict(zip(by, cell)), "impurity": impurity}, line.get_color(), max(xs))
         ax.set_xscale("symlog", base=2, linthresh=1)
+        ax.set_xlim(left=0)  # depths are >= 0: no ticks on the negative side
         summary.panel(ax, f"{title}, {impurity}", f"tree depth d (up to {horizon_name})", xbase=None, ylim=(0, 0.52))
     return summary.finish(fig, axes, stem, "error of the tree truncated at depth d\n(mean, 95% CI)",
                           "Greedy growth, exact gains" + ("" if overlay is None else "; " + overlay.__doc__), counts)
@@ -245,9 +246,10 @@ def _rate_text(rate):
 
 @summary.styled
 def _addressing_plot(rows, stem):
-    return _error_plot(rows, stem, ["code", "k", "c", "s"], "2^k", "f_{c,k}: exact path mode",
-                       lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g}", _addressing_overlay) + \
-        _gains_plot(rows, stem + "_gains")
+    return summary.side_by_side(
+        lambda: _error_plot(rows, stem, ["code", "k", "c", "s"], "2^k", "f_{c,k}: exact path mode",
+                            lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g}", _addressing_overlay),
+        lambda: _gains_plot(rows, stem + "_gains"))
 
 
 @summary.styled

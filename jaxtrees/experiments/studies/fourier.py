@@ -131,6 +131,11 @@ PANEL = ["target", "n", "k", "theta", "l1"]
 
 @summary.styled
 def _plot(rows, stem):
+    return summary.side_by_side(lambda: _success_plot(rows, stem), lambda: _spectra_plot(rows, f"{stem}_spectra"),
+                                lambda: _approx_plot(rows, f"{stem}_approximation"))
+
+
+def _success_plot(rows, stem):
     panels = {}  # panel -> learner -> c -> its rates over m: one group-by per learner
     for learner in LEARNERS:
         for g in summary.rates(rows, [*PANEL, "c", "m"], f"{learner}_success"):
@@ -147,8 +152,7 @@ def _plot(rows, stem):
                       "training examples m (KM: (2n + 1) m queries)", ylim=summary.RATE_LIMITS)
     return summary.finish(fig, axes, stem, "P[success]\n(95% Wilson band)",
                           "ID3 (depth k) vs LMN and Lasso (degree k) on the same samples, KM from membership queries; "
-                          "ID3: exact error 0, the others: no error on a fresh test sample", counts) + _spectra_plot(
-        rows, f"{stem}_spectra") + _approx_plot(rows, f"{stem}_approximation")
+                          "ID3: exact error 0, the others: no error on a fresh test sample", counts)
 
 
 @summary.styled

@@ -132,6 +132,11 @@ PANEL = ["target", "k", "n", "eps", "delta"]
 
 @summary.styled
 def _plot(rows, stem):
+    return summary.side_by_side(lambda: _error_plot(rows, stem), lambda: _ranks_plot(rows, f"{stem}_ranks"),
+                                lambda: _calls_plot(rows, f"{stem}_calls"), lambda: _nodes_plot(rows, f"{stem}_nodes"))
+
+
+def _error_plot(rows, stem):
     findmin, id3 = _curves(rows, [*PANEL, "c"], "findmin_error"), _curves(rows, [*PANEL, "c"], "id3_error")
     panels = {}
     for key in findmin:
@@ -156,9 +161,8 @@ def _plot(rows, stem):
         ax.set_yscale("symlog", linthresh=1e-3)
         summary.panel(ax, f"random {PLURALS[cell['target']].format(k=cell['k'])}, n = {cell['n']}\n{where}",
                       "training examples m", ylim=(0, 0.6))
-    return (summary.finish(fig, axes, stem, "mean exact error\n(95% band)", "FINDMIN (least-rank consistent tree, "
-                           "003) vs ID3 on the same samples: exact error", counts)
-            + _ranks_plot(rows, f"{stem}_ranks") + _calls_plot(rows, f"{stem}_calls") + _nodes_plot(rows, f"{stem}_nodes"))
+    return summary.finish(fig, axes, stem, "mean exact error\n(95% band)", "FINDMIN (least-rank consistent tree, "
+                          "003) vs ID3 on the same samples: exact error", counts)
 
 
 def _trees(rows):

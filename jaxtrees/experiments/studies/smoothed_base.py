@@ -211,7 +211,7 @@ def _vanishing_lines(trials) -> list[str]:
 
 @summary.styled
 def _plot(rows, stem):
-    return _success_plot(rows, stem) + _theory_plot(rows, stem + "_theory")
+    return summary.side_by_side(lambda: _success_plot(rows, stem), lambda: _theory_plot(rows, stem + "_theory"))
 
 
 def _success_plot(rows, stem):
