@@ -258,6 +258,31 @@ def _run(args) -> int:
     _initialize_distributed(args)
     _backend()
     _compilation_cache()
+    import jax
+
+    from jaxtrees.experiments import cache
+
+    with cache.prefetched(_invocation(args), jax.local_devices() if jax.process_count() == 1 else None):
+        return _run_study(args)
+
+
+def _invocation(args) -> str:
+    """What decides a run's programs on the command line: its study and parameters (the program cache's
+    :func:`~jaxtrees.experiments.cache.prefetched` loads the programs its last run used)."""
+    config = None
+    if args.config:
+        import hashlib
+
+        try:
+            with open(args.config, "rb") as fh:
+                config = hashlib.sha256(fh.read()).hexdigest()
+        except OSError:
+            pass
+    return json.dumps({"study": args.study, "quick": args.quick, "set": args.set, "config": config, "seed": args.seed,
+                       "chunk": args.chunk, "group": args.group}, sort_keys=True)
+
+
+def _run_study(args) -> int:
     from jaxtrees.experiments import runner, studies
 
     study = studies.get(args.study)

@@ -251,6 +251,11 @@ def test_boosting_study_compiles_one_forest_for_every_data_set():
     assert len(study.programs(runner.configure(study, quick=True))) == 1
     n, train_words, test_words = boosting._padded(tuple(boosting.available()))
     assert n == max(len(boosting._data(name).features) for name in boosting.available())
+    key = jax.random.key(0)  # the shapes of the splits the trial packs, as traced
+    traced = [(len(d.features), *(jax.eval_shape(lambda k, part=part, d=d: part(k, d.train_size), key).X.shape[-1]
+                                  for part in (d.problem().train, d.problem().test)))
+              for d in map(boosting._data, boosting.available())]
+    assert (n, train_words, test_words) == tuple(max(shape[i] for shape in traced) for i in range(3))
     assert runner.loop_max_trials(study) == 16
     assert runner.configure(study, quick=True).trials <= 16 < runner.configure(study, quick=False).trials
     assert runner.loop_max_trials(dataclasses.replace(study, level_loop=True)) == runner.LOOP_MAX_TRIALS

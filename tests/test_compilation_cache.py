@@ -87,8 +87,11 @@ def test_a_damaged_cache_entry_is_compiled_again_with_the_same_rows(tmp_path):
     _, how, rows = _run(tmp_path / "a", env)
     assert set(how.values()) == {"compiled"} and len(how) == 2
     reference = _rows(rows)
-    entries = sorted((tmp_path / "cache").glob("*-cache")) + sorted((tmp_path / "cache" / "programs").glob("*"))
+    programs = tmp_path / "cache" / "programs"
+    entries = sorted((tmp_path / "cache").glob("*-cache")) + sorted(programs.glob("*.program"))
     assert len(entries) == 4
+    entries += sorted(programs.glob("recent-*.json"))  # the programs the run used, for the next to load ahead
+    assert len(entries) == 5
     for i, path in enumerate(entries):
         data = path.read_bytes()
         path.write_bytes(data[: len(data) // 2] if i % 2 == 0 else bytes(b ^ 0x5A for b in data))
@@ -222,3 +225,44 @@ def test_describe_counts_the_programs_ready_to_load(tmp_path):
     (tmp_path / cache.PROGRAMS).mkdir()
     (tmp_path / cache.PROGRAMS / ("a" * 64 + ".program")).write_bytes(b"x" * 2**21)
     assert cache.describe(str(tmp_path)) == f"{tmp_path}: 1 program, 1.0 MB; 1 ready to load without tracing, 2.0 MB"
+
+
+def test_prefetched_loads_the_programs_the_last_run_used_beside_the_start(tmp_path, monkeypatch):
+    """A run's keys are remembered per invocation; the next run of it loads them on a thread that ends with the
+    run, and :meth:`Programs.load` takes them (loaded once); a missing entry, other devices or another invocation
+    load as without it."""
+    import threading
+
+    store, devices = cache.Programs(str(tmp_path)), jax.local_devices()[:1]
+    monkeypatch.setattr(cache, "programs", lambda: store)
+    _, serialized = _executable(3.0)
+    with cache.prefetched("run A", devices):  # nothing remembered yet: the run saves a program
+        assert store.save("a" * 64, *serialized)
+    assert store.recent("run A") == ["a" * 64] and store.recent("run B") == []
+    loads = []
+    plain = cache.Programs._load
+    monkeypatch.setattr(cache.Programs, "_load", lambda self, key, d: loads.append(key) or plain(self, key, d))
+    with cache.prefetched("run A", devices):
+        executable = store.load("a" * 64, devices)
+        assert store.load("a" * 64, devices) is not None  # taken once; a second load reads the entry
+    np.testing.assert_array_equal(np.asarray(executable(np.arange(4, dtype=np.float32))), [1, 4, 7, 10])
+    assert loads == ["a" * 64] * 2 and not cache._ahead
+    assert not [t for t in threading.enumerate() if t.name == "jaxtrees-prefetch"]
+    loads.clear()
+    with cache.prefetched("run A", devices):  # loaded ahead, never asked for: dropped
+        pass
+    assert loads == ["a" * 64] and not cache._ahead and store.recent("run A") == ["a" * 64]
+    os.remove(store.path("a" * 64))
+    with cache.prefetched("run A", devices):  # the entry gone: None, and the run compiles and saves another
+        assert store.load("a" * 64, devices) is None
+        store.save("b" * 64, *serialized)
+    assert store.recent("run A") == ["b" * 64]
+    with cache.prefetched("run A", None):  # no devices (several processes): nothing ahead, nothing remembered
+        assert store.load("b" * 64, devices) is not None
+    assert store.recent("run A") == ["b" * 64]
+    with open(store._recent_path("run A"), "w") as fh:
+        fh.write("{not json")
+    assert store.recent("run A") == []
+    with cache.prefetched("run A", devices):  # a damaged record is no record
+        assert store.load("b" * 64, devices) is not None
+    assert store.recent("run A") == ["b" * 64]

@@ -24,7 +24,7 @@ import glob
 import os
 import threading
 
-__all__ = ["Programs", "SafeCache", "describe", "program_key", "programs", "use", "watch", "Seen"]
+__all__ = ["Programs", "SafeCache", "describe", "prefetched", "program_key", "programs", "use", "watch", "Seen"]
 
 #: The suffix of JAX's cache entries (``jax._src.lru_cache``: KEY-cache); temporary files have another.
 SUFFIX = "-cache"
@@ -338,7 +338,20 @@ class Programs:
         return os.path.exists(self.path(key))
 
     def load(self, key: str, devices):
-        """The entry's executable, loaded onto ``devices``; None where there is none or it cannot serve."""
+        """The entry's executable, loaded onto ``devices`` (taken from :func:`prefetched`'s thread where it began
+        loading it); None where there is none or it cannot serve."""
+        ahead = _ahead.pop(key, None)
+        if ahead is not None and ahead.devices == list(devices):
+            ahead.done.wait()
+            if ahead.executable is not None:
+                _used.append(key)
+                return ahead.executable
+        executable = self._load(key, devices)
+        if executable is not None:
+            _used.append(key)
+        return executable
+
+    def _load(self, key: str, devices):
         import hashlib
         import pickle
         import zlib
@@ -387,15 +400,48 @@ class Programs:
             with contextlib.suppress(OSError):
                 os.remove(temporary)
             return False
+        _used.append(key)
         self._remove_stale()
         return True
+
+    def recent(self, invocation: str) -> list[str]:
+        """The keys the last run of ``invocation`` loaded or saved, in that order (:func:`prefetched`)."""
+        import json
+
+        try:
+            with open(self._recent_path(invocation)) as fh:
+                keys = json.load(fh)["keys"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+        return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+    def remember(self, invocation: str, keys: list[str]) -> None:
+        """Record ``keys`` as the last run of ``invocation``'s (written whole; a failure only skips it)."""
+        import json
+
+        path = self._recent_path(invocation)
+        temporary = os.path.join(self.directory, f"{TEMPORARY}{os.getpid()}-{threading.get_ident()}-recent")
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            with open(temporary, "w") as fh:
+                json.dump({"keys": keys}, fh)
+            os.replace(temporary, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)
+
+    def _recent_path(self, invocation: str) -> str:
+        import hashlib
+
+        return os.path.join(self.directory, f"recent-{hashlib.sha256(invocation.encode()).hexdigest()[:32]}.json")
 
     def _remove_stale(self):
         """Entries of another source (an edited or other version of the package) older than :data:`STALE_SECONDS`."""
         import time
 
         current, cutoff = source_digest()[:12] + "-", time.time() - STALE_SECONDS
-        for path in glob.glob(os.path.join(glob.escape(self.directory), "*.program")):
+        for path in glob.glob(os.path.join(glob.escape(self.directory), "*.program")) + glob.glob(
+                os.path.join(glob.escape(self.directory), "recent-*.json")):
             if not os.path.basename(path).startswith(current):
                 with contextlib.suppress(OSError):
                     if os.path.getmtime(path) < cutoff:
@@ -438,6 +484,59 @@ def serialize(executable, entry: bytes | None = None):
     if len(swapped) != 1:
         raise ValueError(f"an executable of {len(swapped)} XLA executables, not one, cannot take its cache entry's")
     return result
+
+
+class _Ahead:
+    """A program :func:`prefetched` loads: for ``devices``; ``done`` once tried (``executable`` None: it could not)."""
+
+    def __init__(self, devices):
+        self.devices, self.done, self.executable = list(devices), threading.Event(), None
+
+
+#: Programs being loaded ahead of the run (:func:`prefetched`), by key, until :meth:`Programs.load` takes them.
+_ahead: dict = {}
+#: Keys the program cache loaded or saved in this process (:func:`prefetched` remembers a run's).
+_used: list = []
+
+
+@contextlib.contextmanager
+def prefetched(invocation: str, devices):
+    """Within: the programs the last run of ``invocation`` (a command line's study and parameters) loaded or saved
+    are loaded from the program cache on a daemon thread, beside the run's start-up (imports, planning; loading
+    releases the GIL), for :meth:`Programs.load` to take. On leaving, that thread is waited for (none outlives the
+    run), what was not taken is dropped, and the keys this run used are remembered for the next. Nothing where the
+    program cache is off or ``devices`` is None."""
+    store = programs()
+    if store is None or devices is None:
+        yield
+        return
+    keys = store.recent(invocation)
+    mine = {key: _Ahead(devices) for key in dict.fromkeys(keys)}
+    _ahead.update(mine)
+    first = len(_used)
+
+    def work():
+        for key, ahead in mine.items():
+            try:
+                ahead.executable = store._load(key, ahead.devices)
+            except BaseException:  # noqa: BLE001 - the run loads or compiles it itself
+                pass
+            finally:
+                ahead.done.set()
+
+    thread = threading.Thread(target=work, name="jaxtrees-prefetch", daemon=True) if mine else None
+    if thread is not None:
+        thread.start()
+    try:
+        yield
+    finally:
+        if thread is not None:
+            thread.join()
+        for key in mine:
+            _ahead.pop(key, None)
+        used = list(dict.fromkeys(_used[first:]))
+        if used and used != keys:
+            store.remember(invocation, used)
 
 
 def programs() -> Programs | None:

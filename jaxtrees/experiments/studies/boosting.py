@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import os
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -61,10 +60,10 @@ def _data(name: str):
 
 @functools.lru_cache(maxsize=None)
 def _padded(names: tuple) -> tuple:
-    """``(n, W_train, W_test)``: the largest features and words of the data sets ``names`` (the forest's shapes)."""
-    key = jax.random.key(0)
-    words = lambda part, d: jax.eval_shape(lambda k: part(k, d.train_size), key).X.shape[-1]  # noqa: E731
-    shapes = [(len(d.features), words(d.problem().train, d), words(d.problem().test, d)) for d in map(_data, names)]
+    """``(n, W_train, W_test)``: the largest features and words of the data sets ``names`` (the forest's shapes):
+    a split of ``train_size`` rows and one of the others (:class:`jaxtrees.problems.DataSet`), packed."""
+    shapes = [(len(d.features), bits.n_words(d.train_size), bits.n_words(d.y.shape[0] - d.train_size))
+              for d in map(_data, names)]
     return tuple(max(s[i] for s in shapes) for i in range(3))
 
 
