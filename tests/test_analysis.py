@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jaxtrees.experiments import analysis
 from jaxtrees.experiments.table import Table
@@ -145,3 +147,36 @@ def test_median_exponents_recover_a_power_law_per_group():
     fits = analysis.median_exponents(rows, ["k"])
     assert abs(fits[(2,)][0] - 1.0) < 1e-9 and fits[(2,)][1] == [8, 16, 32, 64, 128]
     assert abs(fits[(3,)][0] - 2.0) < 1e-9 and fits[(3,)][1] == [8, 16, 32, 64]  # 128^2 > the budget: censored
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_identified_rows_is_identified_per_resample(seed):
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 30))
+    x = rng.choice(np.log([8.0, 16, 32, 64])[: int(rng.integers(1, 5))], size)
+    censored = rng.random(size) < rng.random()
+    weights = (rng.random((20, size)) < 0.3) * rng.integers(1, 4, (20, size)).astype(np.float32)
+    assert analysis._identified_rows(x, censored, weights).tolist() == [
+        analysis._identified(x, censored, w) for w in weights]
+
+
+def test_a_bootstrap_fit_of_the_same_trials_is_computed_once(monkeypatch):
+    """A study's figure and its report fit the same trials: the second call returns the first's fit; other
+    trials, another seed or another number of resamples are fitted anew."""
+    calls = []
+    many = analysis._fit_many
+    monkeypatch.setattr(analysis, "_fit_many", lambda *a: calls.append(1) or many(*a))
+    monkeypatch.setattr(analysis, "_BOOTSTRAPS", {})
+    x = np.repeat(np.log([10.0, 20, 40]), 16)
+    y = 2.0 * x + np.random.default_rng(5).normal(0, 0.3, x.size)
+    first = analysis.bootstrap_fit(x, y, np.zeros(x.size, bool), replicates=50)
+    assert analysis.bootstrap_fit(x.copy(), y.copy(), np.zeros(x.size, bool), replicates=50) is first
+    assert len(calls) == 1
+    other = analysis.bootstrap_fit(x, y, np.zeros(x.size, bool), replicates=50, seed=1)
+    analysis.bootstrap_fit(x, y + 1.0, np.zeros(x.size, bool), replicates=50)
+    analysis.bootstrap_fit(x, y, np.zeros(x.size, bool), replicates=60)
+    assert len(calls) == 4 and other.fit == first.fit and other.low != first.low
+    monkeypatch.setattr(analysis, "BOOTSTRAPS_KEPT", 2)
+    analysis.bootstrap_fit(x, y, np.zeros(x.size, bool), replicates=70)
+    assert len(analysis._BOOTSTRAPS) == 2  # the oldest dropped

@@ -110,6 +110,20 @@ def bootstrap_fit(x, y, censored, *, replicates: int = 1000, level: float = 0.95
     replicates = checks.integer("replicates", replicates, low=1, high=100_000)
     level = checks.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
     x, y, censored, _ = _inputs(x, y, censored, None)
+    key = (x.tobytes(), y.tobytes(), censored.tobytes(), replicates, level, seed)
+    if key not in _BOOTSTRAPS:  # a study's figure and report fit the same trials: once
+        while _BOOTSTRAPS and len(_BOOTSTRAPS) >= BOOTSTRAPS_KEPT:
+            _BOOTSTRAPS.pop(next(iter(_BOOTSTRAPS)))
+        _BOOTSTRAPS[key] = _bootstrap_fit(x, y, censored, replicates, level, seed)
+    return _BOOTSTRAPS[key]
+
+
+#: Bootstrap fits kept by their inputs (:func:`bootstrap_fit` is a function of them), the oldest dropped first.
+BOOTSTRAPS_KEPT = 256
+_BOOTSTRAPS: dict = {}
+
+
+def _bootstrap_fit(x, y, censored, replicates, level, seed) -> BootstrapFit:
     fit = censored_fit(x, y, censored)
     if not fit.converged:
         return BootstrapFit(fit, np.nan, np.nan, 0)
@@ -119,7 +133,7 @@ def bootstrap_fit(x, y, censored, *, replicates: int = 1000, level: float = 0.95
         members = np.flatnonzero(x == value)
         picks = rng.integers(0, members.size, (replicates, members.size))
         np.add.at(weights, (np.arange(replicates)[:, None], members[picks]), 1.0)
-    identified = np.asarray([_identified(x, censored, w) for w in weights])
+    identified = _identified_rows(x, censored, weights)
     thetas, ok = _fit_many(*map(jnp.asarray, _padded(x, y, censored, weights)))
     slopes = np.asarray(thetas[:, 0] / thetas[:, 2])
     good = identified & np.asarray(ok) & np.isfinite(slopes)
@@ -209,6 +223,14 @@ def _inputs(x, y, censored, weights):
 def _identified(x, censored, weights) -> bool:
     """At least two distinct x carry an uncensored trial of positive weight."""
     return np.unique(x[(~censored) & (weights > 0)]).size >= 2
+
+
+def _identified_rows(x, censored, weights) -> np.ndarray:
+    """:func:`_identified` for each row of ``weights`` (a resample's), at once."""
+    distinct, codes = np.unique(x, return_inverse=True)
+    kept = (weights > 0) & ~censored
+    carried = np.stack([kept[:, codes == i].any(axis=1) for i in range(distinct.size)], axis=1)
+    return carried.sum(axis=1) >= 2
 
 
 def _as_fit(theta, ok) -> Fit:
