@@ -86,3 +86,18 @@ def test_symlog_and_log_ticks_are_plain_text(tmp_path):
     labels = [t.get_text() for a in (ax, bx) for t in (*a.get_xticklabels(), *a.get_yticklabels())]
     assert labels and not [label for label in labels if "$" in label]
     assert {"4", "64"} <= {t.get_text() for t in ax.get_xticklabels()}
+
+
+def test_a_symlog_axis_of_many_powers_labels_every_other_one(tmp_path):
+    """Depths 0 .. 1024 on a base-2 symlog axis: labelled 0, 1, 4, 16, ..., 1024, not all eleven powers (whose labels
+    ran together, "5121024"); eight powers or fewer keep every one."""
+    fig, (wide, narrow) = summary.figure(2)
+    wide.plot([0, 1, 64, 1024], [0.5, 0.4, 0.3, 0.2])
+    narrow.plot([0, 1, 4, 64], [0.5, 0.4, 0.3, 0.2])
+    for ax in (wide, narrow):
+        ax.set_xscale("symlog", base=2, linthresh=1)
+        ax.set_xlim(0, None)
+    summary.save(fig, str(tmp_path / "f"))
+    shown = [float(t.get_text()) for t in wide.get_xticklabels() if t.get_text()]
+    assert shown == [0, 1, 4, 16, 64, 256, 1024]
+    assert {1, 2, 4, 8, 16, 32, 64} <= {float(t.get_text()) for t in narrow.get_xticklabels() if t.get_text()}

@@ -12,6 +12,7 @@ and the figures' common parts (no state beyond its arguments).
 from __future__ import annotations
 
 import functools
+import math
 import os
 
 import numpy as np
@@ -260,6 +261,12 @@ def _plain_log_labels(fig):
             locator = axis.get_major_locator()
             if replaced and axis is ax.xaxis and type(locator) is ticker.LogLocator:  # "1e-08" is wider than 10^-8
                 axis.set_major_locator(ticker.LogLocator(base=locator._base, numticks=6))
+            elif replaced and axis is ax.xaxis and type(locator) is ticker.SymmetricalLogLocator:
+                scale = axis.get_transform()  # more than 8 powers: every other one ("5121024" otherwise)
+                powers = math.log(max(*np.abs(axis.get_view_interval()), scale.linthresh) / scale.linthresh, scale.base)
+                if powers > 8:
+                    axis.set_major_locator(ticker.SymmetricalLogLocator(
+                        linthresh=scale.linthresh, base=scale.base ** math.ceil(powers / 8)))
 
 
 #: Series styles: 20 distinct colours (tab20's dark shades, then its light ones) and 10 markers;
