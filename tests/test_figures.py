@@ -4,6 +4,7 @@ import errno
 import os
 import signal
 
+import numpy as np
 import pytest
 
 from jaxtrees.experiments import summary
@@ -101,3 +102,15 @@ def test_a_symlog_axis_of_many_powers_labels_every_other_one(tmp_path):
     shown = [float(t.get_text()) for t in wide.get_xticklabels() if t.get_text()]
     assert shown == [0, 1, 4, 16, 64, 256, 1024]
     assert {1, 2, 4, 8, 16, 32, 64} <= {float(t.get_text()) for t in narrow.get_xticklabels() if t.get_text()}
+
+
+def test_a_log_axis_of_two_decades_or_more_has_minor_ticks_at_2_and_5(tmp_path):
+    fig, (wide, narrow) = summary.figure(2)
+    wide.plot([1, 1e6], [1, 2])
+    narrow.plot([10, 50], [1, 2])
+    for ax in (wide, narrow):
+        ax.set_xscale("log")
+    summary.save(fig, str(tmp_path / "f"))
+    inside = [x for x in wide.xaxis.get_minorticklocs() if 1 < x < 1e6]
+    assert inside and {round(x / 10 ** int(np.floor(np.log10(x)))) for x in inside} == {2, 5}
+    assert {round(x) for x in narrow.xaxis.get_minorticklocs() if 10 < x < 50} == {20, 30, 40}  # under two decades: all
