@@ -51,3 +51,18 @@ def test_bench_script_runs(capsys, name, args, last):
     if name == "bench":
         keys = [line.split(": ")[0] for line in out[-3:-1]]
         assert keys == ["growth_speedup_vs_sklearn", "end_to_end_speedup_vs_numpy_sklearn"]
+
+
+def test_device_check_runs_every_step_at_its_smoke_size(tmp_path):
+    """scripts/device_check.py (issue 56's accelerator checks in one call) at tiny sizes: every step ends with exit 0,
+    the warm juntas run loads what the cold one compiled, and a spent budget skips the rest by name."""
+    summary = _main("device_check")(["--out", str(tmp_path / "a"), "--smoke"])
+    steps = {row["step"]: row for row in summary["steps"]}
+    assert list(steps) == ["juntas_full_cold", "juntas_full_warm", "compare_quick_cold", "bench_default",
+                           "compare_full", "gd_scaling_full"]
+    assert all(row["exit"] == 0 for row in steps.values()), steps
+    assert set(steps["juntas_full_cold"]["how"].values()) == {"compiled"}
+    assert set(steps["juntas_full_warm"]["how"].values()) == {"loaded"}
+    assert (tmp_path / "a" / "compare-report.md").exists() and (tmp_path / "a" / "gd-scaling-report.md").exists()
+    short = _main("device_check")(["--out", str(tmp_path / "b"), "--smoke", "--budget", "1"])
+    assert [row.get("skipped") for row in short["steps"]] == ["budget spent"] * 6

@@ -297,7 +297,8 @@ def _mechanism_plot(rows, trials, stem):
                 points = curves[column][c]
                 if points:
                     ax.plot(*zip(*points), ls=ls, color=f"C{i}", label=label + where)
-        ax.legend(fontsize=7, ncols=2)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, ncols=2)
         ax.set_xscale("log")
         ax.set_xlabel(f"{optimizer(rows)} step")
         ax.set_title(f"{k}-{family}, n = {n_top}")
@@ -314,7 +315,10 @@ def _mechanism_plot(rows, trials, stem):
     ax.set_ylabel("step by which J separated")
     ax.set_title("separation vs signal, every trial")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # no trial separated and identified: an empty panel, no legend
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no trial whose support separated", transform=ax.transAxes, ha="center", va="center")
     _lemma11_panel(axes[-1], trials)
     summary.suptitle(fig, "Mechanism: the support's first-layer weights grow away from the rest")
     return summary.save(fig, stem + "_mechanism")
