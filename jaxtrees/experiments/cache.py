@@ -436,7 +436,8 @@ class Programs:
         return os.path.join(self.directory, f"recent-{hashlib.sha256(invocation.encode()).hexdigest()[:32]}.json")
 
     def _remove_stale(self):
-        """Entries of another source (an edited or other version of the package) older than :data:`STALE_SECONDS`."""
+        """Entries of another source (an edited or other version of the package) and the records of the programs runs
+        used (:meth:`remember`; rewritten when they change) older than :data:`STALE_SECONDS`."""
         import time
 
         current, cutoff = source_digest()[:12] + "-", time.time() - STALE_SECONDS
