@@ -58,7 +58,7 @@ def steps(out: str, smoke: bool) -> list[tuple[str, list[str], dict]]:
     ]
 
 
-def _how(out_dir: str, argv: list[str]) -> dict | None:
+def _how(argv: list[str]) -> dict | None:
     """The run's ``compiled_or_loaded`` (metadata.json of the study it ran), None for other steps."""
     if "--out" not in argv or "run" not in argv:
         return None
@@ -105,7 +105,7 @@ def main(argv=None) -> dict:
         wall = round(time.perf_counter() - started, 1)
         with open(os.path.join(args.out, f"{name}.log"), "w") as fh:
             fh.write(text)
-        row = {"step": name, "wall_s": wall, "exit": code, "how": _how(args.out, command)}
+        row = {"step": name, "wall_s": wall, "exit": code, "how": _how(command)}
         summary["steps"].append(row)
         how = row["how"]
         said = "" if not how else f"  ({', '.join(sorted(set(how.values())))} {len(how)} program(s))"

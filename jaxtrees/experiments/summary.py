@@ -237,6 +237,7 @@ def side_by_side(*draws) -> list[str]:
         paths += draw() if child is None else _joined(child, draw)
     return paths
 
+
 def _plain_log_labels(fig):
     """Log and symlog axes' default tick labels as plain text ("1024", "1e-05", "-32"): matplotlib's superscripts are
     mathtext, a quarter of a figure's drawing time; over two decades or more, minor ticks at 2 and 5 only (each tick
@@ -269,7 +270,7 @@ def _plain_log_labels(fig):
                 axis.set_major_locator(ticker.LogLocator(base=locator._base, numticks=6))
             elif replaced and axis is ax.xaxis and type(locator) is ticker.SymmetricalLogLocator:
                 scale = axis.get_transform()  # more than 8 powers: every other one ("5121024" otherwise)
-                powers = math.log(max(*np.abs(axis.get_view_interval()), scale.linthresh) / scale.linthresh, scale.base)
+                powers = math.log(max(high, scale.linthresh) / scale.linthresh, scale.base)
                 if powers > 8:
                     axis.set_major_locator(ticker.SymmetricalLogLocator(
                         linthresh=scale.linthresh, base=scale.base ** math.ceil(powers / 8)))
