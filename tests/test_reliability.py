@@ -36,7 +36,7 @@ def test_a_directory_without_metadata_is_rebuilt_from_its_parts_or_refused(tmp_p
     (directory / "metadata.json").unlink()
     capsys.readouterr()
     assert _run(tmp_path, "--seed", "1", c=0.2) == 2
-    assert "holds a run of another configuration (see its rows/_config.json)" in capsys.readouterr().err
+    assert "holds a run of another configuration (seed 0, not 1; see its rows/_config.json)" in capsys.readouterr().err
     assert not (directory / "metadata.json").exists() and _columns(directory) == rows
 
     assert _run(tmp_path) == 0

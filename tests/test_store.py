@@ -105,7 +105,7 @@ def test_a_resume_under_a_setting_that_can_change_rows_is_refused(tmp_path, monk
         named = "group of program"
     elif change == "opt-level":
         monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=1")
-        named = "compiler_options"
+        named = "the compiler options: recorded"
     else:
         real = runner.environment
         monkeypatch.setattr(runner, "environment", lambda: {**real(), "jax": "0.0.1"})

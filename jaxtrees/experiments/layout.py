@@ -107,28 +107,28 @@ def columns_table(columns: dict):
     return pa.table(arrays)
 
 
-def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layout | None = None) -> Table:
-    """The rows of ``parts`` (``(path, pyarrow table)`` pairs read back, an iterable consumed one part at a
-    time) as one :class:`~jaxtrees.experiments.table.Table`, sorted by (cell, replicate) where ``ordered``
-    (else in the parts' order), every column checked against ``config``: the study and seed, cells and
-    replicates in range, each parameter its cell's value, each trial's rows all there once (in one part),
-    every other column a number. The study, seed and parameters come back as
-    :class:`~jaxtrees.experiments.table.ByCell` columns (nothing per row). ValueError naming the file."""
-    from jaxtrees.experiments.store import WAY_OUT
+def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layout | None = None,
+                  history: dict | None = None) -> Table:
+    """The rows of ``parts`` (``(path, pyarrow table)`` or ``(path, table, config digest)`` read back, an iterable
+    consumed one part at a time) as one :class:`~jaxtrees.experiments.table.Table`, sorted by (cell, replicate)
+    where ``ordered`` (else in the parts' order), every column checked against ``config``: the study and seed, cells
+    and replicates in range, each parameter its cell's value, each trial's rows all there once (in one part), every
+    other column a number. The study, seed and parameters come back as :class:`~jaxtrees.experiments.table.ByCell`
+    columns (nothing per row). A part written under an earlier grid of the directory (its digest in ``history``:
+    digest -> configuration) is checked against that grid, its cells renumbered in ``config``'s; its rows outside
+    ``config``'s grid (a value or replicate since removed) are left out and counted in the table's ``outside``.
+    ValueError naming the file."""
+    from jaxtrees.experiments.store import WAY_OUT, config_digest
 
     if config is None:
         return _unchecked(parts, ordered)
     if layout is None:
-        from jaxtrees.experiments import studies
-        from jaxtrees.experiments.study import Config
-
-        layout = Layout(studies.STUDIES.get(config["study"]), Config(**config))
-    by_cell = {"study": ByCell(np.asarray([config["study"]], dtype=object), np.zeros(len(layout.cells), np.int32)),
-               "seed": ByCell(np.asarray([config["seed"]], np.int32), np.zeros(len(layout.cells), np.int32)),
-               **{name: ByCell(layout.values[name] if layout.values[name].dtype == object
-                               else _narrow(layout.values[name]), layout.codes[name]) for name in layout.params}}
-    names, paths, kept, runs = None, [], {}, []
-    for path, table in parts:
+        layout = _layout(config)
+    current = config_digest(config)
+    earlier: dict = {}  # digest -> (layout, by_cell, the old cell's index in this grid or -1)
+    by_cell = _by_cell(config, layout)
+    names, paths, kept, runs, outside = None, [], {}, [], 0
+    for path, table, *stamp in parts:
         if names is None:
             names = table.column_names
             missing = [c for c in ["cell", "replicate", *by_cell] if c not in names]
@@ -139,14 +139,34 @@ def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layo
                              f"({', '.join(names)}); {WAY_OUT}")
         if not table.num_rows:
             continue
+        digest = stamp[0] if stamp else None
+        if digest is None or digest == current or not history or digest not in history:
+            columns, trial = _checked_part(table, path, config, layout, by_cell)
+        else:
+            if digest not in earlier:
+                old = _layout(history[digest], layout.study)
+                earlier[digest] = (old, _by_cell(history[digest], old), _renumbered(old, layout))
+            old, old_by_cell, to_now = earlier[digest]
+            columns, _ = _checked_part(table, path, history[digest], old, old_by_cell)
+            cell = to_now[columns["cell"]]
+            inside = (cell >= 0) & (columns["replicate"] < layout.replicates)
+            outside += int(inside.size - np.count_nonzero(inside))
+            columns = {name: values[inside] for name, values in columns.items()}
+            columns["cell"] = cell[inside].astype(columns["replicate"].dtype if cell.size else np.int32)
+            trial = columns["cell"].astype(np.int64) * layout.replicates + columns["replicate"]
+            if not trial.size:
+                continue
         paths.append(path)
-        columns, trial = _checked_part(table, path, config, layout, by_cell)
         for name, values in columns.items():
             kept.setdefault(name, []).append(values)
         starts = np.flatnonzero(np.r_[True, trial[1:] != trial[:-1]])
         runs.append((trial[starts], np.diff(np.r_[starts, trial.size]), np.full(starts.size, len(paths) - 1, np.int32)))
         del table
     if not runs:
+        if outside:  # every row lies outside the grid: nothing of it is done
+            empty = Table({"cell": np.zeros(0, np.int32), "replicate": np.zeros(0, np.int32)})
+            empty.outside = outside
+            return empty
         raise ValueError("no rows to read")
     trial, count, source = (np.concatenate(r) for r in zip(*runs))
     del runs
@@ -166,11 +186,38 @@ def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layo
     for name in names:
         columns[name] = by_cell[name] if name in by_cell else np.concatenate(kept.pop(name))
     table = Table(columns)
-    if not ordered or np.all(order == np.arange(order.size)):
-        return table
-    starts = np.cumsum(count) - count  # each run's first row; runs laid out in trial order
-    count = count[order]
-    return table.take(np.repeat(starts[order] - (np.cumsum(count) - count), count) + np.arange(len(table)))
+    if ordered and not np.all(order == np.arange(order.size)):
+        starts = np.cumsum(count) - count  # each run's first row; runs laid out in trial order
+        count = count[order]
+        table = table.take(np.repeat(starts[order] - (np.cumsum(count) - count), count) + np.arange(len(table)))
+    table.outside = outside
+    return table
+
+
+def _layout(config: dict, study=None) -> Layout:
+    """The :class:`Layout` of a configuration (a dict as recorded), of ``study`` or the registry's study of its name."""
+    from jaxtrees.experiments.study import Config
+
+    if study is None:
+        from jaxtrees.experiments import studies
+
+        study = studies.STUDIES.get(config["study"])
+    return Layout(study, Config(**config))
+
+
+def _by_cell(config: dict, layout: Layout) -> dict:
+    """The columns a cell decides (study, seed, parameters) as :class:`ByCell` columns of ``layout``'s cells."""
+    zeros = np.zeros(len(layout.cells), np.int32)
+    return {"study": ByCell(np.asarray([config["study"]], dtype=object), zeros),
+            "seed": ByCell(np.asarray([config["seed"]], np.int32), zeros),
+            **{name: ByCell(layout.values[name] if layout.values[name].dtype == object
+                            else _narrow(layout.values[name]), layout.codes[name]) for name in layout.params}}
+
+
+def _renumbered(old: Layout, now: Layout) -> np.ndarray:
+    """Each of ``old``'s cells' index among ``now``'s cells (equal parameter values), -1 where it has none."""
+    index = {tuple(_identity(c[n]) for n in now.params): i for i, c in enumerate(now.cells)}
+    return np.asarray([index.get(tuple(_identity(c.get(n)) for n in now.params), -1) for c in old.cells], np.int64)
 
 
 def _checked_part(table, path: str, config: dict, layout: Layout, by_cell: dict) -> tuple[dict, np.ndarray]:

@@ -22,6 +22,7 @@ import jax
 import numpy as np
 
 from jaxtrees.core import checks
+from jaxtrees.experiments import contract as contracts
 from jaxtrees.experiments import workers
 from jaxtrees.experiments import compiled as compiling
 from jaxtrees.experiments.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, GROUP, LOOP_MAX_TRIALS,  # noqa: F401
@@ -95,6 +96,9 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
         job = _Job(study, config, store, metadata, jax.local_devices(), chunk, group, progress, allow_changes)
         todo = job.plan(max_trials)
         work = job.start(todo)
+        if progress and job.done and todo.size:
+            print(f"{job.label}: {todo.size:,} new trials ({job.done:,} of {config.trials:,} in {store.directory} "
+                  f"already done)", file=sys.stderr)
         bar = Progress(job.label, int(todo.size), enabled=progress, programs=len(work))
         fresh = [p for p in work if not compiling.cached(job, p)]  # those the program cache does not hold
         how = workers.choose(compile_workers, study, platform, processes, len(fresh))  # threads or processes
@@ -166,18 +170,13 @@ class _Program:
 
 
 def contract(study: Study, device) -> dict:
-    """What besides the seed and parameters can change a row's value, as recorded with a run: versions,
-    PRNG implementation and flags, x64, matmul precision, backend, compiler options and XLA_FLAGS (but
-    the device count and vector width, which do not)."""
-    env = environment()
+    """What besides the seed and parameters can change a row's value, as recorded with a run
+    (:func:`~jaxtrees.experiments.contract.terms`): code digests, the study's declaration, versions, JAX's
+    value-changing settings, backend, device kind, CPU features, compiler options and XLA_FLAGS (but the
+    device count and vector width, which do not)."""
     flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
              if not f.startswith(("--xla_force_host_platform_device_count", "--xla_cpu_prefer_vector_width"))]
-    return {"jax": env["jax"], "jaxlib": env["jaxlib"], "jaxtrees": env["jaxtrees"],
-            "prng_impl": str(jax.config.jax_default_prng_impl),
-            "threefry_partitionable": bool(jax.config.jax_threefry_partitionable),
-            "x64": bool(jax.config.jax_enable_x64), "matmul_precision": jax.config.jax_default_matmul_precision,
-            "backend": jax.default_backend(), "compiler_options": compiler_options(study, device),
-            "xla_flags": " ".join(flags)}
+    return contracts.terms(study, device, compiler_options(study, device), " ".join(flags), environment())
 
 
 @dataclasses.dataclass
@@ -216,6 +215,7 @@ class _Job:
         done = self.store.trials_done(len(self.cells), self.replicates, self.layout)
         ids = np.arange(done.size, dtype=np.int64)
         todo = ids[(ids % self.processes == self.process) & ~done]
+        self.done = int(np.count_nonzero(done))
         return todo if max_trials is None else todo[:max_trials]
 
     def start(self, todo: np.ndarray) -> list[_Program]:
@@ -230,22 +230,19 @@ class _Job:
         terms = contract(self.study, self.devices[0])
         recorded = self.metadata.get("contract")
         groups = {**(recorded or {}).get("groups", {}), **{p.name: p.group for p in work}}
-        now_terms = {**terms, "groups": groups}
         if recorded is not None:
-            changed = [k for k in sorted(set(recorded) | set(now_terms))
-                       if k != "groups" and recorded.get(k) != now_terms.get(k)]
-            changed += [f"group of program {name}" for name, g in recorded.get("groups", {}).items()
-                        if name in groups and groups[name] != g]
+            changed = contracts.differences(recorded, terms) + contracts.group_changes(recorded, groups)
             if changed and not self.allow_changes:
-                detail = "; ".join(f"{k}: recorded {recorded.get(k)!r}, now {now_terms.get(k)!r}" for k in changed
-                                   if not k.startswith("group of"))
-                raise Changed(f"{self.store.directory} was started with other settings that can change its rows "
-                              f"({', '.join(changed)}{'; ' + detail if detail else ''}); resume with the recorded "
-                              f"ones (e.g. the same --group, XLA_FLAGS, jax version), choose another --out, or pass "
-                              f"--allow-changes to resume anyway (recorded as an override)")
+                raise Changed(f"{self.store.directory} was started with other settings that can change its rows: "
+                              f"{'; '.join(changed)}. Resume with the recorded ones (e.g. the same --group, "
+                              f"XLA_FLAGS, jax version and code), choose another --out, or pass --allow-changes "
+                              f"to resume anyway (recorded as an override)")
             if changed:
                 self.record["overrides"] = changed
-        self.metadata["contract"] = now_terms if recorded is None or self.allow_changes else recorded
+        # every program's group is recorded when first sized, in a resumed run too
+        kept = terms if recorded is None or self.allow_changes else recorded
+        self.metadata["contract"] = {**kept, "groups": groups}
+        self.store.record_contract(self.metadata["contract"])
         self.metadata["runs"].append(self.record)
         self.metadata["columns"] = column_descriptions(self.study, self.config)
         self.store.write_metadata(self.metadata)

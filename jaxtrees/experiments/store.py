@@ -56,7 +56,7 @@ class Store:
         self.manifest_path = os.path.join(self.rows, "_config.json")
         self.lock_path = os.path.join(self.directory, ".lock")
         self.process, self.processes = process, processes
-        self.config, self.digest, self._lock = None, None, None
+        self.config, self.digest, self._lock, self.configs, self.manifest = None, None, None, {}, {}
 
     def open(self, config: dict, run_id: str | None = None) -> dict:
         """Create the directory, take (process 0) or check (the others) the lock of run ``run_id``,
@@ -81,9 +81,8 @@ class Store:
             metadata = _read_json(self.metadata_path, rebuildable=os.path.exists(self.manifest_path))
             manifest = _read_json(self.manifest_path)
             for recorded, source in ((metadata, "metadata.json"), (manifest, "rows/_config.json")):
-                if recorded is not None and recorded.get("config") != config:
-                    raise ValueError(f"{self.directory} holds a run of another configuration (see its {source}); "
-                                     f"choose another --out or delete it")
+                if recorded is not None:
+                    _same_study(self.directory, recorded["config"], config, source)
             if manifest is None and _part_names(self.rows):
                 raise ValueError(f"{self.rows} holds rows of an unknown configuration (no rows/_config.json says "
                                  f"which run wrote them); choose another --out or delete {self.directory}")
@@ -91,15 +90,29 @@ class Store:
             self.close()
             raise
         self.config, self.digest = config, config_digest(config)
+        self.configs = configs(manifest)
+        self.configs.setdefault(self.digest, config)
         created = (metadata or manifest or {}).get("created") or now()
-        if manifest is None and self.process == 0:
-            write_atomic(self.manifest_path, json.dumps({"config": config, "created": created}, indent=2))
+        self.manifest = {"config": config, "created": created, "configs": self.configs,
+                         **({"contract": manifest["contract"]} if manifest and "contract" in manifest else {})}
+        if self.process == 0 and manifest != self.manifest:  # new, or a grid grown (or shrunk) in place
+            write_atomic(self.manifest_path, json.dumps(self.manifest, indent=2))
         if metadata is None and manifest is not None and self.process == 0:
             print(f"jaxtrees: warning: {self.metadata_path} was missing or damaged: rebuilt from rows/_config.json "
                   f"(the timings of earlier runs are lost)", file=sys.stderr)
-        if metadata is not None and not metadata.get("runs"):
+        if metadata is None:
+            metadata = {"config": config, "created": created, "runs": [],
+                        **({"contract": self.manifest["contract"]} if "contract" in self.manifest else {})}
+        if not metadata.get("runs"):
             metadata["runs"] = []
-        return metadata or {"config": config, "created": created, "runs": []}
+        metadata["config"] = config
+        return metadata
+
+    def record_contract(self, contract: dict):
+        """Record the run's contract in rows/_config.json too (process 0), where a rebuilt metadata.json finds it."""
+        if self.process == 0 and self.manifest.get("contract") != contract:
+            self.manifest["contract"] = contract
+            write_atomic(self.manifest_path, json.dumps(self.manifest, indent=2))
 
     def _take_lock(self, run_id: str):
         try:
@@ -174,14 +187,43 @@ class Store:
         done = np.zeros(cells * replicates, bool)
         if self.config is None or not os.path.isdir(self.rows):
             return done
-        for path, part in _parts(self.rows, self.digest, None, self.process == 0):  # every page read: checksums
+        for path, part, digest in _parts(self.rows, self.configs, None, self.process == 0):  # every page read
             try:  # every row checked as a reader checks it (a part holds each of its trials whole)
-                rows = check_columns([(path, part)], self.config, False, layout)
+                rows = check_columns([(path, part, digest)], self.config, False, layout, self.configs)
             except ValueError as e:
                 _damaged(path, str(e).removeprefix(f"{path}: ").split("; move the file")[0], self.process == 0)
                 continue
-            done[np.asarray(rows["cell"], np.int64) * replicates + rows["replicate"]] = True
+            if len(rows):
+                done[np.asarray(rows["cell"], np.int64) * replicates + rows["replicate"]] = True
         return done
+
+
+def configs(manifest: dict | None) -> dict:
+    """Digest -> configuration of every grid a directory's parts were written under (rows/_config.json's
+    ``configs``; a manifest of an earlier version names one)."""
+    if not manifest:
+        return {}
+    history = manifest.get("configs")
+    if not isinstance(history, dict):
+        history = {config_digest(manifest["config"]): manifest["config"]}
+    return dict(history)
+
+
+def _same_study(directory: str, recorded: dict, config: dict, source: str):
+    """ValueError unless ``config`` may resume or grow the run ``recorded``: the same study, seed and parameters
+    (the grid's values and the replicates may differ: rows depend only on the seed and their cell)."""
+    if recorded == config:
+        return
+    differ = [f"{what} {recorded.get(key)!r}, not {config.get(key)!r}" for key, what in
+              (("study", "study"), ("seed", "seed")) if recorded.get(key) != config.get(key)]
+    if differ:
+        raise ValueError(f"{directory} holds a run of another configuration ({', '.join(differ)}; see its "
+                         f"{source}); choose another --out or delete it")
+    before, now_ = sorted(recorded.get("grid", {})), sorted(config.get("grid", {}))
+    if before != now_:
+        raise ValueError(f"{directory} holds a run whose grid has the parameters {', '.join(before)}, not "
+                         f"{', '.join(now_)} (see its {source}): every trial's key would change, so it cannot grow; "
+                         f"choose another --out")
 
 
 def read_results(directory: str, config: dict | None = None, columns: list[str] | None = None,
@@ -203,8 +245,15 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
     if not _part_names(rows_dir):
         raise ValueError(f"no results in {directory} (expected rows/part-*.parquet); rerun `jaxtrees run` with the "
                          f"same arguments to write them")
-    parts = _parts(rows_dir, None if config is None else config_digest(config), columns, move=None)
-    return check_columns(parts, config, ordered)  # one part in memory at a time
+    history = {} if config is None else configs(_read_json(os.path.join(rows_dir, "_config.json")))
+    if config is not None:
+        history.setdefault(config_digest(config), config)
+    parts = _parts(rows_dir, history or None, columns, move=None)
+    rows = check_columns(parts, config, ordered, history=history)  # one part in memory at a time
+    if not len(rows):
+        raise ValueError(f"no rows of the current grid in {directory} ({rows.outside:,} rows of values or replicates "
+                         f"since removed); rerun `jaxtrees run` with the same arguments to write them")
+    return rows
 
 
 def export_csv(directory: str, path: str | None = None) -> str:
@@ -241,11 +290,11 @@ def config_digest(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _parts(rows_dir: str, digest: str | None, columns, move: bool | None):
-    """``(path, pyarrow table)`` of each whole part of ``rows_dir`` of configuration ``digest``
-    (None: any); a part that cannot be read, or whose rows are not those it records, is moved to
-    ``NAME.damaged`` (``move``: by this process, with a warning; False: by another) and left out, or
-    (``move`` None: a reader's) raises ValueError naming it."""
+def _parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
+    """``(path, pyarrow table, digest)`` of each whole part of ``rows_dir`` of a configuration in ``digests``
+    (None: any), ``digest`` the one it records; a part that cannot be read, or whose rows are not those it
+    records, is moved to ``NAME.damaged`` (``move``: by this process, with a warning; False: by another) and
+    left out, or (``move`` None: a reader's) raises ValueError naming it."""
     import pyarrow.parquet as pq
 
     for name in _part_names(rows_dir):
@@ -253,7 +302,7 @@ def _parts(rows_dir: str, digest: str | None, columns, move: bool | None):
         try:
             reader = pq.ParquetFile(path, page_checksum_verification=True)
             stamp = json.loads((reader.schema_arrow.metadata or {}).get(PART_KEY, b"{}"))
-            if digest is not None and stamp.get("config") not in (None, digest):
+            if digests is not None and stamp.get("config") is not None and stamp.get("config") not in digests:
                 raise ValueError(f"{path}: a part of another configuration; {WAY_OUT}")
             table = reader.read(columns=columns)
             if stamp.get("rows") != reader.metadata.num_rows or table.num_rows != stamp["rows"]:
@@ -268,7 +317,7 @@ def _parts(rows_dir: str, digest: str | None, columns, move: bool | None):
                 _damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__, move)
                 continue
             raise
-        yield path, table
+        yield path, table, stamp.get("config")
 
 
 def _damaged(path: str, why: str, move: bool | None):

@@ -1,0 +1,174 @@
+"""The resume contract: everything besides the seed and a cell's parameters that can change a row's value.
+
+:func:`terms` is recorded in metadata.json and rows/_config.json before a run's first call; a resumed (or grown)
+run compares its own terms with the recorded ones (:func:`differences`) and is refused under any difference,
+each named in a sentence, unless ``--allow-changes``. The terms: the code (a digest of the package source that
+runs trials, and of the study's own module where it lies outside the package), the study's declaration, JAX's
+value-changing settings, versions, backend, device kind, CPU features, compiler options and XLA_FLAGS.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import os
+import sys
+
+#: JAX settings that can change a value a trial computes (a key, a dtype, a rounding, a gradient).
+JAX_SETTINGS = ("jax_default_prng_impl", "jax_threefry_partitionable", "jax_random_seed_offset", "jax_enable_x64",
+                "jax_default_matmul_precision", "jax_numpy_dtype_promotion", "jax_softmax_custom_jvp",
+                "jax_enable_custom_prng", "jax_legacy_prng_key", "jax_threefry_gpu_kernel_lowering")
+
+#: Package modules that never run inside a trial (arguments, figures, reports, progress, reading rows): editing
+#: them does not change the source digest. Everything else under ``jaxtrees/`` does, data files included.
+PRESENTATION = ("cli.py", "sklearn.py", "experiments/summary.py", "experiments/analysis.py", "experiments/generic.py",
+                "experiments/reporting.py", "experiments/progress.py", "experiments/legacy.py",
+                "experiments/studies/theory.py", "experiments/studies/gd_scaling_report.py",
+                "experiments/studies/gd_scaling_fits.py")
+
+#: CPU features XLA:CPU specializes its code for (vector widths, fused multiply-add): another set can round otherwise.
+CPU_FEATURES = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16",
+                "avx512_fp16", "avx512vnni", "amx_tile", "asimd", "sve", "sve2")
+
+#: What each term means, for the refusal's sentence.
+NAMES = {"source": "jaxtrees' source (a module that runs trials was edited or upgraded)",
+         "study_code": "the study's own code", "declaration": "the study's declaration",
+         "cpu_features": "the CPU's vector features", "device_kind": "the device kind", "backend": "the backend",
+         "compiler_options": "the compiler options", "xla_flags": "XLA_FLAGS"}
+
+
+def terms(study, device, compiler_options: dict, xla_flags: str, env: dict) -> dict:
+    """This process's contract for ``study`` on ``device`` (versions from ``env``, :func:`~jaxtrees.experiments.store.
+    environment`; JAX's settings, code digests, declaration)."""
+    import jax
+
+    return {**{name: env[name] for name in ("jax", "jaxlib", "numpy", "optax")},
+            "source": source_digest(), **study_terms(study),
+            **{name.removeprefix("jax_"): _setting(jax.config, name) for name in JAX_SETTINGS},
+            "backend": jax.default_backend(), "device_kind": device.device_kind,
+            "cpu_features": cpu_features() if device.platform == "cpu" else None,
+            "compiler_options": compiler_options, "xla_flags": xla_flags}
+
+
+def study_terms(study) -> dict:
+    """The study's part of the contract: its declaration and the digest of its own code outside the package."""
+    files = study_files(study)
+    return {"declaration": declaration(study),
+            "study_code": {os.path.basename(f): _file_digest(f) for f in files} if files else None}
+
+
+def _setting(config, name: str):
+    value = getattr(config, name, None)
+    return value if isinstance(value, (bool, int, float, str, type(None))) else str(value)
+
+
+def declaration(study) -> dict:
+    """What of the study's declaration decides its rows besides the code and the grid's values: the study's
+    ``declaration()`` where it has one, else the same read from its attributes."""
+    if hasattr(study, "declaration"):
+        return study.declaration()
+    name = lambda f: None if f is None else f"{f.__module__}.{f.__qualname__}"  # noqa: E731
+    return {"parameters": sorted(study.full), "static": sorted(study.static), "shared": sorted(study.shared),
+            "axis": None if study.axis is None else study.axis.name, "uniform": sorted(study.uniform),
+            "bounds": sorted(study.bounds), "choices": {k: list(v) for k, v in sorted(study.choices.items())},
+            "buckets": sorted(study.buckets), "branches": list(study.branches), "after": name(study.after),
+            "cpu_opt_level": study.cpu_opt_level, "level_loop": study.level_loop}
+
+
+def study_files(study) -> list[str]:
+    """The source files of the study's own functions that lie outside the jaxtrees package (a user's study)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files = set()
+    for f in (study.trial, getattr(study, "check", None), getattr(study, "after", None)):
+        try:
+            path = inspect.getsourcefile(inspect.unwrap(f)) if f is not None else None
+        except TypeError:  # a builtin or a functools.partial: its module's file
+            path = getattr(sys.modules.get(getattr(f, "__module__", "") or ""), "__file__", None)
+        if path and not os.path.abspath(path).startswith(package + os.sep):
+            files.add(os.path.abspath(path))
+    return sorted(files)
+
+
+@functools.lru_cache(maxsize=None)
+def _file_digest(path: str) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def source_digest() -> str:
+    """A digest of every file of the installed jaxtrees package but :data:`PRESENTATION` (about 10 ms)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, root).replace(os.sep, "/")
+            if relative in PRESENTATION or name.endswith((".pyc", ".pyo")):
+                continue
+            with open(path, "rb") as fh:
+                digest.update(relative.encode() + b"\0" + hashlib.sha256(fh.read()).digest())
+    return digest.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_features() -> str:
+    """The host CPU's :data:`CPU_FEATURES` (from /proc/cpuinfo), space-separated; "unknown" where unreadable."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith(("flags", "Features")):
+                    have = set(line.partition(":")[2].split())
+                    return " ".join(f for f in CPU_FEATURES if f in have)
+    except OSError:
+        pass
+    import platform
+
+    return f"unknown ({platform.machine()})"
+
+
+def differences(recorded: dict, now: dict) -> list[str]:
+    """One clause per term that differs between a recorded contract and this run's (groups aside): what it is,
+    recorded and now; a term the recorded contract lacks (an earlier version's) counts as a difference."""
+    out = []
+    for key in sorted(set(recorded) | set(now)):
+        if key == "groups" or recorded.get(key) == now.get(key):
+            continue
+        if key not in recorded:
+            out.append(f"{NAMES.get(key, key)}: not recorded by the run that started the directory (an earlier "
+                       f"jaxtrees), now {_short(now[key])}")
+        elif key == "declaration" and isinstance(recorded[key], dict) and isinstance(now.get(key), dict):
+            out += [f"the study's {field}: recorded {_short(recorded[key].get(field))}, now "
+                    f"{_short(now[key].get(field))}" for field in sorted(set(recorded[key]) | set(now[key]))
+                    if recorded[key].get(field) != now[key].get(field)]
+        elif key == "study_code":
+            out.append(f"the study's own code ({', '.join(sorted({**(recorded[key] or {}), **(now[key] or {})}))}) "
+                       f"was edited")
+        else:
+            out.append(f"{NAMES.get(key, key.replace('_', ' '))}: recorded {_short(recorded[key])}, now "
+                       f"{_short(now.get(key))}")
+    return out
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def group_changes(recorded: dict, groups: dict) -> list[str]:
+    """The programs whose vmapped group differs from the recorded one (the group is part of the arithmetic)."""
+    return [f"the group of program {name}: recorded {g}, now {groups[name]}"
+            for name, g in (recorded.get("groups") or {}).items() if name in groups and groups[name] != g]
+
+
+def digest(terms_: dict) -> str:
+    """A short digest of a contract (for messages comparing processes)."""
+    import json
+
+    return hashlib.sha256(json.dumps(terms_, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+__all__ = ["JAX_SETTINGS", "PRESENTATION", "terms", "declaration", "differences", "group_changes", "source_digest",
+           "cpu_features", "study_files", "digest"]
