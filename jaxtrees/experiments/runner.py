@@ -43,7 +43,7 @@ class Changed(ValueError):
 
 def run(study: Study, config: Config, out: str, *, chunk: int | None = None, group: int | None = None,
         progress: bool = True, max_trials: int | None = None, compile_threads: int | None = None,
-        allow_changes: bool = False, compile_workers: str | None = None) -> str:
+        allow_changes: bool = False, compile_workers: str | None = None, about: dict | None = None) -> str:
     """Run (or resume) ``config`` of ``study`` into ``out/<study>/``; return that directory.
 
     ``chunk``: trials per compiled call, rounded up to a multiple of the group x devices (default
@@ -63,7 +63,8 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     not depend on it. With JAX's persistent compilation cache on, a program its program cache holds
     (:class:`~jaxtrees.experiments.cache.Programs`) is loaded without tracing, and workers start only
     for the others.
-    A second run into the same directory while this one writes raises ValueError.
+    A second run into the same directory while this one writes raises ValueError. ``about``: what metadata.json
+    records of the study (where it came from, its generic spec: :func:`~jaxtrees.experiments.reporting.about`).
 
     Everything that can change a row's value (:func:`contract`: the group of each program, compiler
     options, versions, PRNG and precision settings, backend) is recorded in metadata.json before the
@@ -93,6 +94,8 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     if process != 0:
         metadata = store.open(config.as_json(), run_id)
     try:
+        if about is not None:
+            metadata["study"] = about
         job = _Job(study, config, store, metadata, jax.local_devices(), chunk, group, progress, allow_changes)
         todo = job.plan(max_trials)
         work = job.start(todo)
