@@ -41,6 +41,7 @@ ROWS_PER_REPLICATE = 80  # the quick juntas grid: 8 cells x 10 sample sizes
 def child(replicates: int, out: str) -> dict:
     """One run in this process: its figures from the metadata and this process's clocks."""
     from jaxtrees import cli
+    from jaxtrees.experiments import reporting
 
     started = time.perf_counter()
     args = ["run", "juntas", "--quick", "--set", f"replicates={replicates}", "--out", out, "--no-progress"]
@@ -57,7 +58,7 @@ def child(replicates: int, out: str) -> dict:
     write_alone = _write_alone(directory, run)
     disk = sum(os.path.getsize(os.path.join(directory, "rows", n)) for n in os.listdir(os.path.join(directory, "rows")))
     return {"rows": rows, "trials": run["trials"], "wall_s": wall, "run_s": run["seconds"],
-            "post_run_s": cli.LAST_POST_RUN_SECONDS,
+            "post_run_s": reporting.LAST_POST_RUN_SECONDS,
             "host_us_per_row": 1e6 * (run["host_seconds"] + run["handover_seconds"]) / rows,
             "rows_per_s_write_in_run": rows / max(run["write_seconds"], 1e-9), "rows_per_s_write": write_alone,
             "peak_rss_mb": peak, "peak_rss_mb_children": peak_children,

@@ -15,6 +15,7 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees import cli
+from jaxtrees.experiments import distributed
 from jaxtrees.learners import growth
 
 RNG = np.random.default_rng(0)
@@ -95,14 +96,14 @@ def test_a_peer_of_another_run_is_refused_by_name():
 
     def peer():
         try:
-            cli._rendezvous(f"localhost:{port}", 3, 1, 10)
+            distributed._rendezvous(f"localhost:{port}", 3, 1, 10)
         except ValueError as e:
             errors["peer"] = str(e)
 
     thread = threading.Thread(target=peer)
     thread.start()
     with pytest.raises(ValueError, match="process 1 was started with --num-processes 3, process 0 with 2"):
-        cli._rendezvous(f"localhost:{port}", 2, 0, 10)
+        distributed._rendezvous(f"localhost:{port}", 2, 0, 10)
     thread.join(30)
     assert "refused it: process 1 was started with --num-processes 3" in errors["peer"]
 
@@ -110,11 +111,11 @@ def test_a_peer_of_another_run_is_refused_by_name():
 def test_the_rendezvous_lets_every_process_go_and_frees_the_port():
     port = _port()
     done = []
-    threads = [threading.Thread(target=lambda i=i: done.append(cli._rendezvous(f"localhost:{port}", 3, i, 20)))
+    threads = [threading.Thread(target=lambda i=i: done.append(distributed._rendezvous(f"localhost:{port}", 3, i, 20)))
                for i in (2, 1)]
     for t in threads:
         t.start()
-    cli._rendezvous(f"localhost:{port}", 3, 0, 20)
+    distributed._rendezvous(f"localhost:{port}", 3, 0, 20)
     for t in threads:
         t.join(30)
     assert len(done) == 2

@@ -1,0 +1,84 @@
+"""Finding a study by what a user types: a built-in name, ``path/to/study.py`` (its one study), ``study.py:NAME``,
+or ``package.module:NAME``; and again later from what metadata.json recorded (:func:`from_origin`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+
+
+def load(what: str):
+    """``(study, origin)`` for ``what``; ``origin`` says where it came from, for metadata.json. ValueError naming
+    the known studies, the file or module, and what it holds, otherwise."""
+    from jaxtrees.experiments import studies
+
+    if what in studies.STUDIES:
+        return studies.STUDIES[what], {"builtin": what}
+    path, sep, name = what.rpartition(":")
+    if not sep or not name.isidentifier():
+        path, name = what, ""
+    if path.endswith(".py") or os.path.sep in path:
+        if not os.path.isfile(path):
+            raise ValueError(f"no study file {path} (a study is a built-in name: {', '.join(sorted(studies.STUDIES))}; "
+                             f"or a file path/to/study.py, study.py:NAME, or package.module:NAME)")
+        path = os.path.abspath(path)
+        module = _from_file(path)
+        attribute, study = _pick(module, name, path)
+        return study, {"file": path, "name": attribute}
+    if name:
+        try:
+            module = importlib.import_module(path)
+        except ImportError as e:
+            raise ValueError(f"cannot import the module {path!r} of {what!r} ({e})") from None
+        attribute, study = _pick(module, name, path)
+        return study, {"module": path, "name": attribute}
+    raise ValueError(f"unknown study {what!r}; known studies: {', '.join(sorted(studies.STUDIES))} (or a file "
+                     f"path/to/study.py, study.py:NAME, package.module:NAME)")
+
+
+def from_origin(origin: dict):
+    """The study metadata.json's ``origin`` names (:func:`load`'s second value)."""
+    if "builtin" in origin:
+        return load(origin["builtin"])[0]
+    if "file" in origin:
+        return _pick(_from_file(origin["file"]), origin["name"], origin["file"])[1]
+    return _pick(importlib.import_module(origin["module"]), origin["name"], origin["module"])[1]
+
+
+def _from_file(path: str):
+    """The module of the Python file ``path``, imported once per process under a name of its own (so that its
+    functions pickle and a second file of the same name does not replace it)."""
+    name = f"jaxtrees_study_{os.path.splitext(os.path.basename(path))[0]}_{hashlib.sha1(path.encode()).hexdigest()[:8]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"{path} is not a Python file jaxtrees can import")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _pick(module, name: str, where: str):
+    """``(attribute, study)``: the module's study called ``name``, or its only one."""
+    from jaxtrees.experiments.study import Study
+
+    found = {k: v for k, v in vars(module).items() if isinstance(v, Study) and not k.startswith("_")}
+    if name:
+        if not isinstance(getattr(module, name, None), Study):
+            raise ValueError(f"{where} has no study {name!r}" + (f"; its studies: {', '.join(found)}" if found else ""))
+        return name, getattr(module, name)
+    if len(found) != 1:
+        raise ValueError(f"{where} holds {'no study' if not found else 'the studies ' + ', '.join(found)}: "
+                         + ("define one, a jaxtrees.Study at module level" if not found else
+                            f"name one, e.g. {where}:{next(iter(found))}"))
+    return next(iter(found.items()))
