@@ -50,9 +50,15 @@ def from_origin(origin: dict):
 
 
 def _from_file(path: str):
-    """The module of the Python file ``path``, imported once per process under a name of its own (so that its
-    functions pickle and a second file of the same name does not replace it)."""
-    name = f"jaxtrees_study_{os.path.splitext(os.path.basename(path))[0]}_{hashlib.sha1(path.encode()).hexdigest()[:8]}"
+    """The module of the Python file ``path``, imported once per process and contents under a name of its own (a
+    second file of the same name does not replace it; an edited file is imported again)."""
+    try:
+        with open(path, "rb") as fh:
+            digest = hashlib.sha1(path.encode() + b"\0" + fh.read()).hexdigest()[:10]
+    except OSError as e:
+        raise ValueError(f"cannot read the study file {path} ({e.strerror or e})") from None
+    stem = "".join(ch if ch.isalnum() else "_" for ch in os.path.splitext(os.path.basename(path))[0])
+    name = f"jaxtrees_study_{stem}_{digest}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
