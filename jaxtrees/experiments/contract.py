@@ -52,10 +52,29 @@ def terms(study, device, compiler_options: dict, xla_flags: str, env: dict) -> d
 
 
 def study_terms(study) -> dict:
-    """The study's part of the contract: its declaration and the digest of its own code outside the package."""
-    files = study_files(study)
-    return {"declaration": declaration(study),
-            "study_code": {os.path.basename(f): _file_digest(f) for f in files} if files else None}
+    """The study's part of the contract: its declaration and the digest of its own code outside the package (its
+    files; a function of no file, e.g. a notebook cell's: its compiled code)."""
+    code = {os.path.basename(f): _file_digest(f) for f in study_files(study)}
+    for f in (study.trial, getattr(study, "check", None), getattr(study, "after", None)):
+        if f is not None and _outside(f) and not _file_of(f):
+            code[f"{getattr(f, '__qualname__', 'function')} (no file)"] = _code_digest(f)
+    return {"declaration": declaration(study), "study_code": code or None}
+
+
+def _code_digest(f) -> str:
+    """A digest of a function's bytecode and constants (nested functions' too)."""
+    code, digest = getattr(inspect.unwrap(f), "__code__", None), hashlib.sha256()
+
+    def add(c):
+        constants = [k for k in c.co_consts if not inspect.iscode(k)]
+        digest.update(c.co_code + repr(constants).encode() + repr(c.co_names).encode())
+        for k in c.co_consts:
+            if inspect.iscode(k):
+                add(k)
+
+    if code is not None:
+        add(code)
+    return digest.hexdigest()[:16]
 
 
 def _setting(config, name: str):
@@ -76,18 +95,30 @@ def declaration(study) -> dict:
             "cpu_opt_level": study.cpu_opt_level, "level_loop": study.level_loop}
 
 
+#: The jaxtrees package's directory (its files are in :func:`source_digest`).
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _file_of(f) -> str | None:
+    """The existing source file of function ``f`` (its module's for a partial), else None (a notebook cell)."""
+    try:
+        path = inspect.getsourcefile(inspect.unwrap(f))
+    except TypeError:  # a builtin or a functools.partial: its module's file
+        path = getattr(sys.modules.get(getattr(f, "__module__", "") or ""), "__file__", None)
+    return os.path.abspath(path) if path and os.path.isfile(path) else None
+
+
+def _outside(f) -> bool:
+    """Whether ``f`` is not jaxtrees' own (a user's function, in a file or not)."""
+    path = _file_of(f)
+    module = getattr(f, "__module__", "") or ""
+    return not (path.startswith(PACKAGE + os.sep) if path else module.split(".")[0] == "jaxtrees")
+
+
 def study_files(study) -> list[str]:
     """The source files of the study's own functions that lie outside the jaxtrees package (a user's study)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    files = set()
-    for f in (study.trial, getattr(study, "check", None), getattr(study, "after", None)):
-        try:
-            path = inspect.getsourcefile(inspect.unwrap(f)) if f is not None else None
-        except TypeError:  # a builtin or a functools.partial: its module's file
-            path = getattr(sys.modules.get(getattr(f, "__module__", "") or ""), "__file__", None)
-        if path and not os.path.abspath(path).startswith(package + os.sep):
-            files.add(os.path.abspath(path))
-    return sorted(files)
+    return sorted({_file_of(f) for f in (study.trial, getattr(study, "check", None), getattr(study, "after", None))
+                   if f is not None and _file_of(f) and _outside(f)})
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,8 +130,7 @@ def _file_digest(path: str) -> str:
 @functools.lru_cache(maxsize=1)
 def source_digest() -> str:
     """A digest of every file of the installed jaxtrees package but :data:`PRESENTATION` (about 10 ms)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    digest = hashlib.sha256()
+    root, digest = PACKAGE, hashlib.sha256()
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
