@@ -37,9 +37,8 @@ from jaxtrees.learners import (AdaBoost, Bagging, BestFirstTree, FindMin, Greedy
                                find, grow_exact, random_forest)
 from jaxtrees.problems import DataSet, Population, Queries, Synthetic, data_set, evaluate, fit_and_evaluate
 from jaxtrees.targets import (Target, addressing, agnostic_addressing, code_distance, coded_addressing, decision_tree,
-                              junta, nearby_junta, parity, random_code, random_decision_list, random_junta, random_parity,
-                              random_rank_tree, random_tree,
-                              support_mask)
+                              from_table, junta, nearby_junta, parity, random_code, random_decision_list,
+                              random_function, random_junta, random_parity, random_rank_tree, random_tree, support_mask)
 
 __version__ = "0.1.0"
 
@@ -53,6 +52,11 @@ _LAZY = {
     "runner": ("jaxtrees.experiments.runner", None),
     "studies": ("jaxtrees.experiments.studies", None), "summary": ("jaxtrees.experiments.summary", None),
     "Study": ("jaxtrees.experiments.study", "Study"),
+    "trials": ("jaxtrees.experiments.trials", None),
+    "trial_keys": ("jaxtrees.experiments.trials", "trial_keys"),
+    "sample_sizes": ("jaxtrees.experiments.trials", "sample_sizes"),
+    "learn_on_prefixes": ("jaxtrees.experiments.trials", "learn_on_prefixes"),
+    "check_sample_grid": ("jaxtrees.experiments.trials", "check_sample_grid"),
     "DecisionTreeClassifier": ("jaxtrees.sklearn", "DecisionTreeClassifier"),
     "LowDegreeClassifier": ("jaxtrees.sklearn", "LowDegreeClassifier"),
     "FindMinClassifier": ("jaxtrees.sklearn", "FindMinClassifier"),

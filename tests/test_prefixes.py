@@ -1,4 +1,4 @@
-"""The m-grid in sample widths (``studies.common.prefix_widths`` / ``on_prefixes``): the runs
+"""The m-grid in sample widths (``experiments.trials.prefix_widths`` / ``on_prefixes``): the runs
 partition the grid, and fitting each run on its first ``width`` examples gives what fitting every
 m on the whole sample gives."""
 
@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxtrees.experiments import trials
 from jaxtrees.experiments.studies import common, compare
 
 PARAMS = {**compare.SHARED, "learner": "id3-entropy", "family": "junta", "k": 2, "n": 6, "c": 0.2, "test_m": 256,
@@ -43,7 +44,7 @@ def test_runs_of_widths_give_the_single_width_results(monkeypatch, learner):
     params = {**PARAMS, "learner": learner, "rounds": 8}
     keys = jax.random.split(jax.random.key(5), 4)
     one_width = jax.jit(jax.vmap(lambda k: compare._trial(k, params)))(keys)
-    monkeypatch.setattr(common, "SPLIT_WIDTH", 32)
+    monkeypatch.setattr(trials, "SPLIT_WIDTH", 32)  # prefix_widths lives there (common re-exports it)
     assert len(common.prefix_widths(common.sample_sizes(params))) == 3
     three = jax.jit(jax.vmap(lambda k: compare._trial(k, params)))(keys)
     np.testing.assert_array_equal(np.asarray(three["examples"]), np.asarray(one_width["examples"]))

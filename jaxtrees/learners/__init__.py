@@ -6,6 +6,13 @@ conformance suite's small problems; the compare study asks for its cells'); that
 
 >>> names()[:3]
 ['adaboost-cart', 'adaboost-parities-2', 'adaboost-stumps']
+
+Each registered learner is described (:func:`info`, :func:`describe`: a table for ``jaxtrees list --learners``): its
+access, the :class:`Size` fields its factory reads (tests/test_learner_registry.py checks them), its cost, what it is:
+
+>>> about = info("km")
+>>> about["access"], about["reads"]
+('query', ('k', 'm', 'n', 'theta'))
 """
 
 from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
@@ -67,7 +74,71 @@ register("find-k", lambda s: find(s.k, max_calls=s.max_calls))
 register("findmin", lambda s: FindMin(max_rank=s.max_rank, max_calls=s.max_calls))
 register("sgd", _sgd)
 
-__all__ = ["ACCESS", "AdaBoost", "Bagging", "BestFirstTree", "CART16", "FindMin", "GreedyTree", "GrowthRule",
+
+#: What the costs count in.
+_UNITS = "n bits, m examples (m / 32 words), K = sum_{j <= k} C(n, j) sets of degree <= k"
+_TREE = "2^depth n m / 32 word ops (popcount)"
+
+#: Per registered learner: (access, the Size fields its factory reads, its cost per fit, what it is), one line each.
+ABOUT = {
+    "id3-entropy": ("sample", ("depth",), _TREE, "GreedyTree: ID3, entropy gains, level-wise to depth"),
+    "id3-gini": ("sample", ("depth",), _TREE, "GreedyTree: CART's Gini gains"),
+    "id3-kearns_mansour": ("sample", ("depth",), _TREE, "GreedyTree: Kearns-Mansour's 2 sqrt(q (1 - q)) gains"),
+    "id3-error": ("sample", ("depth",), _TREE, "GreedyTree: training-error gains"),
+    "id3-random-ties": ("sample", ("depth",), _TREE, "GreedyTree: Gini, a uniformly random feature among ties"),
+    "population-entropy": ("population", ("depth",), "2^depth exact means f.means; no sample",
+                           "PopulationTree: greedy growth on exact gains"),
+    "stump-error": ("sample", (), "2 n m / 32 word ops (popcount)", "Stump: the split of least weighted error"),
+    "stump-gini": ("sample", (), "2 n m / 32 word ops (popcount)", "Stump: the split of largest Gini gain"),
+    "best-first-gini": ("sample", ("depth", "n"), "2^depth splits of 2 n m / 32 word ops",
+                        "BestFirstTree: Gini, the largest-gain leaf first, 2^depth leaves"),
+    "adaboost-stumps": ("sample", ("rounds",), "rounds n m multiply-adds", "AdaBoost over error stumps"),
+    "adaboost-parities-2": ("sample", ("n", "rounds"), "rounds (n + 1)^2 m multiply-adds",
+                            "AdaBoost over parities of degree <= 2 (seed 004)"),
+    "adaboost-cart": ("sample", ("rounds",), "~4 rounds n m multiply-adds",
+                      "AdaBoost over 16-leaf Gini trees, rounds / 4 rounds"),
+    "parities-k": ("sample", ("k", "n"), "~d C(n, d) m multiply-adds, d = min(k, 3)",
+                   "Parities: the chi_S, |S| <= min(k, 3), of largest correlation"),
+    "random-forest": ("sample", ("depth", "rounds"), "rounds 2^depth n m / 32 word ops",
+                      "Bagging: a random forest, sqrt(n) features per node"),
+    "bagging-majority": ("sample", ("depth", "rounds"), "rounds 2^depth n m / 32 word ops",
+                         "Bagging: ID3 trees on bootstrap samples, majority vote"),
+    "lmn-k": ("sample", ("k", "n", "theta"), "K m / 32 word ops (XOR + popcount)",
+              "LowDegree (LMN): the coefficients of degree <= k above theta"),
+    "lmn-k-biased": ("sample", ("k", "n", "theta"), "K m multiply-adds", "LowDegree (LMN), p-biased, <= 4^k terms"),
+    "sparse-k": ("sample", ("k", "l1", "n"), "(m + steps) K^2; ~0.1 s on CPU at K = 299",
+                 "SparseRecovery: the Lasso on degree <= k, p-biased"),
+    "km": ("query", ("k", "m", "n", "theta"), "queries: (2 n + 1) m membership queries",
+           "KushilevitzMansour: heavy coefficients from queries"),
+    "find-k": ("sample", ("k", "max_calls"), "O(m (n + 1)^(2 k)), <= max_calls calls",
+               "FIND: a consistent tree of rank <= k"),
+    "findmin": ("sample", ("max_calls", "max_rank"), "O(m (n + 1)^(2 rank)), <= max_calls calls",
+                "FINDMIN: the consistent tree of least rank"),
+    "sgd": ("sample", ("lr", "m", "steps", "width"), "steps 32 width (n + 1) multiply-adds",
+            "SGD: an MLP, hinge loss, SGD on the m examples"),
+}
+
+
+def info(name: str) -> dict:
+    """What the registered learner ``name`` is: ``{"name", "access", "reads", "cost", "what"}`` (``reads``: the
+    :class:`Size` fields its factory reads, sorted)."""
+    if name not in ABOUT:
+        raise ValueError(f"unknown learner {name!r}; registered: {', '.join(names())}")
+    access, reads, cost, what = ABOUT[name]
+    return {"name": name, "access": access, "reads": tuple(sorted(reads)), "cost": cost, "what": what}
+
+
+def describe() -> str:
+    """Every registered learner as an aligned text table: name, access, Size fields read, cost, what."""
+    header = ("name", "access", "Size fields read", "cost per fit", "what")
+    rows = [(d["name"], d["access"], ", ".join(d["reads"]) or "-", d["cost"], d["what"])
+            for d in map(info, names())]
+    widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header) - 1)]
+    lines = ["  ".join([c.ljust(w) for c, w in zip(row, widths)] + [row[-1]]) for row in [header] + rows]
+    return "\n".join(lines + ["(costs: " + _UNITS + ")"])
+
+
+__all__ = ["ABOUT", "ACCESS", "AdaBoost", "Bagging", "BestFirstTree", "CART16", "FindMin", "GreedyTree", "GrowthRule",
            "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH", "Parities", "Path",
-           "PopulationTree", "Size", "SparseRecovery", "Stump", "check_data", "find", "follow_path", "get", "grow", "grow_exact",
-           "names", "random_forest", "register"]
+           "PopulationTree", "Size", "SparseRecovery", "Stump", "check_data", "describe", "find", "follow_path", "get",
+           "grow", "grow_exact", "info", "names", "random_forest", "register"]

@@ -2,6 +2,8 @@
 
 - :func:`junta` / :func:`random_junta`: f(x) = T[a(x)] on a support J = (j_0, ..., j_{k-1}), with
   the truth-table index a(x) = sum_t x_{j_t} 2^t (x_{j_0} is the least significant bit).
+- :func:`from_table` (support and table may be traced, also :func:`junta`'s) and :func:`random_function` (a Python
+  function of k bits, e.g. majority, on a random support; :func:`truth_table`).
 - :func:`parity` / :func:`random_parity`: chi_J(x) = sum_{j in J} x_j mod 2 (000 Sec. 1.2).
 - :class:`MaskParity` / :func:`random_subset`: the parity of J given as a mask ``bool[n]``, so
   that |J| may be a traced value (one compiled program for every k).
@@ -185,19 +187,76 @@ def random_subset(key, n: int, k):
 
 
 def junta(support, table, n: int) -> Junta:
-    """The k-junta on ``support`` (k distinct indices in [0, n)) with truth table ``table`` (2^k bits)."""
-    support = _check_support(support, n)
-    table = np.asarray(table)
-    if table.shape != (2 ** support.size,):
-        raise ValueError(f"table must have 2^k = {2 ** support.size} entries for k = {support.size}, got shape {table.shape}")
-    if not np.isin(table, (0, 1)).all():
-        raise ValueError("table must be binary (0/1 or bool)")
-    return Junta(jnp.asarray(support, jnp.int32), jnp.asarray(table, bool))
+    """The k-junta on ``support`` (k distinct indices in [0, n)) with truth table ``table`` (2^k bits, row a for
+    x[support[t]] = (a >> t) & 1): :func:`from_table` with the indices checked against ``n`` (a Python int). Under
+    ``jax.jit`` support and table may be traced; their values are then not checked."""
+    return from_table(support, table, n=checks.integer("n", n, low=1))
+
+
+def from_table(support, table, *, n: int | None = None) -> Junta:
+    """The junta f(x) = table[sum_t x[support[t]] 2^t] (x[support[0]] the least significant bit), traced-safe.
+
+    ``support``: k distinct indices (int[k]); ``table``: 2^k values (bool or 0/1), row a the value of f where
+    x[support[t]] = (a >> t) & 1 for every t. Either may be traced (under ``jax.jit`` / ``jax.vmap``): shapes are
+    checked always, values (0/1; indices distinct, >= 0 and, given ``n``, < n) where concrete; a traced table's
+    nonzero entries count as 1.
+
+    >>> f = from_table([3, 1], [0, 0, 0, 1])                         # x_3 AND x_1
+    >>> f(jnp.array([[0, 1, 0, 1], [0, 1, 0, 0]])).tolist()
+    [1, 0]
+    >>> g = jax.jit(from_table)(jnp.array([3, 1]), jnp.array([0, 1, 1, 0]))   # traced: x_3 XOR x_1
+    >>> g(jnp.array([[0, 1, 0, 1], [0, 1, 0, 0]])).tolist()
+    [0, 1]
+    """
+    support = _support(support, n)
+    return Junta(support, _table(table, support.shape[0]))
+
+
+def truth_table(fn, k: int) -> jax.Array:
+    """``bool[2^k]``: ``fn`` on every point of {0,1}^k, the table of :func:`from_table`.
+
+    ``fn`` is called once, on ``int32[2^k, k]`` (a numpy array; row a holds a's bits, least significant first:
+    column t is x[support[t]]), and returns 2^k values, bool or 0/1, e.g. ``lambda bits: bits.sum(-1) >= 3``
+    (numpy or jax.numpy; evaluated at trace time, also under ``jax.jit``). A function of one vector ``int32[k]``:
+    pass ``jax.vmap(g)``.
+
+    >>> truth_table(lambda bits: bits[:, 0] & ~bits[:, 1], 2).tolist()     # x_0 AND NOT x_1
+    [False, True, False, False]
+    """
+    k = checks.integer("k", k, low=1, high=MAX_TABLE_K)
+    if not callable(fn):
+        raise ValueError(f"fn must be a callable of an int32[2^k, k] array of bits, got {type(fn).__name__}")
+    points = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(np.int32)
+    with jax.ensure_compile_time_eval():
+        values = fn(points)
+    if np.shape(values) != (2**k,):
+        raise ValueError(f"fn must return one value per row of its int32[2^k, k] = int32[{2**k}, {k}] argument, "
+                         f"shape ({2**k},), got shape {np.shape(values)} (a function of one vector: jax.vmap it)")
+    if checks.is_concrete(values) and not np.isin(np.asarray(values), (0, 1)).all():
+        raise ValueError(f"fn must return bool or 0/1 values, got {np.unique(np.asarray(values))[:8].tolist()}")
+    return jnp.asarray(values).astype(bool)
+
+
+def random_function(key, n: int, fn, k: int) -> Junta:
+    """The junta of ``fn`` (k bits -> bool, :func:`truth_table`) on a uniformly random support of k of the n bits.
+
+    The support, sorted, is the one ``random_junta(key, n, k)`` draws; ``key`` may be traced, ``n`` and ``k`` are
+    Python ints. Majority of 5 on 16 bits:
+
+    >>> f = random_function(jax.random.key(0), n=16, fn=lambda bits: bits.sum(-1) >= 3, k=5)
+    >>> f.support.shape, int(f.table.sum())
+    ((5,), 16)
+    """
+    n = checks.integer("n", n, low=1)
+    k = checks.integer("k", k, low=1, high=min(n, MAX_TABLE_K))
+    table = truth_table(fn, k)
+    k_support, _ = prng.split(key)
+    return Junta(_random_support(k_support, n, k), table)
 
 
 def parity(support, n: int) -> Parity:
-    """The parity of the ``support`` coordinates (k distinct indices in [0, n))."""
-    return Parity(jnp.asarray(_check_support(support, n), jnp.int32))
+    """The parity of the ``support`` coordinates (k distinct indices in [0, n); may be traced, then unchecked)."""
+    return Parity(_support(support, checks.integer("n", n, low=1)))
 
 
 #: Largest k of a random truth table (2^k entries, times k to check that all k variables matter).
@@ -350,14 +409,37 @@ def _check_n_k(n, k):
     return n, k
 
 
-def _check_support(support, n):
-    n = checks.integer("n", n, low=1)
+def _support(support, n: int | None):
+    """``int32[k]``: the support checked (shape and dtype always; values, where concrete: >= 0, < n, distinct)."""
+    if checks.is_concrete(support):
+        return jnp.asarray(_check_support(support, n), jnp.int32)
+    if support.ndim != 1 or not jnp.issubdtype(support.dtype, jnp.integer):
+        raise ValueError(f"support must be a 1-d array of integer indices, got {support.dtype}{list(support.shape)}")
+    checks.integer("k = len(support)", support.shape[0], low=1, high=n)
+    return support.astype(jnp.int32)
+
+
+def _table(table, k: int):
+    """``bool[2^k]``: the truth table checked (its shape always, its values 0/1 where concrete)."""
+    if np.shape(table) != (2**k,):
+        raise ValueError(f"table must have 2^k = {2**k} entries for k = {k} = len(support), "
+                         f"got shape {np.shape(table)}")
+    if checks.is_concrete(table):
+        if not np.isin(np.asarray(table), (0, 1)).all():
+            raise ValueError("table must be binary (0/1 or bool)")
+        return jnp.asarray(np.asarray(table), bool)
+    return table.astype(bool)
+
+
+def _check_support(support, n: int | None):
+    """The concrete support as ``int32[k]`` numpy: indices 1-d, >= 0, < n (given n), distinct."""
     s = np.asarray(support)
     if s.ndim != 1 or (s.size and not np.issubdtype(s.dtype, np.integer)):
         raise ValueError(f"support must be a 1-d array of integer indices, got {support!r}")
     checks.integer("k = len(support)", s.size, low=1, high=n)
-    if s.min() < 0 or s.max() >= n:
-        raise ValueError(f"support indices must be in [0, {n - 1}] for n = {n}, got {s.tolist()}")
+    if s.min() < 0 or (n is not None and s.max() >= n):
+        allowed = "[0, inf)" if n is None else f"[0, {n - 1}] for n = {n}"
+        raise ValueError(f"support indices must be in {allowed}, got {s.tolist()}")
     if np.unique(s).size != s.size:
         raise ValueError(f"support indices must be distinct, got {s.tolist()}")
     return s.astype(np.int32)
