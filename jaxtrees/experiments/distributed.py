@@ -5,6 +5,8 @@ so that a process that never comes, a wrong count or a taken port is one sentenc
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 
 
@@ -25,7 +27,7 @@ def initialize(args) -> None:
     if timeout < 1:
         raise ValueError(f"--distributed-timeout must be >= 1 second, got {timeout}")
     if args.num_processes is not None and args.num_processes > 1:
-        _rendezvous(args.coordinator, args.num_processes, args.process_id, timeout)
+        _rendezvous(args.coordinator, args.num_processes, args.process_id, timeout, settings(args))
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU processes (no effect on GPU / TPU)
@@ -43,11 +45,50 @@ def initialize(args) -> None:
                          f"own --process-id, and that HOST:PORT is reachable from each") from None
 
 
-#: The first line a process sends process 0 in :func:`_rendezvous` (then P and its id).
+#: The first line a process sends process 0 in :func:`_rendezvous` (then P, its id and its :func:`settings`).
 HELLO = "jaxtrees-rendezvous"
 
 
-def _rendezvous(address: str, processes: int, process_id: int, timeout: float) -> None:
+def settings(args) -> dict:
+    """What every process of a run must share, known before JAX starts: the command's arguments (but the process id),
+    XLA_FLAGS and JAX's environment settings, versions and jaxtrees' source digest."""
+    import hashlib
+    import os
+
+    from jaxtrees.experiments import contract
+
+    config = None
+    if getattr(args, "config", None):
+        try:
+            with open(args.config, "rb") as fh:
+                config = hashlib.sha256(fh.read()).hexdigest()[:16]
+        except OSError:
+            config = "unreadable"
+    versions = {}
+    for name in ("jax", "jaxlib", "numpy", "optax"):
+        try:
+            from importlib.metadata import version
+
+            versions[name] = version(name)
+        except Exception:  # noqa: BLE001 - metadata only
+            versions[name] = "unknown"
+    return {"study": args.study, "--quick": args.quick, "--set": sorted(args.set), "--config": config,
+            "--seed": args.seed, "--chunk": args.chunk, "--group": args.group, "--out": os.path.abspath(args.out),
+            "--allow-changes": args.allow_changes, "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
+            **{k: v for k, v in sorted(os.environ.items()) if k.startswith("JAX_") and k != "JAX_PLATFORMS"},
+            **versions, "jaxtrees source": contract.source_digest()}
+
+
+def _differences(mine: dict, theirs: dict, pid: int) -> str:
+    """The first setting in which process ``pid`` differs from process 0, as a clause; "" where none does."""
+    for key in sorted(set(mine) | set(theirs)):
+        if mine.get(key) != theirs.get(key):
+            return (f"process {pid} was started with {key} = {theirs.get(key)!r}, process 0 with "
+                    f"{mine.get(key)!r}")
+    return ""
+
+
+def _rendezvous(address: str, processes: int, process_id: int, timeout: float, mine: dict | None = None) -> None:
     """Meet every process at ``address`` before ``jax.distributed.initialize``; ValueError after ``timeout`` s.
 
     XLA's coordination client ends the process with a C++ abort (SIGABRT, DEADLINE_EXCEEDED) when a peer has not
@@ -58,13 +99,18 @@ def _rendezvous(address: str, processes: int, process_id: int, timeout: float) -
     if not host or not port.isdigit():
         raise ValueError(f"--coordinator must be HOST:PORT, got {address!r}")
     deadline = time.monotonic() + timeout
+    mine = mine or {}
     if process_id == 0:
-        _gather(int(port), address, processes, timeout, deadline)
+        print(f"process 0: waiting for {processes - 1} other process(es) at {address} (--distributed-timeout "
+              f"{timeout:g} s)", file=sys.stderr)
+        _gather(int(port), address, processes, timeout, deadline, mine)
     else:
-        _join(host.strip("[]"), int(port), address, processes, process_id, timeout, deadline)
+        print(f"process {process_id}: joining process 0 at {address} (--distributed-timeout {timeout:g} s)",
+              file=sys.stderr)
+        _join(host.strip("[]"), int(port), address, processes, process_id, timeout, deadline, mine)
 
 
-def _gather(port: int, address: str, processes: int, timeout: float, deadline: float) -> None:
+def _gather(port: int, address: str, processes: int, timeout: float, deadline: float, mine: dict) -> None:
     """Process 0's side of :func:`_rendezvous`: accept the P - 1 others, then tell each to go."""
     import socket
 
@@ -93,21 +139,31 @@ def _gather(port: int, address: str, processes: int, timeout: float, deadline: f
                     continue
                 conn.settimeout(max(0.1, min(5.0, deadline - time.monotonic())))
                 try:
-                    words = conn.makefile("r").readline().split()
+                    words = conn.makefile("r").readline().split(" ", 3)
                 except OSError:
                     conn.close()
                     continue
-                if len(words) != 3 or words[0] != HELLO or not words[1].isdigit() or not words[2].isdigit():
+                words = [w.strip() for w in words]
+                if len(words) < 3 or words[0] != HELLO or not words[1].isdigit() or not words[2].isdigit():
                     conn.close()  # not one of ours (a port scanner, a health check)
                     continue
                 theirs, pid = int(words[1]), int(words[2])
+                try:
+                    told = json.loads(words[3]) if len(words) > 3 and words[3] else {}
+                except ValueError:
+                    told = {"settings": "unreadable"}
                 problem = (f"process {pid} was started with --num-processes {theirs}, process 0 with {processes}"
                            if theirs != processes else
                            f"two processes were started with --process-id {pid}" if pid in peers or pid == 0 else "")
+                advice = "give every process the same --num-processes and each its own --process-id"
+                if not problem:
+                    problem = _differences(mine, told, pid)
+                    advice = "start every process with the same arguments, environment and installation"
                 if problem:
-                    _say(conn, f"refused {problem}")
-                    raise ValueError(f"process 0 at {address}: {problem}; give every process the same "
-                                     f"--num-processes and each its own --process-id")
+                    for other in [conn, *peers.values()]:  # every process ends, with the difference named
+                        _say(other, f"refused {problem}")
+                    _refuse_late(server, f"refused {problem}", processes - 2 - len(peers), deadline)
+                    raise ValueError(f"process 0 at {address}: {problem}; {advice}")
                 peers[pid] = conn
             for conn in peers.values():
                 _say(conn, "go")
@@ -122,15 +178,38 @@ def _gather(port: int, address: str, processes: int, timeout: float, deadline: f
             conn.close()
 
 
+#: Seconds process 0 stays to tell processes still joining that the run was refused.
+GRACE = 5.0
+
+
+def _refuse_late(server, line: str, left: int, deadline: float) -> None:
+    """Tell up to ``left`` processes that join within :data:`GRACE` seconds (or the deadline) ``line``."""
+    end = min(deadline, time.monotonic() + GRACE)
+    while left > 0 and time.monotonic() < end:
+        server.settimeout(max(0.05, end - time.monotonic()))
+        try:
+            conn, _ = server.accept()
+        except (TimeoutError, OSError):
+            continue
+        with conn:
+            try:
+                conn.settimeout(1.0)
+                conn.makefile("r").readline()
+            except OSError:
+                pass
+            _say(conn, line)
+        left -= 1
+
+
 def _join(host: str, port: int, address: str, processes: int, process_id: int, timeout: float,
-          deadline: float) -> None:
+          deadline: float, mine: dict | None = None) -> None:
     """Process I's side of :func:`_rendezvous`: reach process 0, say who it is, wait for "go"."""
     import socket
 
     while True:
         try:
             with socket.create_connection((host, port), timeout=2) as conn:
-                conn.sendall(f"{HELLO} {processes} {process_id}\n".encode())
+                conn.sendall(f"{HELLO} {processes} {process_id} {json.dumps(mine or {}, separators=(',', ':'))}\n".encode())
                 conn.settimeout(max(0.1, deadline - time.monotonic()))
                 try:
                     reply = conn.makefile("r").readline().strip()
