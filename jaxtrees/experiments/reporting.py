@@ -137,7 +137,7 @@ def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> l
     except KeyError as e:
         raise ValueError(_lacking(directory, spec_["name"], e)) from None
     except OSError as e:
-        raise ValueError(f"cannot write the figures {stem}.png / .svg: {e.strerror}") from None
+        raise ValueError(f"cannot write the figures {spec_['name']}.png / .svg in {directory}: {e.strerror}") from None
 
 
 def write_report(study, directory: str, rows=None, spec_: dict | None = None) -> str:
