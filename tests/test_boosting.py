@@ -258,10 +258,12 @@ def test_boosting_study_compiles_one_forest_for_every_data_set():
     assert (n, train_words, test_words) == tuple(max(shape[i] for shape in traced) for i in range(3))
     assert runner.loop_max_trials(study) == 16
     assert runner.configure(study, quick=True).trials <= 16 < runner.configure(study, quick=False).trials
-    assert runner.loop_max_trials(dataclasses.replace(study, level_loop=True)) == runner.LOOP_MAX_TRIALS
-    assert runner.loop_max_trials(dataclasses.replace(study, level_loop=False)) == 0
-    with pytest.raises(ValueError, match="level_loop"):
-        dataclasses.replace(study, level_loop=-1)
+    def looped(level_loop):
+        return dataclasses.replace(study, compile=dataclasses.replace(study.compile, level_loop=level_loop))
+
+    assert runner.loop_max_trials(looped(True)) == runner.LOOP_MAX_TRIALS and runner.loop_max_trials(looped(False)) == 0
+    with pytest.raises(ValueError, match="compile.level_loop"):
+        looped(-1)
 
 
 def _boosting_rows(rounds=240):

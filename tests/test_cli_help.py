@@ -59,14 +59,17 @@ def test_every_studys_help_names_every_parameter_and_resolves_both_sizes(capsys,
     assert max(map(len, out[out.index("\nparameters ("):].splitlines())) <= 100
 
 
-def test_a_studys_own_meaning_wins_and_unknown_names_are_refused(capsys):
+def test_a_studys_own_meaning_wins_and_other_names_mean_columns(capsys):
     juntas = studies.get("juntas")
-    own = dataclasses.replace(juntas, parameters={"k": "the size of the junta's support", "n": "bits"})
+    own = dataclasses.replace(juntas, meanings={**juntas.meanings, "k": "the size of the junta's support", "n": "bits"})
     assert own.meaning("k") == "the size of the junta's support" and own.meaning("n") == "bits"
     assert juntas.meaning("k") is None and own.meaning("m_min") == juntas.meaning("m_min")
     assert "the size of the junta's support" in _block(cli.study_help(own), "k")
-    with pytest.raises(ValueError, match="unknown parameters"):
-        dataclasses.replace(juntas, parameters={"depth": "not a parameter of juntas"})
+    assert own.columns == juntas.columns and own.parameters == {"k": "the size of the junta's support", "n": "bits"}
+    depth = dataclasses.replace(juntas, meanings={"depth": "not a parameter of juntas: a column's meaning"})
+    assert depth.parameters == {} and depth.columns == {"depth": "not a parameter of juntas: a column's meaning"}
+    with pytest.raises(ValueError, match="meanings must map names to strings"):
+        dataclasses.replace(juntas, meanings={"k": 3})
 
 
 def test_help_without_a_study_says_how_to_list_one_and_an_unknown_study_exits_2(capsys):

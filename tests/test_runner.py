@@ -20,7 +20,7 @@ import helpers
 from jaxtrees import cli
 from jaxtrees.core import platform as cpu_platform
 from jaxtrees.experiments import compiled, runner, studies
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_JUNTAS = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16", "--set", "m_max=64",
@@ -411,7 +411,7 @@ def test_branches_of_one_program_give_the_rows_of_a_program_each(tmp_path):
     assert study.branches == ("k", "c", "code")
     config = runner.configure(study, quick=True, overrides={"k": "3,4", "c": "1,2", "impurity": "gini,entropy"},
                               replicates=3)
-    separate = dataclasses.replace(study, branches=())
+    separate = dataclasses.replace(study, compile=dataclasses.replace(study.compile, branches=()))
     assert len(study.programs(config)) == 1 and len(separate.programs(config)) == 4
     assert sorted(study.programs(config)[0]["branches"]) == [(3, 1, "block"), (3, 2, "block"), (4, 1, "block"),
                                                              (4, 2, "block")]
@@ -423,8 +423,8 @@ def test_branches_must_be_static_and_share_their_output_shapes(tmp_path):
     def trial(key, params):
         return {"x": jnp.zeros(params["n"])}  # a shape that differs between branches
 
-    study = Study(name="shapes", description="", quick={"n": [2, 3]}, full={"n": [2, 3]}, static=("n",),
-                  branches=("n",), trial=trial, replicates=(2, 2), check=lambda params: None, plot=None, report=None)
+    study = Study(name="shapes", trial=trial, grid={"n": [2, 3]}, replicates=2, static=("n",),
+                  compile=Compile(branches=("n",)))
     with pytest.raises(ValueError, match=r"outputs differ between the branches \{'n': \(2, 3\)\}"):
         runner.run(study, runner.configure(study, quick=True), str(tmp_path), progress=False)
     with pytest.raises(ValueError, match=r"branches \['n'\] must be static"):
@@ -450,9 +450,9 @@ def test_after_runs_once_outside_the_branches_and_gives_the_rows_of_the_inline_t
     def inline(key, params):
         return after(key, {"scale": params["scale"]}, head(key, params))
 
-    common = dict(description="", quick={"n": [2, 3, 4], "scale": [1.0, 2.0]}, full={"n": [2, 3, 4], "scale": [1.0]},
-                  static=("n",), replicates=(3, 3), check=lambda params: None, plot=None, report=None)
-    split = Study(name="after", branches=("n",), trial=head, after=after, **common)
+    common = dict(grid=({"n": [2, 3, 4], "scale": [1.0, 2.0]}, {"n": [2, 3, 4], "scale": [1.0]}), static=("n",),
+                  replicates=3)
+    split = Study(name="after", trial=head, compile=Compile(branches=("n",), after=after), **common)
     alone = Study(name="after", trial=inline, **common)
     config = runner.configure(split, quick=True)
     assert len(split.programs(config)) == 1 and len(alone.programs(config)) == 3

@@ -1,19 +1,31 @@
 """A study's definition (:class:`Study`) and one resolved run of it (:class:`Config`).
 
-A :class:`Study` names its parameters (with the defaults of a ``quick`` and a ``full`` size),
-says which of them are *static* (they change shapes or the compiled program: one compilation per
-distinct combination) and gives a pure ``trial(key, params) -> {metric: array}``.
-:func:`configure` resolves the grid (defaults, then overrides) into a :class:`Config` and checks
-every cell before any heavy work. A trial's key depends only on the seed and its cell's
-parameters (:meth:`Study.trial_key`).
+A :class:`Study` needs a name, a pure ``trial(key, params) -> {output: array}`` (its docstring's first
+paragraph describes the study), a grid (parameter -> values; one, or a ``quick`` and a ``full`` size) and
+the trials per cell. Optional: which parameters are *static* (they change shapes or the compiled program:
+one compilation per distinct combination; a parameter of strings is static unless it is a
+``Compile.choices``), an axis, the *shared* parameters, what each name means, a check of a cell, the
+figures and report, and the :class:`Compile` knobs. :func:`configure` resolves the grid (defaults, then
+overrides) into a :class:`Config` and checks every cell before any heavy work. A trial's key depends only
+on the seed and its cell's parameters (:meth:`Study.trial_key`).
+
+>>> import jax
+>>> def coin(key, params):
+...     "Coin flips of bias p: heads or tails."
+...     return {"heads": jax.random.bernoulli(key, params["p"])}
+>>> study = Study("coin", coin, grid={"p": [0.25, 0.5], "coin": "fair"}, replicates=8)
+>>> study.description, study.static, study.replicates, configure(study).trials
+('Coin flips of bias p: heads or tails.', ('coin',), (8, 8), 16)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import itertools
 import json
+import re
 import zlib
 from typing import Callable, NamedTuple
 
@@ -26,7 +38,7 @@ MAX_TRIALS = 2**24
 
 
 #: Parameters that mean the same in every built-in study that has them (a study's own
-#: ``Study.parameters`` entry wins). Not ``k`` or ``c``: the addressing studies' c is a parity width.
+#: ``Study.meanings`` entry wins). Not ``k`` or ``c``: the addressing studies' c is a parity width.
 PARAMETER_MEANINGS = {
     "n": "the number of input bits",
     "log2_n": "n = 2^log2_n input bits",
@@ -45,37 +57,10 @@ class Axis(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class Study:
-    """A Monte Carlo study: parameters, their quick and full grids, and the trial.
+class Compile:
+    """How a study's trials are compiled: which cells share a program and how, compiler options, memory.
 
     Attributes:
-      name, description: shown by ``jaxtrees list``.
-      quick, full: parameter -> list of values (the grid) or a single value, for ``--quick`` and
-        the full size. Both must name the same parameters; the value types (int, float, str) of
-        the full grid are the types ``--set`` parses to.
-      static: parameters that fix shapes or the program (compiled once per combination); they
-        reach ``trial`` as Python values, the others as traced float32 / int32 scalars.
-      trial: ``trial(key, params) -> dict`` of float / int / bool arrays, each a scalar or of
-        shape ``[len(axis values)]``.
-      axis: optional :class:`Axis` ``(name, values(params) -> list)``: the trial's outputs run along
-        it (one row per value).
-      replicates: trials per cell, ``(quick, full)``.
-      check: ``check(params)`` raises ValueError for a bad cell, before any heavy work.
-      plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``; both
-        see the results as a :class:`~jaxtrees.experiments.table.Table` (columns, never row dicts; a
-        list of row dicts given by a caller becomes one).
-      bytes_per_trial: optional ``bytes_per_trial(params)``, the device memory one trial of a
-        cell needs at its peak; the default chunk then keeps a device under the runner's
-        ``MEMORY_BUDGET``.
-      working_set_per_trial: optional ``working_set_per_trial(params)``, the bytes one trial
-        sweeps again and again (e.g. float rows of its sample, round after round); on a CPU the
-        runner then vmaps fewer trials together, so that a group's sweeps stay in cache
-        (``CPU_CACHE_BUDGET``).
-      columns: what each output column (and the axis) means, for metadata.json (see
-        :func:`column_descriptions`).
-      shared: parameters left out of the trial key (common random numbers): cells that differ only
-        in them get the same keys, e.g. ``("learner",)`` so that every learner sees the same
-        distribution, target and sample in trial r of a cell.
       uniform: traced parameters that are the same for every trial of a vmapped group (the runner
         packs groups by their values): they reach ``trial`` unbatched, so that ``lax.cond`` /
         ``lax.switch`` on them run one branch per group (e.g. a depth that skips the levels below
@@ -107,25 +92,15 @@ class Study:
         many where an int) grows its deep trees in a level loop (:func:`~jaxtrees.learners.growth.level_loop`:
         the same trees, compiled faster, run 2-5x slower); a small int or False where a trial grows many
         deep trees (the boosting study's forests).
-      parameters: parameter -> what it means, for ``jaxtrees run STUDY --help`` (a name left out
-        falls back to :data:`PARAMETER_MEANINGS`, the names every built-in study uses alike).
+      bytes_per_trial: optional ``bytes_per_trial(params)``, the device memory one trial of a
+        cell needs at its peak; the default chunk then keeps a device under the runner's
+        ``MEMORY_BUDGET``.
+      working_set_per_trial: optional ``working_set_per_trial(params)``, the bytes one trial
+        sweeps again and again (e.g. float rows of its sample, round after round); on a CPU the
+        runner then vmaps fewer trials together, so that a group's sweeps stay in cache
+        (``CPU_CACHE_BUDGET``).
     """
 
-    name: str
-    description: str
-    quick: dict
-    full: dict
-    static: tuple
-    trial: Callable
-    replicates: tuple
-    check: Callable
-    plot: Callable
-    report: Callable
-    axis: Axis | None = None
-    bytes_per_trial: Callable | None = None
-    working_set_per_trial: Callable | None = None
-    columns: dict = dataclasses.field(default_factory=dict)
-    shared: tuple = ()
     uniform: tuple = ()
     bounds: tuple = ()
     choices: dict = dataclasses.field(default_factory=dict)
@@ -134,31 +109,149 @@ class Study:
     after: Callable | None = None
     cpu_opt_level: int | None = None
     level_loop: bool | int = True
-    parameters: dict = dataclasses.field(default_factory=dict)
+    bytes_per_trial: Callable | None = None
+    working_set_per_trial: Callable | None = None
+
+
+#: The :class:`Compile` knobs a :class:`Study` reads as its own attributes (``study.bounds``, ...).
+COMPILE_KNOBS = tuple(f.name for f in dataclasses.fields(Compile))
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """A Monte Carlo study: its name, trial, grid and replicates; the rest is optional.
+
+    Attributes:
+      name: shown by ``jaxtrees list``, with :attr:`description`.
+      trial: ``trial(key, params) -> dict`` of float / int / bool arrays, each a scalar or of shape
+        ``[len(axis values)]``; the first paragraph of its docstring is the study's description.
+      grid: parameter -> list of values or a single value; one grid (``--quick`` and full alike) or
+        ``(quick, full)``, both naming the same parameters. The value types (int, float, str) of the full
+        grid are the types ``--set`` parses to. Read back as ``(quick, full)``.
+      replicates: trials per cell: one number or ``(quick, full)``; read back as ``(quick, full)``.
+      axis: optional :class:`Axis` ``(name, values(params) -> list)``: the trial's outputs run along
+        it (one row per value).
+      static: parameters that fix shapes or the program (compiled once per combination); they
+        reach ``trial`` as Python values, the others as traced float32 / int32 scalars. A parameter
+        whose values are strings is static unless it is one of ``compile.choices`` (read back with them).
+      shared: parameters left out of the trial key (common random numbers): cells that differ only
+        in them get the same keys, e.g. ``("learner",)`` so that every learner sees the same
+        distribution, target and sample in trial r of a cell.
+      meanings: parameter, axis or output column -> what it means, for ``jaxtrees run STUDY --help``
+        (:attr:`parameters`; a parameter left out falls back to :data:`PARAMETER_MEANINGS`) and
+        metadata.json (:attr:`columns`, see :func:`column_descriptions`).
+      check: ``check(params)`` raises ValueError for a bad cell, before any heavy work (None: no check
+        beyond the grid's types).
+      plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``; both
+        see the results as a :class:`~jaxtrees.experiments.table.Table` (columns, never row dicts; a
+        list of row dicts given by a caller becomes one). None: the generic figures and report.
+      compile: the :class:`Compile` knobs (also read as the study's attributes: ``study.bounds``, ...).
+    """
+
+    name: str
+    trial: Callable
+    grid: dict | tuple
+    replicates: int | tuple
+    axis: Axis | tuple | None = None
+    static: tuple = ()
+    shared: tuple = ()
+    meanings: dict = dataclasses.field(default_factory=dict)
+    check: Callable | None = None
+    plot: Callable | None = None
+    report: Callable | None = None
+    compile: Compile = dataclasses.field(default_factory=Compile)
 
     def __post_init__(self):
+        set_ = functools.partial(object.__setattr__, self)
+        if not callable(self.trial):
+            raise ValueError(f"study {self.name!r}: trial must be callable, got {self.trial!r}")
+        set_("grid", _grids(self.name, self.grid))
+        set_("replicates", _replicates(self.name, self.replicates))
+        if not isinstance(self.compile, Compile):
+            raise ValueError(f"study {self.name!r}: compile must be a Compile, got {self.compile!r}")
+        set_("shared", _names(self.name, "shared", self.shared))
+        set_("static", tuple(dict.fromkeys([*_names(self.name, "static", self.static),
+                                            *_strings(self.grid, self.compile.choices)])))
         if self.axis is not None:
-            object.__setattr__(self, "axis", Axis(*self.axis))
+            set_("axis", _axis(self.name, self.axis, self.full))
+        for name in ("check", "plot", "report"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise ValueError(f"study {self.name!r}: {name} must be callable or None, got {getattr(self, name)!r}")
         for name in ("plot", "report"):  # both see a Table, however they are called
-            object.__setattr__(self, name, _tabled(getattr(self, name)))
-        overlap = set(self.static) & (set(self.uniform) | set(self.bounds))
+            if getattr(self, name) is not None:
+                set_(name, _tabled(getattr(self, name)))
+        self._check_names()
+
+    def _check_names(self):
+        """ValueError naming the field whose names are not the grid's parameters, or that contradict."""
+        meanings = self.meanings
+        if not isinstance(meanings, dict) or not all(isinstance(v, str) for v in meanings.values()):
+            raise ValueError(f"study {self.name!r}: meanings must map names to strings (what each means)")
+        knobs = self.compile
+        for field, names in (("static", self.static), ("shared", self.shared), ("compile.uniform", knobs.uniform),
+                             ("compile.bounds", knobs.bounds), ("compile.choices", knobs.choices),
+                             ("compile.branches", knobs.branches), ("compile.buckets", knobs.buckets)):
+            unknown = sorted(set(_names(self.name, field, names)) - set(self.full))
+            if unknown:
+                raise ValueError(f"study {self.name!r}: {field} names {unknown}, which are not grid parameters "
+                                 f"(the grid's: {', '.join(sorted(self.full))})")
+        overlap = set(self.static) & (set(knobs.uniform) | set(knobs.bounds))
         if overlap:
-            raise ValueError(f"study {self.name!r}: {sorted(overlap)} cannot be both static and traced")
-        unknown = (set(self.uniform) | set(self.bounds) | set(self.choices) | set(self.parameters)) - set(self.full)
-        if unknown:
-            raise ValueError(f"study {self.name!r}: unknown parameters {sorted(unknown)}")
-        if not isinstance(self.level_loop, bool):
-            checks.integer("level_loop", self.level_loop, low=0)
-        if set(self.branches) - set(self.static):
-            raise ValueError(f"study {self.name!r}: branches {sorted(set(self.branches) - set(self.static))} must be "
-                             f"static")
-        if set(self.buckets) - set(self.choices):
-            raise ValueError(f"study {self.name!r}: buckets {sorted(set(self.buckets) - set(self.choices))} must be "
-                             f"choices")
+            raise ValueError(f"study {self.name!r}: static and compile.uniform / compile.bounds: {sorted(overlap)} "
+                             f"cannot be both static and traced (a string parameter not in compile.choices is static)")
+        if not isinstance(knobs.level_loop, bool):
+            try:
+                checks.integer("compile.level_loop", knobs.level_loop, low=0)
+            except ValueError as e:
+                raise ValueError(f"study {self.name!r}: {e}") from None
+        if set(knobs.branches) - set(self.static):
+            raise ValueError(f"study {self.name!r}: compile.branches {sorted(set(knobs.branches) - set(self.static))} "
+                             f"must be static")
+        if set(knobs.buckets) - set(knobs.choices):
+            raise ValueError(f"study {self.name!r}: compile.buckets {sorted(set(knobs.buckets) - set(knobs.choices))} "
+                             f"must be choices")
+
+    @property
+    def quick(self) -> dict:
+        """The ``--quick`` grid."""
+        return self.grid[0]
+
+    @property
+    def full(self) -> dict:
+        """The full grid."""
+        return self.grid[1]
+
+    @property
+    def description(self) -> str:
+        """The first paragraph of the trial's docstring, on one line ("" where it has none)."""
+        return _first_paragraph(inspect.getdoc(self.trial))
+
+    @property
+    def parameters(self) -> dict:
+        """The :attr:`meanings` of grid parameters."""
+        return {name: text for name, text in self.meanings.items() if name in self.full}
+
+    @property
+    def columns(self) -> dict:
+        """The :attr:`meanings` of the rest: the axis and the trial's outputs."""
+        return {name: text for name, text in self.meanings.items() if name not in self.full}
 
     def meaning(self, name: str) -> str | None:
-        """What parameter ``name`` means: the study's ``parameters`` entry, else :data:`PARAMETER_MEANINGS`'."""
+        """What parameter ``name`` means: the study's ``meanings`` entry, else :data:`PARAMETER_MEANINGS`'."""
         return self.parameters.get(name, PARAMETER_MEANINGS.get(name))
+
+    def declaration(self) -> dict:
+        """What decides the rows besides the code and the grid's values (JSON): the parameters' names, the
+        static, shared and axis names and the compile knobs that change programs (functions by name)."""
+        knobs = self.compile
+        return {"parameters": sorted(self.full), "static": sorted(self.static), "shared": sorted(self.shared),
+                "axis": None if self.axis is None else self.axis.name, "uniform": sorted(knobs.uniform),
+                "bounds": sorted(knobs.bounds), "choices": {k: list(v) for k, v in sorted(knobs.choices.items())},
+                "buckets": {name: {value: _jsonable(bucket(value)) for value in knobs.choices[name]}
+                            for name, bucket in sorted(knobs.buckets.items())},
+                "branches": list(knobs.branches), "cpu_opt_level": knobs.cpu_opt_level,
+                "level_loop": knobs.level_loop, **{name: _qualified(getattr(knobs, name)) for name in (
+                    "after", "bytes_per_trial", "working_set_per_trial")}}
 
     @property
     def grouped(self) -> tuple:
@@ -209,6 +302,84 @@ class Study:
         of the cell's parameter values (not its position in the grid), so a row depends only on the seed
         and its parameters, never on chunk size, device count, host count or which other cells run."""
         return _fold(seed, self.key_hash(cell) if isinstance(cell, dict) else cell, replicate)
+
+
+def _knob(name: str) -> property:
+    """A read-only property: the study's ``compile.<name>``."""
+    return property(lambda study: getattr(study.compile, name), doc=f"``compile.{name}`` (:class:`Compile`).")
+
+
+for _name in COMPILE_KNOBS:  # study.bounds, study.level_loop, ...: read-only, from study.compile
+    setattr(Study, _name, _knob(_name))
+del _name
+
+
+def _grids(study: str, grid) -> tuple:
+    """``grid`` as ``(quick, full)``: one dict serves both sizes."""
+    grids = (grid, grid) if isinstance(grid, dict) else tuple(grid) if isinstance(grid, (tuple, list)) else ()
+    if len(grids) != 2 or not all(isinstance(g, dict) and all(isinstance(n, str) for n in g) for g in grids):
+        raise ValueError(f"study {study!r}: grid must be a dict (parameter name -> a value or a list of values) "
+                         f"or a pair (quick, full) of them, got {grid!r}")
+    if set(grids[0]) != set(grids[1]):
+        raise ValueError(f"study {study!r}: grid: the quick and full grids must name the same parameters (only in "
+                         f"quick: {sorted(set(grids[0]) - set(grids[1]))}, only in full: "
+                         f"{sorted(set(grids[1]) - set(grids[0]))})")
+    return grids
+
+
+def _replicates(study: str, replicates) -> tuple:
+    """``replicates`` as ``(quick, full)``: one number serves both sizes."""
+    pair = tuple(replicates) if isinstance(replicates, (tuple, list)) else (replicates, replicates)
+    if len(pair) != 2 or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1 for r in pair):
+        raise ValueError(f"study {study!r}: replicates must be a positive int or a pair (quick, full) of them, "
+                         f"got {replicates!r}")
+    return pair
+
+
+def _names(study: str, field: str, names) -> tuple:
+    """``names`` (parameter names) as a tuple; a string alone is refused (``("n",)``, not ``"n"``)."""
+    if not isinstance(names, (tuple, list, dict)) or not all(isinstance(name, str) for name in names):
+        raise ValueError(f"study {study!r}: {field} must be a tuple of parameter names, got {names!r}")
+    return tuple(names)
+
+
+def _strings(grids: tuple, choices: dict) -> list:
+    """The parameters whose values are strings but ``choices``: static, however the study declares them."""
+    return [name for name in grids[1] if name not in choices
+            and any(isinstance(v, str) for grid in grids for v in _as_list(grid[name]))]
+
+
+def _axis(study: str, axis, parameters) -> Axis:
+    """``axis`` as an :class:`Axis` whose name is not a grid parameter (a column of its own)."""
+    try:
+        axis = Axis(*axis)
+    except TypeError:
+        axis = None
+    if axis is None or not isinstance(axis.name, str) or not callable(axis.values):
+        raise ValueError(f"study {study!r}: axis must be a pair (column name, values(params) -> list)") from None
+    if axis.name in parameters:
+        raise ValueError(f"study {study!r}: axis {axis.name!r} is a grid parameter; the axis names a column of "
+                         f"its own (the trial's outputs run along it)")
+    return axis
+
+
+def _first_paragraph(doc: str | None) -> str:
+    """The first paragraph of ``doc``, its lines joined into one ("" for None)."""
+    paragraph = re.split(r"\n\s*\n", (doc or "").strip())[0]
+    return " ".join(line.strip() for line in paragraph.splitlines())
+
+
+def _qualified(function) -> str | None:
+    """``module.qualname`` of ``function`` (a functools.partial's function's), None for None."""
+    if function is None:
+        return None
+    function = getattr(function, "func", function)
+    return f"{getattr(function, '__module__', None)}.{getattr(function, '__qualname__', type(function).__qualname__)}"
+
+
+def _jsonable(value):
+    """``value`` where JSON holds it as it is, else its repr."""
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
 def _tabled(function: Callable) -> Callable:
@@ -305,7 +476,7 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
     config = Config(study.name, grid, 1, seed, quick)
     cells = config.cells()
     replicates = checks.integer("replicates", replicates, low=1, high=max(1, MAX_TRIALS // len(cells)))
-    for cell in cells:
+    for cell in cells if study.check is not None else ():
         try:
             study.check(cell)
         except ValueError as e:  # the cell names the other parameters a bound came from (m_max >= m_min)

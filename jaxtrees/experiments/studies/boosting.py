@@ -19,7 +19,7 @@ from jaxtrees.core import bits, checks, sampling
 from jaxtrees.core.sampling import Data
 from jaxtrees.experiments import summary
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import at_max, group_max
 from jaxtrees.learners import CART16, AdaBoost, Parities, Stump
@@ -73,6 +73,8 @@ FOREST_INPUTS = ("forest_features",) + tuple(f"forest_{part}_{field}" for part i
 
 
 def _trial(key, params):
+    """004 Tables 2-3: AdaBoost with stumps, d-parities, CART-16 (and a random forest) on the seed's data sets, vs the
+    paper"""
     d = _data(params["data"])
     problem = d.problem()
     train, test = problem.train(key, d.train_size), problem.test(key, d.train_size)
@@ -337,24 +339,19 @@ def _reached(rows, rounds, t) -> str:
 
 BOOSTING = Study(
     name="boosting",
-    description="004 Tables 2-3: AdaBoost with stumps, d-parities, CART-16 (and a random forest) on the seed's data "
-                "sets, vs the paper",
-    quick={"data": ["census", "splice", "ecoli"], "rounds": 50, "max_degree": 2, "forest_depth": 10},
-    full={"data": available(), "rounds": 250, "max_degree": 3, "forest_depth": 10},
-    static=("data", "rounds", "max_degree", "forest_depth"),
-    branches=("data",),
     trial=_trial,
-    after=_forest,
+    grid=({"data": ["census", "splice", "ecoli"], "rounds": 50, "max_degree": 2, "forest_depth": 10},
+          {"data": available(), "rounds": 250, "max_degree": 3, "forest_depth": 10}),
     replicates=(2, 20),
-    # the forest is compiled once (``after``): looped where a program has at most 16 trials (the quick size's 6:
-    # 14 s less compiling, ~1.5 s more per trial), unrolled beyond (6-30x faster than looped: benchmarks.md)
-    level_loop=16,
+    static=("data", "rounds", "max_degree", "forest_depth"),
+    axis=("round", _rounds),
     check=_check,
-    working_set_per_trial=_working_set,
     plot=_plot,
     report=_report,
-    axis=("round", _rounds),
-    columns={
+    # the forest is compiled once (``after``): looped where a program has at most 16 trials (the quick size's 6:
+    # 14 s less compiling, ~1.5 s more per trial), unrolled beyond (6-30x faster than looped: benchmarks.md)
+    compile=Compile(branches=("data",), after=_forest, level_loop=16, working_set_per_trial=_working_set),
+    meanings={
         "round": "boosting round t (rows run along t = 1 .. rounds; for the forest, its first t trees)",
         "forest_test_error": "test error of the random forest of the first t trees (averaged votes)",
         **{f"{w}_{what}": text.format(WEAK[w]) for w in WEAK for what, text in (

@@ -18,7 +18,7 @@ from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.experiments import summary
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import fourier
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, at_max, check_sample_grid, chosen,
                                                  group_max, keyed, on_prefixes, sample_sizes, trial_keys)
@@ -131,6 +131,8 @@ def _settings_table(rows) -> str:
 
 
 def _trial(key, params):
+    """every registered learner on the same trials: k-parities, k-juntas, depth-k trees, rank-k trees, addressing;
+    uniform and c-smoothed; success vs m, a learnability map, per-learner cost"""
     n, k = params["n"], params["k"]
     options = params.get("learner_choices", (params["learner"],))
     keys = trial_keys(key, "distribution", "target", "sample")
@@ -413,25 +415,22 @@ SHARED = {"depth": 4, "rounds": 32, "max_rank": 3, "max_calls": 2**18, "theta": 
 
 COMPARE = Study(
     name="compare",
-    description="every registered learner on the same trials: k-parities, k-juntas, depth-k trees, rank-k trees, "
-                "addressing; uniform and c-smoothed; success vs m, a learnability map, per-learner cost",
-    quick={"learner": LEARNERS, "family": ["parity", "junta"], "k": 2, "n": 8, "c": [0.0, 0.2],
+    trial=_trial,
+    grid=({"learner": LEARNERS, "family": ["parity", "junta"], "k": 2, "n": 8, "c": [0.0, 0.2],
            "test_m": 2048, "m_max": 1024, **SHARED},
-    full={"learner": LEARNERS, "family": list(FAMILIES), "k": [2, 3], "n": 17, "c": [0.0, 0.1, 0.2],
-          "test_m": 8192, "m_max": 16384, **{**SHARED, "depth": 6, "rounds": 100, "max_rank": 4, "sgd_steps": 2000}},
+          {"learner": LEARNERS, "family": list(FAMILIES), "k": [2, 3], "n": 17, "c": [0.0, 0.1, 0.2],
+           "test_m": 8192, "m_max": 16384, **{**SHARED, "depth": 6, "rounds": 100, "max_rank": 4, "sgd_steps": 2000}}),
+    replicates=(24, 200),
     static=("k", "n", "depth", "rounds", "max_rank", "max_calls", "theta", "l1", "width",
             "sgd_steps", "test_m", "m_min", "m_max"),
-    trial=_trial,
-    replicates=(24, 200),
+    shared=("learner",),
+    axis=("m", sample_sizes),
+    meanings=COLUMNS,
     check=_check,
     plot=_plot,
     report=_report,
-    axis=("m", sample_sizes),
-    working_set_per_trial=_working_set,
-    columns=COLUMNS,
-    shared=("learner",),
-    uniform=("family", "learner"),
-    choices={"family": FAMILIES, "learner": tuple(LEARNERS)},
-    buckets={"family": lambda family: "junta" if family in JUNTAS else family, "learner": learner_program},
-    cpu_opt_level=2,
+    compile=Compile(uniform=("family", "learner"), choices={"family": FAMILIES, "learner": tuple(LEARNERS)},
+                    buckets={"family": lambda family: "junta" if family in JUNTAS else family,
+                             "learner": learner_program},
+                    cpu_opt_level=2, working_set_per_trial=_working_set),
 )

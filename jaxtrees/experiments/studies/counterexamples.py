@@ -20,7 +20,7 @@ from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments import summary
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import at_max, impurity, trial_keys
 from jaxtrees.learners import growth, population
@@ -143,6 +143,7 @@ def _gini_gains(p, f, x, path, first, address, free_memory, params) -> dict:
 
 
 def _addressing_trial(key, params):
+    """002 Thm 3 / Lemma 14: f_{c,k} in exact path mode: memory bits before addressing bits, error vs depth"""
     f = _target(params)
     size = 2 ** params["k"]
     _, first, memory_before, error, gains = _follow(key, f, params, size + 1)
@@ -165,6 +166,7 @@ def _addressing_check(params):
 
 
 def _agnostic_trial(key, params):
+    """002 Thm 4: f_pi (eps-close to a junta) in exact path mode: free memory bits first, error vs depth"""
     keys = trial_keys(key, "target", "distribution")
     kf, kp = keys["target"], keys["distribution"]
     f = targets.agnostic_addressing(kf, targets.addressing(params["c"], params["k"]), params["eps"])
@@ -492,41 +494,36 @@ def _agnostic_theory(rows) -> str:
 
 ADDRESSING = Study(
     name="addressing",
-    description="002 Thm 3 / Lemma 14: f_{c,k} in exact path mode: memory bits before addressing bits, error vs depth",
-    quick={"k": [3, 4, 5, 6], "c": [1, 2, 7], "code": "block", "s": 0.25, "impurity": ["gini", "entropy"]},
-    full={"k": [3, 4, 5, 6, 7, 8, 10], "c": [1, 2, 4, 7], "code": ["block", "coded"], "s": [0.1, 0.25],
-          "impurity": ["gini", "entropy", "kearns_mansour"]},
-    static=("k", "c", "code"),
-    branches=("k", "c", "code"),
-    uniform=("impurity",),
-    choices={"impurity": IMPURITY_NAMES},
     trial=_addressing_trial,
+    grid=({"k": [3, 4, 5, 6], "c": [1, 2, 7], "code": "block", "s": 0.25, "impurity": ["gini", "entropy"]},
+          {"k": [3, 4, 5, 6, 7, 8, 10], "c": [1, 2, 4, 7], "code": ["block", "coded"], "s": [0.1, 0.25],
+           "impurity": ["gini", "entropy", "kearns_mansour"]}),
     replicates=(64, 256),
+    static=("k", "c", "code"),
+    axis=("depth", depths),
+    meanings={**PATH_COLUMNS,
+              "memory_first": "1 if all 2^k memory bits are queried before the first addressing bit"},
     check=_addressing_check,
     plot=_addressing_plot,
     report=_addressing_report,
-    axis=("depth", depths),
-    columns={**PATH_COLUMNS,
-             "memory_first": "1 if all 2^k memory bits are queried before the first addressing bit"},
+    compile=Compile(branches=("k", "c", "code"), uniform=("impurity",), choices={"impurity": IMPURITY_NAMES}),
 )
 
 AGNOSTIC = Study(
     name="agnostic",
-    description="002 Thm 4: f_pi (eps-close to a junta) in exact path mode: free memory bits first, error vs depth",
-    quick={"k": [4, 5, 6], "c": 7, "eps": [0.5, 1.0], "s": 0.25, "impurity": "gini"},
-    full={"k": [4, 5, 6, 7, 8], "c": 7, "eps": [0.25, 0.5, 1.0], "s": [0.1, 0.25],
-          "impurity": ["gini", "entropy", "kearns_mansour"]},
-    static=("k", "c", "eps"),
-    branches=("c", "eps"),  # a program per k: k as a branch too made one program of 5 of 6 quick cells (15 of 19 s)
-    uniform=("impurity",),
-    choices={"impurity": IMPURITY_NAMES},
     trial=_agnostic_trial,
+    grid=({"k": [4, 5, 6], "c": 7, "eps": [0.5, 1.0], "s": 0.25, "impurity": "gini"},
+          {"k": [4, 5, 6, 7, 8], "c": 7, "eps": [0.25, 0.5, 1.0], "s": [0.1, 0.25],
+           "impurity": ["gini", "entropy", "kearns_mansour"]}),
     replicates=(64, 256),
+    static=("k", "c", "eps"),
+    axis=("depth", depths),
+    meanings={**PATH_COLUMNS,
+              "free_first": "1 if every free memory bit (A^free) is queried before the first addressing bit",
+              "distance_to_junta": "Pr_{x ~ p}[f_pi(x) != g(x)], g the nearby junta (exact)"},
     check=_agnostic_check,
     plot=_agnostic_plot,
     report=_agnostic_report,
-    axis=("depth", depths),
-    columns={**PATH_COLUMNS,
-             "free_first": "1 if every free memory bit (A^free) is queried before the first addressing bit",
-             "distance_to_junta": "Pr_{x ~ p}[f_pi(x) != g(x)], g the nearby junta (exact)"},
+    # a program per k: k as a branch too made one program of 5 of 6 quick cells (15 of 19 s)
+    compile=Compile(branches=("c", "eps"), uniform=("impurity",), choices={"impurity": IMPURITY_NAMES}),
 )

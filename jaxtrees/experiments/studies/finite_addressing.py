@@ -19,7 +19,7 @@ from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.experiments import summary
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.learning import CPU_OPT_LEVEL
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, at_max, impurity, on_prefixes,
@@ -57,6 +57,7 @@ def path_address_depth(t, x, n_address: int):
 
 
 def _trial(key, params):
+    """002 Remark 15: greedy trees on m examples of f_{c,k}: first addressing depth against log2 m"""
     f = targets.addressing(params["c"], params["k"])
     keys = trial_keys(key, "distribution", "sample", "input")
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["s"]).marginals(keys["distribution"], f.n),
@@ -233,30 +234,32 @@ def _plot(rows, stem):
                           "bit, against Remark 15's sample size for that depth", counts)
 
 
+def _bytes_per_trial(params) -> int:
+    """The device memory one trial needs at its peak (``Compile.bytes_per_trial``)."""
+    return (4 * (params["c"] * params["k"] ** 2 + 2 ** params["k"] + 2) * params["m_max"] // 32
+            + 8 * 2 ** max_depth(params) * params["m_max"] // 32)
+
+
 ADDRESSING_SAMPLES = Study(
     name="addressing-samples",
-    description="002 Remark 15: greedy trees on m examples of f_{c,k}: first addressing depth against log2 m",
-    quick={"k": [3, 5], "c": 5, "s": 0.1, "impurity": "gini", "m_min": 64, "m_max": 8192},
-    full={"k": [3, 4, 5, 6], "c": 7, "s": [0.1, 0.25], "impurity": ["gini", "entropy"], "m_min": 64, "m_max": 131072},
-    static=("k", "c", "m_min", "m_max"),
-    branches=("k", "c"),
-    uniform=("impurity",),
-    choices={"impurity": IMPURITY_NAMES},
-    cpu_opt_level=CPU_OPT_LEVEL,
     trial=_trial,
+    grid=({"k": [3, 5], "c": 5, "s": 0.1, "impurity": "gini", "m_min": 64, "m_max": 8192},
+          {"k": [3, 4, 5, 6], "c": 7, "s": [0.1, 0.25], "impurity": ["gini", "entropy"], "m_min": 64,
+           "m_max": 131072}),
     replicates=(64, 256),
+    static=("k", "c", "m_min", "m_max"),
+    axis=("m", sample_sizes),
     check=_check,
     plot=_plot,
     report=_report,
-    axis=("m", sample_sizes),
-    bytes_per_trial=lambda params: 4 * (params["c"] * params["k"] ** 2 + 2 ** params["k"] + 2) * params["m_max"] // 32
-    + 8 * 2 ** max_depth(params) * params["m_max"] // 32,
-    columns={"m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
-             "first_address_depth": "the shallowest depth at which the tree queries an addressing bit (-1: none "
-                                    "within the depth bound)",
-             "path_address_depth": "the depth of the first addressing query on a random input's path (-1: none)",
-             "tree_depth": "the tree's depth"},
-    parameters={"k": "address bits: f_{c,k} has c k^2 addressing bits and 2^k memory bits",
-                "c": "each address bit is the parity of c k addressing bits",
-                "s": "the smoothing: p_i = 1/2 + U[-s, s], delta = 1/2 - s"},
+    compile=Compile(branches=("k", "c"), uniform=("impurity",), choices={"impurity": IMPURITY_NAMES},
+                    cpu_opt_level=CPU_OPT_LEVEL, bytes_per_trial=_bytes_per_trial),
+    meanings={"m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
+              "first_address_depth": "the shallowest depth at which the tree queries an addressing bit (-1: none "
+                                     "within the depth bound)",
+              "path_address_depth": "the depth of the first addressing query on a random input's path (-1: none)",
+              "tree_depth": "the tree's depth",
+              "k": "address bits: f_{c,k} has c k^2 addressing bits and 2^k memory bits",
+              "c": "each address bit is the parity of c k addressing bits",
+              "s": "the smoothing: p_i = 1/2 + U[-s, s], delta = 1/2 - s"},
 )

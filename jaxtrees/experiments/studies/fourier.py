@@ -15,7 +15,7 @@ import numpy as np
 from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, group_max,
                                                  group_sums, on_prefixes, sample_sizes, trial_keys)
@@ -73,6 +73,8 @@ def km(n: int, k: int, theta: float, m: int) -> KushilevitzMansour:
 
 
 def _trial(key, params):
+    """001: LMN, Lasso (degree k), KM (queries) vs ID3 (depth k) on k-parities, k-juntas, depth-k trees; tree spectra vs
+    bounds"""
     n, k = params["n"], params["k"]
     keys = trial_keys(key, "distribution", "target", "sample")
     kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
@@ -315,23 +317,20 @@ def _theory_report(rows) -> str:
 
 FOURIER = Study(
     name="fourier",
-    description="001: LMN, Lasso (degree k), KM (queries) vs ID3 (depth k) on k-parities, k-juntas, depth-k trees; tree spectra vs bounds",
-    quick={"target": ["parity", "junta", "tree"], "n": 12, "k": 2, "c": [0.0, 0.1, 0.2], "impurity": "entropy",
-           "theta": 0.1, "l1": 0.05, "test_m": 4096, "m_min": 16, "m_max": 4096},
-    full={"target": ["parity", "junta", "tree"], "n": [12, 16], "k": [2, 3, 4], "c": [0.0, 0.05, 0.1, 0.2],
-          "impurity": "entropy", "theta": 0.1, "l1": 0.05, "test_m": 16384, "m_min": 16, "m_max": 65536},
-    static=("n", "k", "impurity", "theta", "l1", "test_m", "m_min", "m_max"),
-    uniform=("target",),
-    choices={"target": tuple(TARGETS)},
-    buckets={"target": lambda kind: "tree" if kind == "tree" else "junta"},
-    cpu_opt_level=2,
     trial=_trial,
+    grid=({"target": ["parity", "junta", "tree"], "n": 12, "k": 2, "c": [0.0, 0.1, 0.2], "impurity": "entropy",
+           "theta": 0.1, "l1": 0.05, "test_m": 4096, "m_min": 16, "m_max": 4096},
+          {"target": ["parity", "junta", "tree"], "n": [12, 16], "k": [2, 3, 4], "c": [0.0, 0.05, 0.1, 0.2],
+           "impurity": "entropy", "theta": 0.1, "l1": 0.05, "test_m": 16384, "m_min": 16, "m_max": 65536}),
     replicates=(32, 500),
+    static=("n", "k", "impurity", "theta", "l1", "test_m", "m_min", "m_max"),
+    axis=("m", sample_sizes),
     check=_check,
     plot=_plot,
     report=_report,
-    axis=("m", sample_sizes),
-    columns={
+    compile=Compile(uniform=("target",), choices={"target": tuple(TARGETS)},
+                    buckets={"target": lambda kind: "tree" if kind == "tree" else "junta"}, cpu_opt_level=2),
+    meanings={
         "m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
         "id3_error": "Pr_{x ~ p}[tree(x) != f(x)] of ID3's depth-k tree, exactly (float32)",
         "id3_success": "1 if id3_error <= 1e-6",

@@ -9,8 +9,6 @@ p_i = 1/2 + U[-c, c] per trial and asks whether the steps become polynomial in n
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax.numpy as jnp
 import numpy as np
 
@@ -28,6 +26,8 @@ from jaxtrees.learners import sgd
 
 
 def _parity_trial(key, params):
+    """One network trained online on a mask parity of a random k-subset (inputs c-smoothed where ``c`` is a
+    parameter, else uniform)."""
     n = params["n"]
     keys = trial_keys(key, "distribution", "target", "training")  # as the tree studies derive theirs
     kp, kf, kt = keys["distribution"], keys["target"], keys["training"]
@@ -156,14 +156,19 @@ def _uniform_theory(rows) -> str:
         "budget (not counted).")])
 
 
+def _uniform_trial(key, params):
+    """Barak et al. 2022 baseline: SGD on k-parities, uniform inputs: median steps to 100% accuracy"""
+    return _parity_trial(key, params)
+
+
 GD_PARITY_UNIFORM = Study(
     name="gd-parity-uniform",
-    description="Barak et al. 2022 baseline: SGD on k-parities, uniform inputs: median steps to 100% accuracy",
-    quick={"n": [10, 20], "k": [2, 3], **BARAK, "max_steps": 5000, "eval_every": 100},
-    full={"n": [10, 20, 30], "k": [2, 3, 4], **BARAK, "max_steps": BARAK_BUDGET, "eval_every": 100},
+    trial=_uniform_trial,
+    grid=({"n": [10, 20], "k": [2, 3], **BARAK, "max_steps": 5000, "eval_every": 100},
+          {"n": [10, 20, 30], "k": [2, 3, 4], **BARAK, "max_steps": BARAK_BUDGET, "eval_every": 100}),
+    replicates=(128, 100),
     static=("n", *STATIC_TRAINING),
-    trial=_parity_trial, check=_check_parity, replicates=(128, 100),
-    plot=_uniform_plot, report=_uniform_report, columns=PARITY_COLUMNS,
+    meanings=PARITY_COLUMNS, check=_check_parity, plot=_uniform_plot, report=_uniform_report,
 )
 
 
@@ -228,14 +233,20 @@ def _smoothed_report(rows):
         "gd-scaling's Theory section, whose rows record the signal."])
 
 
-GD_SMOOTHED = dataclasses.replace(  # the same trial as gd-parity-uniform, on a grid over c
-    GD_PARITY_UNIFORM,
+def _smoothed_trial(key, params):
+    """SGD on k-parities under c-smoothed product distributions (c = 0: uniform): steps to learn vs n
+
+    The trial of gd-parity-uniform, on a grid over c."""
+    return _parity_trial(key, params)
+
+
+GD_SMOOTHED = Study(
     name="gd-smoothed",
-    description="SGD on k-parities under c-smoothed product distributions (c = 0: uniform): steps to learn vs n",
-    quick={"n": [10, 20, 30], "k": 3, "c": [0.0, 0.1, 0.2, 0.3], **BARAK, "max_steps": 4000, "eval_every": 100},
-    full={"n": [10, 20, 30, 40, 50], "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2, 0.3], **BARAK,
-          "max_steps": BARAK_BUDGET, "eval_every": 100},
+    trial=_smoothed_trial,
+    grid=({"n": [10, 20, 30], "k": 3, "c": [0.0, 0.1, 0.2, 0.3], **BARAK, "max_steps": 4000, "eval_every": 100},
+          {"n": [10, 20, 30, 40, 50], "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2, 0.3], **BARAK,
+           "max_steps": BARAK_BUDGET, "eval_every": 100}),
     replicates=(16, 100),
-    plot=_smoothed_plot,
-    report=_smoothed_report,
+    static=("n", *STATIC_TRAINING),
+    meanings=PARITY_COLUMNS, check=_check_parity, plot=_smoothed_plot, report=_smoothed_report,
 )

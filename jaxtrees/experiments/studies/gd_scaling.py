@@ -18,7 +18,7 @@ import optax
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies.common import chosen, trial_keys
 from jaxtrees.experiments.studies.gd_common import BARAK, EXACT_MAX_N, STATIC_TRAINING, check_training, train_config
 from jaxtrees.experiments.studies.gd_scaling_report import RESOLVING_TEST_SIZE, scaling_plot, scaling_report
@@ -145,6 +145,8 @@ def _separation(norms, mask, record_steps):
 
 
 def _scaling_trial(key, params):
+    """Open Question 1 at scale: SGD steps to learn k-parities / k-juntas vs n, k and c, exponents of n and 1/c (Tobit
+    fits), and how the support separates"""
     n, k = params["n"], params["k"]
     keys = trial_keys(key, "distribution", "target", "training")  # as gd-smoothed: the same p, J and run
     p = distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n)
@@ -240,21 +242,20 @@ SCALING_PARAMETERS = {
 
 GD_SCALING = Study(
     name="gd-scaling",
-    description="Open Question 1 at scale: SGD steps to learn k-parities / k-juntas vs n, k and c, exponents of n "
-                "and 1/c (Tobit fits), and how the support separates",
-    quick={"family": ["parity", "junta"], "n": [8, 16, 32], "k": [2, 3], "c": [0.0, 0.1, 0.3],
+    trial=_scaling_trial,
+    grid=({"family": ["parity", "junta"], "n": [8, 16, 32], "k": [2, 3], "c": [0.0, 0.1, 0.3],
            "optimizer": "sgd", **{**BARAK, "test_size": 2048}, "max_steps": 16384, "eval_every": 8,
            "records_per_doubling": 8, "eps": 0.05, "init": "he"},
-    full={"family": ["parity", "junta"], "n": [8, 16, 32, 64, 128, 256], "k": [2, 3, 4, 5],
-          "c": [0.0, 0.05, 0.1, 0.2, 0.3], "optimizer": "sgd", **BARAK, "max_steps": 2**18, "eval_every": 8,
-          "records_per_doubling": 16, "eps": 0.05, "init": list(INITS)},
+          {"family": ["parity", "junta"], "n": [8, 16, 32, 64, 128, 256], "k": [2, 3, 4, 5],
+           "c": [0.0, 0.05, 0.1, 0.2, 0.3], "optimizer": "sgd", **BARAK, "max_steps": 2**18, "eval_every": 8,
+           "records_per_doubling": 16, "eps": 0.05, "init": list(INITS)}),
+    replicates=(8, 32),
     static=("n", "optimizer", "records_per_doubling", *(b for b in STATIC_TRAINING if b != "max_steps")),
-    bounds=("k", "max_steps"),
-    uniform=("family",),
-    choices={"family": tuple(FAMILIES), "init": tuple(INITS)},
     shared=("family", "optimizer", "init", "eps"),
-    trial=_scaling_trial, check=_scaling_check, replicates=(8, 32), bytes_per_trial=_scaling_bytes,
-    axis=("step", checkpoints), columns=SCALING_COLUMNS, parameters=SCALING_PARAMETERS,
-    plot=scaling_plot, report=scaling_report,
+    axis=("step", checkpoints),
+    meanings={**SCALING_PARAMETERS, **SCALING_COLUMNS},
+    check=_scaling_check, plot=scaling_plot, report=scaling_report,
+    compile=Compile(bounds=("k", "max_steps"), uniform=("family",),
+                    choices={"family": tuple(FAMILIES), "init": tuple(INITS)}, bytes_per_trial=_scaling_bytes),
 )
 

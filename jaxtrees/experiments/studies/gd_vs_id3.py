@@ -28,6 +28,7 @@ from jaxtrees.learners import sgd
 
 
 def _vs_trial(key, params):
+    """Random k-juntas on identical smoothed distributions: examples to error <= eps, SGD net vs ID3"""
     n, k = params["n"], params["k"]
     keys = trial_keys(key, "distribution", "target", "sample")  # as the juntas study: the same p and f
     kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
@@ -130,12 +131,12 @@ def _vs_report(rows):
 
 GD_VS_ID3 = Study(
     name="gd-vs-id3",
-    description="Random k-juntas on identical smoothed distributions: examples to error <= eps, SGD net vs ID3",
-    quick={"n": 12, "k": 3, "c": [0.0, 0.1, 0.2, 0.3], "eps": 0.0, "impurity": "entropy", "m_min": 16,
+    trial=_vs_trial,
+    grid=({"n": 12, "k": 3, "c": [0.0, 0.1, 0.2, 0.3], "eps": 0.0, "impurity": "entropy", "m_min": 16,
            "m_max": 8192, **BARAK, "max_steps": 3000, "eval_every": 50},
-    full={"n": [12, 16, 24], "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2, 0.3], "eps": [0.0, 0.05], "impurity": "entropy",
-          "m_min": 16, "m_max": 65536, **BARAK, "max_steps": 20000, "eval_every": 50},
+          {"n": [12, 16, 24], "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2, 0.3], "eps": [0.0, 0.05],
+           "impurity": "entropy", "m_min": 16, "m_max": 65536, **BARAK, "max_steps": 20000, "eval_every": 50}),
+    replicates=(64, 200),
     static=("n", "k", "impurity", "m_min", "m_max", *STATIC_TRAINING),
-    trial=_vs_trial, check=_vs_check, replicates=(64, 200),
-    plot=_vs_plot, report=_vs_report, columns=VS_COLUMNS,
+    meanings=VS_COLUMNS, check=_vs_check, plot=_vs_plot, report=_vs_report,
 )

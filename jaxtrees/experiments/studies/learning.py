@@ -19,7 +19,7 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import at_max
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, bytes_per_trial,
@@ -78,6 +78,7 @@ SIGNAL_COLUMNS = {
 
 
 def _juntas_trial(key, params):
+    """000 Thm 2: random k-juntas, c-smoothed vs uniform: P[exact error 0] vs m, m for 90%"""
     n, k = params["n"], params["k"]
     keys = trial_keys(key, "distribution", "target", "sample")
     kp, kf, ks = keys["distribution"], keys["target"], keys["sample"]
@@ -120,24 +121,20 @@ def _juntas_report(rows):
 
 JUNTAS = Study(
     name="juntas",
-    description="000 Thm 2: random k-juntas, c-smoothed vs uniform: P[exact error 0] vs m, m for 90%",
-    quick={"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
-    full={"n": [16, 32, 64], "k": [3, 4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
-          "m_min": 16, "m_max": 65536},
-    static=("n", "m_min", "m_max"),
-    uniform=("impurity",),
-    bounds=("k",),
-    choices={"impurity": IMPURITY_NAMES},
-    cpu_opt_level=CPU_OPT_LEVEL,
     trial=_juntas_trial,
+    grid=({"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
+          {"n": [16, 32, 64], "k": [3, 4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
+           "m_min": 16, "m_max": 65536}),
     replicates=(200, 1000),
+    static=("n", "m_min", "m_max"),
+    axis=("m", sample_sizes),
+    meanings={**COLUMNS, **SIGNAL_COLUMNS,
+              "support_recovered": "1 if the features the tree tests are exactly the junta's support"},
     check=_juntas_check,
     plot=_juntas_plot,
     report=_juntas_report,
-    axis=("m", sample_sizes),
-    bytes_per_trial=bytes_per_trial(lambda params: params["n"]),
-    columns={**COLUMNS, **SIGNAL_COLUMNS,
-             "support_recovered": "1 if the features the tree tests are exactly the junta's support"},
+    compile=Compile(uniform=("impurity",), bounds=("k",), choices={"impurity": IMPURITY_NAMES},
+                    cpu_opt_level=CPU_OPT_LEVEL, bytes_per_trial=bytes_per_trial(lambda params: params["n"])),
 )
 
 
@@ -145,6 +142,7 @@ JUNTAS = Study(
 
 
 def _parity_trial(key, params):
+    """000 Thm 1: log2(n)-parities, (alpha, c)-distributions vs uniform: P[exact error 0] vs m"""
     log2_n = params["log2_n"]
     n = 2**log2_n
     keys = trial_keys(key, "distribution", "target", "sample")
@@ -185,23 +183,20 @@ def _parity_report(rows):
 
 PARITY = Study(
     name="parity",
-    description="000 Thm 1: log2(n)-parities, (alpha, c)-distributions vs uniform: P[exact error 0] vs m",
-    quick={"log2_n": 4, "c": [0.0, 0.1, 0.2], "alpha": 0.05, "impurity": ["entropy", "gini", "kearns_mansour"],
-           "m_min": 16, "m_max": 8192},
-    full={"log2_n": [4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "alpha": 0.05,
-          "impurity": ["entropy", "gini", "kearns_mansour"], "m_min": 16, "m_max": 262144},
-    static=("log2_n", "m_min", "m_max"),
-    uniform=("impurity",),
-    choices={"impurity": IMPURITY_NAMES},
-    cpu_opt_level=CPU_OPT_LEVEL,
     trial=_parity_trial,
+    grid=({"log2_n": 4, "c": [0.0, 0.1, 0.2], "alpha": 0.05, "impurity": ["entropy", "gini", "kearns_mansour"],
+           "m_min": 16, "m_max": 8192},
+          {"log2_n": [4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "alpha": 0.05,
+           "impurity": ["entropy", "gini", "kearns_mansour"], "m_min": 16, "m_max": 262144}),
     replicates=(100, 1000),
+    static=("log2_n", "m_min", "m_max"),
+    axis=("m", sample_sizes),
+    meanings={**COLUMNS, **SIGNAL_COLUMNS},
     check=_parity_check,
     plot=_parity_plot,
     report=_parity_report,
-    axis=("m", sample_sizes),
-    bytes_per_trial=bytes_per_trial(lambda params: 2 ** params["log2_n"]),
-    columns={**COLUMNS, **SIGNAL_COLUMNS},
+    compile=Compile(uniform=("impurity",), choices={"impurity": IMPURITY_NAMES}, cpu_opt_level=CPU_OPT_LEVEL,
+                    bytes_per_trial=bytes_per_trial(lambda params: 2 ** params["log2_n"])),
 )
 
 
@@ -209,6 +204,7 @@ PARITY = Study(
 
 
 def _trees_trial(key, params):
+    """000 Conjecture 3: random depth-log2(n) trees, c-smoothed vs uniform: P[exact error 0] vs m"""
     log2_n = params["log2_n"]
     n = 2**log2_n
     keys = trial_keys(key, "distribution", "target", "sample")
@@ -246,23 +242,20 @@ def _trees_report(rows):
 
 TREES = Study(
     name="trees",
-    description="000 Conjecture 3: random depth-log2(n) trees, c-smoothed vs uniform: P[exact error 0] vs m",
-    quick={"log2_n": [3, 4], "extra_depth": 1, "c": [0.0, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
-    full={"log2_n": [3, 4, 5, 6], "extra_depth": [0, 2], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
-          "m_min": 16, "m_max": 262144},
-    static=("log2_n", "m_min", "m_max"),
-    uniform=("impurity",),
-    bounds=("extra_depth",),
-    choices={"impurity": IMPURITY_NAMES},
-    cpu_opt_level=CPU_OPT_LEVEL,
     trial=_trees_trial,
+    grid=({"log2_n": [3, 4], "extra_depth": 1, "c": [0.0, 0.1, 0.2], "impurity": "entropy", "m_min": 16,
+           "m_max": 8192},
+          {"log2_n": [3, 4, 5, 6], "extra_depth": [0, 2], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
+           "m_min": 16, "m_max": 262144}),
     replicates=(100, 1000),
+    static=("log2_n", "m_min", "m_max"),
+    axis=("m", sample_sizes),
+    meanings=COLUMNS,
     check=_trees_check,
     plot=_trees_plot,
     report=_trees_report,
-    axis=("m", sample_sizes),
-    bytes_per_trial=bytes_per_trial(lambda params: 2 ** params["log2_n"]),
-    columns=COLUMNS,
+    compile=Compile(uniform=("impurity",), bounds=("extra_depth",), choices={"impurity": IMPURITY_NAMES},
+                    cpu_opt_level=CPU_OPT_LEVEL, bytes_per_trial=bytes_per_trial(lambda params: 2 ** params["log2_n"])),
 )
 
 

@@ -17,7 +17,7 @@ from jaxtrees import targets
 from jaxtrees.core import bits, checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, at_max, check_sample_grid, chosen, group_max,
                                                  group_sums, on_prefixes, sample_sizes, trial_keys)
@@ -58,6 +58,8 @@ def _target_rank(f, n: int, k, k_max: int):
 
 
 def _trial(key, params):
+    """003: FINDMIN (least-rank consistent tree) vs ID3 on rank-k trees, k-juntas, k-parities: error vs m with Theorem
+    2's bound, ranks and sizes, FIND's calls vs Lemma 3"""
     n, k, k_max = params["n"], params["k"], params["k_max"]
     keys = trial_keys(key, "distribution", "target", "sample")
     p = sampling.quantize(distributions.Smoothed(jnp.float32(0.5), params["c"]).marginals(keys["distribution"], n),
@@ -356,28 +358,23 @@ def _bytes_per_trial(params):
 
 RANK = Study(
     name="rank",
-    description="003: FINDMIN (least-rank consistent tree) vs ID3 on rank-k trees, k-juntas, k-parities: error vs m "
-                "with Theorem 2's bound, ranks and sizes, FIND's calls vs Lemma 3",
-    quick={"target": ["rank", "junta", "parity"], "n": 10, "k": [1, 2], "c": [0.0, 0.2], "length": 2,
+    trial=_trial,
+    grid=({"target": ["rank", "junta", "parity"], "n": 10, "k": [1, 2], "c": [0.0, 0.2], "length": 2,
            "max_rank": 3, "max_calls": 2**20, "id3_depth": 6, "impurity": "entropy", "eps": 0.1, "delta": 0.1,
            "m_min": 16, "m_max": 4096},
-    full={"target": ["rank", "junta", "parity"], "n": [12, 16], "k": [1, 2, 3], "c": [0.0, 0.1, 0.2], "length": 2,
-          "max_rank": 4, "max_calls": 2**22, "id3_depth": 10, "impurity": "entropy", "eps": 0.1, "delta": 0.1,
-          "m_min": 16, "m_max": 65536},
-    static=("n", "length", "max_rank", "max_calls", "id3_depth", "impurity", "m_min", "m_max"),
-    uniform=("target",),
-    bounds=("k",),
-    choices={"target": FAMILIES},
-    buckets={"target": lambda kind: "junta" if kind in JUNTAS else kind},
-    cpu_opt_level=2,
-    trial=_trial,
+          {"target": ["rank", "junta", "parity"], "n": [12, 16], "k": [1, 2, 3], "c": [0.0, 0.1, 0.2], "length": 2,
+           "max_rank": 4, "max_calls": 2**22, "id3_depth": 10, "impurity": "entropy", "eps": 0.1, "delta": 0.1,
+           "m_min": 16, "m_max": 65536}),
     replicates=(20, 200),
+    static=("n", "length", "max_rank", "max_calls", "id3_depth", "impurity", "m_min", "m_max"),
+    axis=("m", sample_sizes),
     check=_check,
     plot=_plot,
     report=_report,
-    axis=("m", sample_sizes),
-    bytes_per_trial=_bytes_per_trial,
-    columns={
+    compile=Compile(uniform=("target",), bounds=("k",), choices={"target": FAMILIES},
+                    buckets={"target": lambda kind: "junta" if kind in JUNTAS else kind}, cpu_opt_level=2,
+                    bytes_per_trial=_bytes_per_trial),
+    meanings={
         "m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
         "findmin_error": "Pr_{x ~ p}[tree(x) != f(x)] of FINDMIN's tree, exactly (float32)",
         "findmin_rank": "r(S): the least rank of a tree consistent with the m examples (-1: none found within "

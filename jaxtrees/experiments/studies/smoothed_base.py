@@ -17,7 +17,7 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.study import Study
+from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, at_max, bytes_per_trial,
                                                  check_sample_grid, chosen, learn_on_prefixes, sample_sizes, trial_keys)
@@ -67,6 +67,7 @@ def root_signal(f, p):
 
 
 def _trial(key, params):
+    """000 Thm 2/12 around a base p-hat != 1/2 where the root's degree-1 signal vanishes: AND-XOR juntas"""
     n, k = params["n"], params["k"]
     keys = trial_keys(key, "distribution", "target", "sample")
     base = chosen(params, "base", lambda value: p_hat(value, k))
@@ -279,32 +280,28 @@ def _theory_plot(rows, stem):
 
 SMOOTHED_BASE = Study(
     name="smoothed-base",
-    description="000 Thm 2/12 around a base p-hat != 1/2 where the root's degree-1 signal vanishes: AND-XOR juntas",
-    quick={"n": 16, "k": [2, 4], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy",
-           "m_min": 16, "m_max": 8192},
-    full={"n": [16, 64], "k": [2, 4, 6], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.15, 0.2],
-          "impurity": ["entropy", "gini"], "m_min": 16, "m_max": 131072},
-    static=("n", "m_min", "m_max"),
-    uniform=("impurity",),
-    bounds=("k",),
-    choices={"impurity": IMPURITY_NAMES, "base": BASES},
-    cpu_opt_level=CPU_OPT_LEVEL,
     trial=_trial,
+    grid=({"n": 16, "k": [2, 4], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy",
+           "m_min": 16, "m_max": 8192},
+          {"n": [16, 64], "k": [2, 4, 6], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.15, 0.2],
+           "impurity": ["entropy", "gini"], "m_min": 16, "m_max": 131072}),
     replicates=(200, 1000),
+    static=("n", "m_min", "m_max"),
+    axis=("m", sample_sizes),
     check=_check,
     plot=_plot,
     report=_report,
-    axis=("m", sample_sizes),
-    bytes_per_trial=bytes_per_trial(lambda params: params["n"]),
-    columns={"m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
-             "exact_error": "Pr_{x ~ p}[tree(x) != f(x)], computed exactly (float32)",
-             "success": "1 if exact_error <= 1e-6 (exact learning), else 0",
-             "support_recovered": "1 if the features the tree tests are exactly the junta's support",
-             "eps_star": "min over restrictions w of the support with f_w not constant of max_i |I(D_w, i)| (exact; "
-                         "000 Thm 7's eps)",
-             "p_min": "prod_{j in J} min(p_j, 1 - p_j): the smallest mass of a full restriction of the support",
-             "root_signal": "max_i |I(D, i)| over the support at the root (exact): 0 at p = 2^(-2/k) exactly"},
-    parameters={"k": "the junta's support size (even): f = AND of its k/2 lowest bits XOR AND of the others",
-                "base": "the smoothing's centre p-hat: critical = 2^(-2/k) (the root's signal vanishes), half = 1/2",
-                "c": "the smoothing: p_i = p-hat + U[-c, c], c < min(p-hat, 1 - p-hat)"},
+    compile=Compile(uniform=("impurity",), bounds=("k",), choices={"impurity": IMPURITY_NAMES, "base": BASES},
+                    cpu_opt_level=CPU_OPT_LEVEL, bytes_per_trial=bytes_per_trial(lambda params: params["n"])),
+    meanings={"m": "training examples: the first m of the trial's sample (m-grid m_min, 2 m_min, ..., m_max)",
+              "exact_error": "Pr_{x ~ p}[tree(x) != f(x)], computed exactly (float32)",
+              "success": "1 if exact_error <= 1e-6 (exact learning), else 0",
+              "support_recovered": "1 if the features the tree tests are exactly the junta's support",
+              "eps_star": "min over restrictions w of the support with f_w not constant of max_i |I(D_w, i)| (exact; "
+                          "000 Thm 7's eps)",
+              "p_min": "prod_{j in J} min(p_j, 1 - p_j): the smallest mass of a full restriction of the support",
+              "root_signal": "max_i |I(D, i)| over the support at the root (exact): 0 at p = 2^(-2/k) exactly",
+              "k": "the junta's support size (even): f = AND of its k/2 lowest bits XOR AND of the others",
+              "base": "the smoothing's centre p-hat: critical = 2^(-2/k) (the root's signal vanishes), half = 1/2",
+              "c": "the smoothing: p_i = p-hat + U[-c, c], c < min(p-hat, 1 - p-hat)"},
 )
