@@ -333,7 +333,7 @@ def test_a_resumed_run_under_other_compiler_options_is_refused_or_recorded(tmp_p
     first = runner.compiler_options(study, jax.devices()[0])  # the reference's
     runner.run(study, config, str(tmp_path), progress=False, max_trials=5)
     monkeypatch.setattr(runner, "compiler_options", lambda study, device: {runner.OPT_LEVEL_FLAG: 1})
-    with pytest.raises(runner.Changed, match="compiler_options: recorded"):
+    with pytest.raises(runner.Changed, match="the compiler options: recorded"):
         runner.run(study, config, str(tmp_path), progress=False)
     metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
     assert len(metadata["runs"]) == 1 and metadata["contract"]["compiler_options"] == first
