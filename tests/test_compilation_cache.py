@@ -5,6 +5,7 @@ static value, flag, setting or source compiles."""
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import time
@@ -56,12 +57,14 @@ def test_a_dead_writers_temporaries_are_removed_and_a_live_ones_kept(tmp_path):
     assert os.listdir(tmp_path) == [f"{cache.TEMPORARY}{os.getpid()}-1-jit_g-abc"]
 
 
-def test_describe_says_where_and_how_large(tmp_path):
-    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 0 programs, 0.0 MB"
+def test_describe_says_where_and_how_large(tmp_path, monkeypatch):
+    monkeypatch.delenv("JAXTREES_CACHE_MAX_MB", raising=False)
+    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 0 programs, 0.0 MB; bound 2,048 MB (JAXTREES_CACHE_MAX_MB)"
     (tmp_path / "jit_f-a-cache").write_bytes(b"x" * 2**20)
     (tmp_path / "jit_g-b-cache").write_bytes(b"x" * 2**19)
     (tmp_path / f"{cache.TEMPORARY}1-1-jit_h-c").write_bytes(b"x" * 2**20)  # not an entry yet
-    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 2 programs, 1.5 MB"
+    monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", "0")
+    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 2 programs, 1.5 MB; no size bound (JAXTREES_CACHE_MAX_MB)"
 
 
 def _run(out, env):
@@ -165,7 +168,9 @@ def test_a_program_entry_loads_and_a_damaged_foreign_or_missing_one_is_none(tmp_
     executable, serialized = _executable()
     assert store.load("a" * 64, devices) is None  # missing
     assert store.save("a" * 64, *serialized)
+    os.utime(store.path("a" * 64), (1, 1))
     loaded = store.load("a" * 64, devices)
+    assert os.path.getmtime(store.path("a" * 64)) > time.time() - 60  # a load records the entry's use
     np.testing.assert_array_equal(np.asarray(loaded(np.arange(4, dtype=np.float32))), [1, 3, 5, 7])
     assert os.listdir(tmp_path) == [os.path.basename(store.path("a" * 64))]  # no temporary left
     os.replace(store.path("a" * 64), store.path("b" * 64))  # another key's entry under this name: foreign
@@ -220,11 +225,139 @@ def test_a_programs_key_changes_with_what_can_change_its_executable(monkeypatch)
     assert cache.program_key(parts, devices) == key
 
 
-def test_describe_counts_the_programs_ready_to_load(tmp_path):
+def test_describe_counts_the_programs_ready_to_load_and_the_damaged_and_foreign_apart(tmp_path, monkeypatch):
+    """Ready: this source's entries whose header, length and key check out (nothing loaded); damaged: this source's
+    others (removed when a run saves); another source's: left to their day (:data:`cache.STALE_SECONDS`)."""
+    monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", "100")
     (tmp_path / "jit_f-a-cache").write_bytes(b"x" * 2**20)
-    (tmp_path / cache.PROGRAMS).mkdir()
-    (tmp_path / cache.PROGRAMS / ("a" * 64 + ".program")).write_bytes(b"x" * 2**21)
-    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 1 program, 1.0 MB; 1 ready to load without tracing, 2.0 MB"
+    store = cache.Programs(str(tmp_path / cache.PROGRAMS))
+    store.save("a" * 64, os.urandom(2**21), None, None)  # an entry as a run writes it (the payload's bytes aside)
+    for key in ("b" * 64, "c" * 64, "d" * 64):
+        store.save(key, b"small", None, None)
+    damaged = pathlib.Path(store.path("b" * 64))
+    damaged.write_bytes(damaged.read_bytes()[:-1])  # truncated
+    os.replace(store.path("c" * 64), store.path("e" * 64))  # another key's entry under this name
+    os.replace(store.path("d" * 64), store.path("d" * 64).replace(cache.source_digest()[:12], "0" * 12))
+    assert cache.describe(str(tmp_path)) == (
+        f"{tmp_path}: 1 program, 1.0 MB; 1 ready to load without tracing, 2.0 MB; 2 damaged, 0.0 MB, removed at the "
+        "next save; 1 of another source, 0.0 MB; bound 100 MB (JAXTREES_CACHE_MAX_MB)")
+    store.save("f" * 64, b"small", None, None)
+    kept = sorted(p.name[13:-len(".program")] for p in (tmp_path / cache.PROGRAMS).glob("*.program"))
+    assert kept == ["a" * 64, "d" * 64, "f" * 64]
+
+
+def test_the_bound_is_taken_from_the_environment(monkeypatch):
+    import pytest
+
+    monkeypatch.delenv("JAXTREES_CACHE_MAX_MB", raising=False)
+    assert cache.limit() == 2048 * 2**20
+    for value, bound in (("0", None), ("", None), (" ", None), ("1.5", int(1.5 * 2**20)), ("300", 300 * 2**20)):
+        monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", value)
+        assert cache.limit() == bound, value
+    for value in ("lots", "-1", "nan"):
+        monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", value)
+        with pytest.warns(UserWarning, match="JAXTREES_CACHE_MAX_MB"):
+            assert cache.limit() == 2048 * 2**20
+
+
+def _entries(root, sizes: dict, age: float = 3600.0):
+    """Fake entries under ``root``, ``{name: size}`` ("X.program" in programs/, others JAX's), the first in
+    ``sizes`` used longest ago (``age`` seconds and more), each later one a second after it."""
+    (root / cache.PROGRAMS).mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for i, (name, size) in enumerate(sizes.items()):
+        path = root / cache.PROGRAMS / name if name.endswith(".program") else root / name
+        path.write_bytes(b"x" * size)
+        used = now - age - len(sizes) + i
+        os.utime(path, (used, used))
+
+
+def _names(root) -> list[str]:
+    return sorted([p.name for p in root.iterdir() if p.is_file()] + os.listdir(root / cache.PROGRAMS))
+
+
+def test_eviction_removes_the_least_recently_used_entries_down_to_nine_tenths_of_the_bound(tmp_path, monkeypatch):
+    """Each file by its own last use, JAX's entries and program entries alike, JAX's ``-atime`` file with its entry;
+    nothing where the entries fit; ``$JAXTREES_CACHE_MAX_MB`` is the default bound."""
+    sizes = {"jit_a-1-cache": 300, "s-b.program": 100, "jit_c-2-cache": 100, "s-d.program": 200, "jit_e-3-cache": 100,
+             "s-f.program": 200}
+    _entries(tmp_path, sizes)
+    (tmp_path / "jit_a-1-atime").write_bytes(b"12345678")
+    (tmp_path / "notes.txt").write_bytes(b"x" * 5000)  # not an entry: neither counted nor removed
+    assert cache.evict(str(tmp_path), 1000) == (0, 0)
+    assert cache.evict(str(tmp_path), None) == (0, 0)  # the default bound, 2 GB
+    monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", str(600 / 2**20))  # 1000 bytes over 600: down to 540
+    assert cache.evict(str(tmp_path)) == (3, 500)  # a, b, c
+    assert _names(tmp_path) == ["jit_e-3-cache", "notes.txt", "s-d.program", "s-f.program"]
+    os.utime(tmp_path / cache.PROGRAMS / "s-d.program", (time.time() - 1000,) * 2)  # used since: now the newest
+    assert cache.evict(str(tmp_path), 400) == (2, 300)  # 500 over 400: down to 360; e, then f
+    assert _names(tmp_path) == ["notes.txt", "s-d.program"]
+
+
+def test_a_save_past_the_bound_evicts_and_a_load_records_the_use(tmp_path, monkeypatch):
+    """JAX's entries (``SafeCache``) and program entries: the write that passes the bound evicts the least recently
+    used; an entry read back is used now, so another goes first."""
+    store = cache.SafeCache(str(tmp_path))
+    _entries(tmp_path, {"jit_a-1-cache": 4000, "jit_b-2-cache": 4000})
+    store.put("jit_c-3", _entry(b"c"))
+    os.utime(tmp_path / "jit_c-3-cache", (time.time() - 7200,) * 2)  # the oldest of the three
+    assert store.get("jit_c-3") is not None  # used now
+    monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", str(9000 / 2**20))
+    cache._trim(str(tmp_path), force=True)  # as use() does: the entries fit
+    assert len(list(tmp_path.glob("*-cache"))) == 3
+    store.put("jit_d-4", os.urandom(2000))
+    assert sorted(p.name for p in tmp_path.glob("*-cache")) == ["jit_b-2-cache", "jit_c-3-cache", "jit_d-4-cache"]
+    programs = cache.Programs(str(tmp_path / cache.PROGRAMS))
+    programs.save("e" * 64, os.urandom(3000), None, None)  # inside the cache: bounded with it
+    assert sorted(p.name for p in tmp_path.glob("*-cache")) == ["jit_c-3-cache", "jit_d-4-cache"]
+    assert programs.has("e" * 64)
+
+
+def test_temporaries_and_entries_used_lately_are_never_evicted(tmp_path):
+    """A concurrent run's temporaries (being written) and the entries it loaded or wrote in the last
+    :data:`cache.KEEP_SECONDS` stay, the bound passed; older entries go."""
+    _entries(tmp_path, {"jit_a-1-cache": 100, "s-b.program": 100})
+    _entries(tmp_path, {"jit_c-2-cache": 100, "s-d.program": 100}, age=cache.KEEP_SECONDS - 60)
+    for folder in (tmp_path, tmp_path / cache.PROGRAMS):
+        (folder / f"{cache.TEMPORARY}{os.getpid()}-1-key").write_bytes(b"x" * 10_000)
+    assert cache.evict(str(tmp_path), 1) == (2, 200)
+    assert _names(tmp_path) == [f"{cache.TEMPORARY}{os.getpid()}-1-key"] * 2 + ["jit_c-2-cache", "s-d.program"]
+
+
+def test_eviction_takes_entries_removed_meanwhile_as_gone(tmp_path, monkeypatch):
+    """Two runs sharing the directory: entries another process removed (or replaced with a fresh one) between the
+    listing and the removal are skipped, never an error, and count as gone."""
+    _entries(tmp_path, {f"jit_{i}-{i}-cache": 100 for i in range(6)})
+    listing = cache._entries
+
+    def racing(directory):
+        found = listing(directory)
+        os.remove(tmp_path / "jit_0-0-cache")  # the other run evicted these two
+        os.remove(tmp_path / "jit_2-2-cache")
+        os.utime(tmp_path / "jit_1-1-cache")  # and loaded this one
+        return found
+
+    monkeypatch.setattr(cache, "_entries", racing)
+    assert cache.evict(str(tmp_path), 350) == (1, 100)  # 600 over 350: 0 gone, 1 kept, 2 gone, 3 removed: 300 left
+    assert sorted(p.name for p in tmp_path.glob("*-cache")) == ["jit_1-1-cache", "jit_4-4-cache", "jit_5-5-cache"]
+    monkeypatch.setattr(cache, "_entries", listing)
+    assert cache.evict(str(tmp_path / "missing"), 1) == (0, 0)
+    vanished = tmp_path / f"{cache.source_digest()[:12]}-{'a' * 64}.program"
+    assert cache._kind(str(vanished)) == "gone"  # describe skips it
+
+
+def test_clear_empties_the_cache_but_a_live_writers_temporaries_and_other_files(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    _entries(tmp_path, {"jit_a-1-cache": 100, "s-b.program": 200}, age=0)
+    (tmp_path / "jit_a-1-atime").write_bytes(b"12345678")
+    (tmp_path / cache.PROGRAMS / "recent-abc.json").write_bytes(b"{}")
+    (tmp_path / cache.PROGRAMS / f"{cache.TEMPORARY}{dead.pid}-1-key").write_bytes(b"x" * 50)
+    (tmp_path / f"{cache.TEMPORARY}{os.getpid()}-1-key").write_bytes(b"x" * 50)
+    (tmp_path / "notes.txt").write_bytes(b"mine")
+    assert cache.clear(str(tmp_path)) == (5, 100 + 200 + 8 + 2 + 50)
+    assert _names(tmp_path) == [f"{cache.TEMPORARY}{os.getpid()}-1-key", "notes.txt"]
+    assert cache.clear(str(tmp_path)) == (0, 0) and cache.clear(str(tmp_path / "missing")) == (0, 0)
 
 
 def test_prefetched_loads_the_programs_the_last_run_used_beside_the_start(tmp_path, monkeypatch):

@@ -15,6 +15,13 @@ Beside it, :class:`Programs` (the folder ``programs`` inside) keeps each freshly
 serialized under a key of the run's own (:func:`program_key`: the program's static values, group and
 inputs, devices, backend, options, XLA_FLAGS, versions, JAX settings and the package's source), so a
 warm run loads a program without tracing or lowering it, which JAX's cache needs before it can look.
+
+The directory is bounded (:func:`limit`: ``$JAXTREES_CACHE_MAX_MB``, default 2048; 0 or empty: no bound): at
+:func:`use` and whenever a run's saves may have passed the bound, :func:`evict` removes the entries (JAX's and the
+program cache's, each file by its own last use: nothing records which JAX entry a program entry came from, and a
+program entry loads without it) used least recently, by their modification time, which a load sets. Entries used
+in the last :data:`KEEP_SECONDS` (a concurrent run's) and temporaries being written are never removed; a missing
+entry is a cache miss, never an error. :func:`clear` empties it.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ import glob
 import os
 import threading
 
-__all__ = ["Programs", "SafeCache", "describe", "prefetched", "program_key", "programs", "use", "watch", "Seen"]
+__all__ = ["Programs", "SafeCache", "clear", "describe", "evict", "limit", "prefetched", "program_key", "programs",
+           "use", "watch", "Seen"]
 
 #: The suffix of JAX's cache entries (``jax._src.lru_cache``: KEY-cache); temporary files have another.
 SUFFIX = "-cache"
@@ -97,14 +105,16 @@ def watch():
 
 def use(directory: str, min_compile_seconds: float = 0.0) -> str:
     """Point JAX's persistent compilation cache at ``directory`` (created if need be), keeping every
-    program that took at least ``min_compile_seconds`` to compile, with :class:`SafeCache` in front;
-    return the directory. Call before the first compile: JAX opens its cache once per process."""
+    program that took at least ``min_compile_seconds`` to compile, with :class:`SafeCache` in front, and
+    bound its size (:func:`evict`); return the directory. Call before the first compile: JAX opens its
+    cache once per process."""
     import jax
 
     directory = os.path.abspath(os.path.expanduser(directory))
     os.makedirs(directory, exist_ok=True)
     _remove_orphans(directory)
     _remove_orphans(os.path.join(directory, PROGRAMS))
+    _trim(directory, force=True)
     jax.config.update("jax_compilation_cache_dir", directory)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_seconds))
     _install(directory)
@@ -112,12 +122,31 @@ def use(directory: str, min_compile_seconds: float = 0.0) -> str:
 
 
 def describe(directory: str) -> str:
-    """``"DIRECTORY: N programs, S MB"``: where the cache lives and how large it is, and, where it holds
-    any, ``"; N ready to load without tracing, S MB"`` (the program cache, :class:`Programs`)."""
+    """``"DIRECTORY: N programs, S MB"`` (JAX's entries), then, where it holds any, ``"; N ready to load without
+    tracing, S MB"`` (the program cache's entries of this source whose header, length and key check out, nothing
+    loaded), the damaged ones and those of another source, and the bound (:func:`limit`)."""
     entries = glob.glob(os.path.join(glob.escape(directory), "*" + SUFFIX))
-    ready = glob.glob(os.path.join(glob.escape(directory), PROGRAMS, "*.program"))
-    line = f"{directory}: {len(entries):,} program{'s' * (len(entries) != 1)}, {_size(entries) / 2**20:,.1f} MB"
-    return line + (f"; {len(ready):,} ready to load without tracing, {_size(ready) / 2**20:,.1f} MB" if ready else "")
+    line = f"{directory}: {_count(entries, 'program')}, {_mb(_size(entries))}"
+    kinds: dict = {"ready": [], "damaged": [], "other": [], "gone": []}
+    for path in glob.glob(os.path.join(glob.escape(directory), PROGRAMS, "*.program")):
+        kinds[_kind(path)].append(path)
+    if kinds["ready"]:
+        line += f"; {len(kinds['ready']):,} ready to load without tracing, {_mb(_size(kinds['ready']))}"
+    if kinds["damaged"]:
+        line += f"; {len(kinds['damaged']):,} damaged, {_mb(_size(kinds['damaged']))}, removed at the next save"
+    if kinds["other"]:
+        line += f"; {len(kinds['other']):,} of another source, {_mb(_size(kinds['other']))}"
+    bound = limit()
+    return line + (f"; bound {bound / 2**20:,.6g} MB" if bound is not None else "; no size bound") + \
+        " (JAXTREES_CACHE_MAX_MB)"
+
+
+def _count(items, noun: str) -> str:
+    return f"{len(items):,} {noun}{'s' * (len(items) != 1)}"
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:,.1f} MB"
 
 
 def _size(paths) -> int:
@@ -128,6 +157,148 @@ def _size(paths) -> int:
         except OSError:
             pass
     return size
+
+
+# The bound on the cache's size, and emptying it.
+
+#: ``$JAXTREES_CACHE_MAX_MB`` unset: the cache's bound in MB.
+MAX_MB = 2048
+#: An entry used (loaded or written) this recently is never evicted: a concurrent run may be about to load it.
+KEEP_SECONDS = 600
+#: Eviction goes down to this share of the bound, so that the saves after it do not look again at once.
+LOW_WATER = 0.9
+
+#: Per cache directory: its size when last looked at plus what this process wrote into it since (:func:`_trim`).
+_estimates: dict = {}
+_trimming = threading.Lock()
+
+
+def limit() -> int | None:
+    """The cache's bound in bytes: ``$JAXTREES_CACHE_MAX_MB`` (a number; 0 or empty: None, no bound), default
+    :data:`MAX_MB`; a value that is no number is warned of and the default taken."""
+    value = os.environ.get("JAXTREES_CACHE_MAX_MB")
+    if value is None:
+        return MAX_MB * 2**20
+    if not value.strip():
+        return None
+    try:
+        mb = float(value)
+        if mb != mb or mb < 0:
+            raise ValueError(value)
+    except ValueError:
+        import warnings
+
+        warnings.warn(f"JAXTREES_CACHE_MAX_MB={value!r} is not a number of MB (0: no bound); taking {MAX_MB}",
+                      stacklevel=2)
+        return MAX_MB * 2**20
+    return None if mb == 0 else int(mb * 2**20)
+
+
+def _entries(directory: str) -> list[tuple[float, int, str]]:
+    """``(last use, size, path)`` of every entry: JAX's (``*-cache``) and the program cache's (``*.program``);
+    temporaries and other files are not entries. A file gone meanwhile is left out."""
+    found = []
+    for folder, suffix in ((directory, SUFFIX), (os.path.join(directory, PROGRAMS), ".program")):
+        try:
+            with os.scandir(folder) as listing:
+                for item in listing:
+                    if item.name.endswith(suffix) and not item.name.startswith("."):
+                        with contextlib.suppress(OSError):
+                            info = item.stat(follow_symlinks=False)
+                            found.append((info.st_mtime, info.st_size, item.path))
+        except OSError:
+            pass
+    return found
+
+
+def evict(directory: str, max_bytes: int | None = None) -> tuple[int, int]:
+    """Where the entries of ``directory`` exceed ``max_bytes`` (default :func:`limit`; None: no bound), remove the
+    least recently used (a file's modification time: a load sets it) until they fill :data:`LOW_WATER` of it;
+    ``(files, bytes)`` removed. Entries used in the last :data:`KEEP_SECONDS` stay; a file another process
+    removed or used meanwhile is skipped."""
+    removed, freed, _ = _evict(directory, limit() if max_bytes is None else max_bytes)
+    return removed, freed
+
+
+def _evict(directory: str, max_bytes: int | None) -> tuple[int, int, int]:
+    """:func:`evict`, and the size left."""
+    entries = _entries(directory)
+    total = sum(size for _, size, _ in entries)
+    if max_bytes is None or total <= max_bytes:
+        return 0, 0, total
+    import time
+
+    target, keep_after = int(max_bytes * LOW_WATER), time.time() - KEEP_SECONDS
+    removed = freed = 0
+    for used, size, path in sorted(entries):
+        if total <= target or used >= keep_after:
+            break
+        gone = _remove_if_unused(path, keep_after)
+        if gone == 0:  # another process removed it first
+            total -= size
+        elif gone is not None:
+            total, removed, freed = total - gone, removed + 1, freed + gone
+    return removed, freed, total
+
+
+def _remove_if_unused(path: str, keep_after: float) -> int | None:
+    """Remove the entry at ``path`` unless it was used after ``keep_after`` (looked at again just before):
+    the bytes it took (0: another process removed it first), None where it stays."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+        if info.st_mtime >= keep_after:
+            return None
+        os.remove(path)
+    except FileNotFoundError:
+        return 0
+    except OSError:  # a read-only cache: it stays
+        return None
+    if path.endswith(SUFFIX):  # JAX's own LRUCache keeps an entry's last use beside it
+        with contextlib.suppress(OSError):
+            os.remove(path[: -len(SUFFIX)] + "-atime")
+    return info.st_size
+
+
+def _trim(directory: str, written: int = 0, force: bool = False) -> None:
+    """After this process wrote ``written`` bytes into ``directory``'s cache: evict (:func:`evict`) where its
+    size, as last seen plus what this process wrote since, may pass the bound (``force``: look anyway)."""
+    bound = limit()
+    if bound is None:
+        return
+    with _trimming:
+        estimate = _estimates.get(directory)
+        if estimate is not None and not force:
+            estimate = _estimates[directory] = estimate + written
+            if estimate <= bound:
+                return
+        _estimates[directory] = _evict(directory, bound)[2]
+
+
+def _touch(path: str) -> None:
+    """Record a use of the entry at ``path`` (its modification time; access times are not kept on most mounts)."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def clear(directory: str) -> tuple[int, int]:
+    """Empty the cache in ``directory``: its entries (JAX's and the program cache's), the records of the programs
+    runs used and the temporaries of processes no longer alive (a live writer's stay); ``(files, bytes)`` removed.
+    Other files and the folders stay. ``rm -r ~/.cache/jaxtrees`` does the same with no run going."""
+    directory = os.path.abspath(os.path.expanduser(directory))
+    programs_dir = os.path.join(directory, PROGRAMS)
+    paths = [path for _, _, path in _entries(directory)]
+    paths += glob.glob(os.path.join(glob.escape(directory), "*-atime"))
+    paths += glob.glob(os.path.join(glob.escape(programs_dir), "recent-*.json"))
+    paths += _orphans(directory) + _orphans(programs_dir)
+    removed = freed = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            size = os.path.getsize(path)
+            os.remove(path)
+            removed, freed = removed + 1, freed + size
+    with _trimming:
+        _estimates.pop(directory, None)
+    return removed, freed
 
 
 def _install(directory: str) -> bool:
@@ -147,12 +318,20 @@ def _install(directory: str) -> bool:
 
 
 def _remove_orphans(directory: str):
-    """Temporary entry files of processes no longer alive (killed while writing)."""
+    """Remove the temporary entry files of processes no longer alive (killed while writing)."""
+    for path in _orphans(directory):
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def _orphans(directory: str) -> list[str]:
+    """The temporary entry files in ``directory`` of processes no longer alive."""
+    found = []
     for path in glob.glob(os.path.join(glob.escape(directory), TEMPORARY + "*")):
         pid = os.path.basename(path)[len(TEMPORARY):].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
-            with contextlib.suppress(OSError):
-                os.remove(path)
+            found.append(path)
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -189,9 +368,9 @@ class SafeCache(_base()):
     either reads the other's), with whole writes and unreadable entries skipped.
 
     ``get`` returns None for a missing entry and for one that does not decompress (removed, so that
-    the program compiled again takes its place); ``put`` writes a
-    temporary file, fsyncs it and renames it over the entry, so readers (other processes too) see
-    a whole entry or none."""
+    the program compiled again takes its place) and records the use of one it returns (:func:`_touch`);
+    ``put`` writes a temporary file, fsyncs it and renames it over the entry, so readers (other processes
+    too) see a whole entry or none, then keeps the directory in its bound (:func:`_trim`)."""
 
     def __init__(self, path: str):
         import pathlib
@@ -214,6 +393,7 @@ class SafeCache(_base()):
             with contextlib.suppress(OSError):
                 os.remove(path)
             return None
+        _touch(path)
         seen = getattr(_local, "seen", None)
         if seen is not None:
             seen.entries.append(value)
@@ -234,6 +414,7 @@ class SafeCache(_base()):
             with contextlib.suppress(OSError):
                 os.remove(temporary)
             raise
+        _trim(str(self.path), len(value))
 
 
 
@@ -241,9 +422,12 @@ class SafeCache(_base()):
 
 #: The program cache's folder inside the compilation cache's directory.
 PROGRAMS = "programs"
-#: The first bytes of a program entry, then a SHA-256 of the rest, then the pickled entry, zlib-compressed
-#: (level 1: a quarter of the size, for tens of milliseconds; docs/benchmarks.md).
-MAGIC = b"jaxtrees-program-2\n"
+#: The first bytes of a program entry; then its key and a newline, the body's length (8 bytes, big-endian), a SHA-256
+#: of the body and the body: the pickled entry, zlib-compressed (level 1: a quarter of the size, for tens of
+#: milliseconds; docs/benchmarks.md). The header alone tells a damaged or foreign entry (:func:`_kind`).
+MAGIC = b"jaxtrees-program-3\n"
+#: The most bytes of a program entry's header read to check it.
+HEADER_BYTES = 512
 #: JAX settings that cannot change a program (logging, dumps, the caches' own settings); every other
 #: one is part of a program's key.
 UNKEYED = ("jax_compilation_cache", "jax_persistent_cache", "jax_enable_compilation_cache", "jax_raise_persistent",
@@ -314,7 +498,7 @@ def _host_cpu() -> str:
     return platform.machine() + "|" + "|".join(lines)
 
 
-#: An entry of another package source not written for this long is removed when an entry is saved (the
+#: An entry of another package source not used for this long is removed when an entry is saved (the
 #: program, if JAX's cache still holds it, is then traced and loaded once, and kept again).
 STALE_SECONDS = 24 * 3600
 
@@ -325,8 +509,10 @@ class Programs:
 
     :meth:`save` writes an entry whole (a temporary file, fsync, rename); :meth:`load` returns None for an
     entry missing, damaged (its checksum), foreign (another key inside) or one that fails to load,
-    removing a bad one, so the program is compiled again: never an error. An entry holds a fresh
-    compile's bytes only (:func:`serialize`). Saving removes stale entries (:data:`STALE_SECONDS`)."""
+    removing a bad one, so the program is compiled again: never an error; a load records the entry's use
+    (:func:`_touch`, for :func:`evict`). An entry holds a fresh compile's bytes only (:func:`serialize`). Saving
+    removes this source's damaged entries and stale ones (:data:`STALE_SECONDS`), and keeps the cache in its bound
+    (:func:`limit`)."""
 
     def __init__(self, directory: str):
         self.directory = directory
@@ -364,20 +550,25 @@ class Programs:
                 data = fh.read()
         except OSError:
             return None
-        body = data[len(MAGIC) + 32:]
         try:
-            if not data.startswith(MAGIC) or hashlib.sha256(body).digest() != data[len(MAGIC):len(MAGIC) + 32]:
+            header = _header(data, len(data))
+            if header is None or header[0] != key:
+                raise ValueError("damaged or foreign")
+            body = data[header[1]:]
+            if hashlib.sha256(body).digest() != header[2]:
                 raise ValueError("damaged")
             entry = pickle.loads(zlib.decompress(body))
             if entry["key"] != key:
                 raise ValueError("foreign")
-            return serialize_executable.deserialize_and_load(
+            executable = serialize_executable.deserialize_and_load(
                 entry["payload"], entry["in_tree"], entry["out_tree"], backend=devices[0].client,
                 execution_devices=devices)
         except Exception:  # noqa: BLE001 (damaged, foreign, another format: compiled again)
             with contextlib.suppress(OSError):
                 os.remove(path)
             return None
+        _touch(path)
+        return executable
 
     def save(self, key: str, payload: bytes, in_tree, out_tree) -> bool:
         """Write the entry of a freshly compiled executable (``serialize_executable.serialize``'s three
@@ -389,10 +580,11 @@ class Programs:
         body = zlib.compress(pickle.dumps({"key": key, "payload": payload, "in_tree": in_tree, "out_tree": out_tree},
                                           protocol=pickle.HIGHEST_PROTOCOL), 1)
         temporary = os.path.join(self.directory, f"{TEMPORARY}{os.getpid()}-{threading.get_ident()}-{key}")
+        head = MAGIC + key.encode() + b"\n" + len(body).to_bytes(8, "big") + hashlib.sha256(body).digest()
         try:
             os.makedirs(self.directory, exist_ok=True)
             with open(temporary, "wb") as fh:
-                fh.write(MAGIC + hashlib.sha256(body).digest() + body)
+                fh.write(head + body)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(temporary, self.path(key))
@@ -402,6 +594,8 @@ class Programs:
             return False
         _used.append(key)
         self._remove_stale()
+        if os.path.basename(os.path.normpath(self.directory)) == PROGRAMS:  # inside a compilation cache: bound it
+            _trim(os.path.dirname(os.path.normpath(self.directory)), len(head) + len(body))
         return True
 
     def recent(self, invocation: str) -> list[str]:
@@ -436,17 +630,52 @@ class Programs:
         return os.path.join(self.directory, f"recent-{hashlib.sha256(invocation.encode()).hexdigest()[:32]}.json")
 
     def _remove_stale(self):
-        """Entries of another source (an edited or other version of the package) and the records of the programs runs
-        used (:meth:`remember`; rewritten when they change) older than :data:`STALE_SECONDS`."""
+        """This source's damaged entries (:func:`_kind`), and entries of another source (an edited or other version of
+        the package) and the records of the programs runs used (:meth:`remember`; rewritten when they change) unused
+        for :data:`STALE_SECONDS`."""
         import time
 
-        current, cutoff = source_digest()[:12] + "-", time.time() - STALE_SECONDS
+        cutoff = time.time() - STALE_SECONDS
         for path in glob.glob(os.path.join(glob.escape(self.directory), "*.program")) + glob.glob(
                 os.path.join(glob.escape(self.directory), "recent-*.json")):
-            if not os.path.basename(path).startswith(current):
-                with contextlib.suppress(OSError):
-                    if os.path.getmtime(path) < cutoff:
-                        os.remove(path)
+            with contextlib.suppress(OSError):
+                kind = _kind(path) if path.endswith(".program") else "other"
+                if kind == "damaged" or (kind == "other" and os.path.getmtime(path) < cutoff):
+                    os.remove(path)
+
+
+def _header(data: bytes, size: int) -> tuple[str, int, bytes] | None:
+    """``(key, where the body starts, its SHA-256)`` from the first bytes ``data`` of a program entry of ``size``
+    bytes; None where they are no header of this format or the size is not the one it gives."""
+    end = data.find(b"\n", len(MAGIC), HEADER_BYTES)
+    if not data.startswith(MAGIC) or end < 0 or len(data) < end + 41:
+        return None
+    start = end + 41
+    if size != start + int.from_bytes(data[end + 1:end + 9], "big"):
+        return None
+    try:
+        return data[len(MAGIC):end].decode("ascii"), start, data[end + 9:start]
+    except UnicodeDecodeError:
+        return None
+
+
+def _kind(path: str) -> str:
+    """A program entry at ``path``, from its name, size and header (nothing loaded): "ready" (this source's, whole
+    as far as its header tells: its length and key), "damaged" (this source's, not so) or "other" (another
+    source's, of a format this one need not read) or "gone" (removed meanwhile)."""
+    name = os.path.basename(path)
+    source, _, key = name[: -len(".program")].partition("-")
+    if source != source_digest()[:12]:
+        return "other"
+    try:
+        with open(path, "rb") as fh:
+            data, size = fh.read(HEADER_BYTES), os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        return "gone"
+    except OSError:
+        return "damaged"
+    header = _header(data, size)
+    return "ready" if header is not None and header[0] == key else "damaged"
 
 
 _serializing = threading.Lock()
