@@ -121,8 +121,8 @@ def study_files(study) -> list[str]:
                    if f is not None and _file_of(f) and _outside(f)})
 
 
-@functools.lru_cache(maxsize=None)
 def _file_digest(path: str) -> str:
+    """A digest of the file's contents (read each time: a study file may be edited between runs of one process)."""
     with open(path, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()[:16]
 
