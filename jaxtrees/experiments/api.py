@@ -182,5 +182,5 @@ def compilation_cache() -> None:
         print(f"jaxtrees run: warning: cannot use the compilation cache {directory} ({e.strerror or e}); every program "
               f"is compiled (JAXTREES_CACHE_DIR sets the cache, empty: off)", file=sys.stderr)
         return
-    print(f"jaxtrees run: compilation cache {cache.describe(directory)} (JAXTREES_CACHE_DIR; empty: off)",
+    print(f"jaxtrees run: compilation cache {cache.describe(directory)}; JAXTREES_CACHE_DIR sets it (empty: off)",
           file=sys.stderr)

@@ -77,7 +77,7 @@ def metadata(directory: str) -> dict:
 def spec(study) -> dict:
     """The study's generic spec (:mod:`~jaxtrees.experiments.generic`) but its outputs, which the rows say."""
     params = list(study.full)
-    return {"name": study.name, "description": study.description, "axis": None if study.axis is None else study.axis.name,
+    return {"name": study.name, "description": study.description.rstrip("."), "axis": None if study.axis is None else study.axis.name,
             "parameters": params, "static": [p for p in params if p in study.static],
             "meanings": {**{p: study.meaning(p) for p in params if study.meaning(p)}, **dict(study.columns)}}
 
@@ -160,7 +160,7 @@ def write_report(study, directory: str, rows=None, spec_: dict | None = None) ->
     compiling = sum(sum(r.get("compile_seconds", {}).values()) for r in recorded["runs"])
     # programs compile ahead on background threads: the waits are what compiling added to the runs' time
     waiting = sum(sum(r.get("compile_wait_seconds", r.get("compile_seconds", {})).values()) for r in recorded["runs"])
-    description = f"{spec_['description']}.\n\n" if spec_.get("description") else ""
+    description = f"{spec_['description'].rstrip('.')}.\n\n" if spec_.get("description") else ""
     text = (f"# jaxtrees study `{spec_['name']}`\n\n{description}{incomplete}{outside}"
             f"Seed {config['seed']}, {config['replicates']} replicates per cell, {len(rows)} rows, "
             f"{'quick' if config['quick'] else 'full'} size; grid: "
