@@ -69,7 +69,8 @@ def main(argv=None) -> int:
                                         "The rows themselves are Parquet: pandas.read_parquet('OUT/STUDY/rows') reads them.")
     export.add_argument("results", help="the study's results directory, e.g. results/juntas")
     export.add_argument("--csv", metavar="PATH", nargs="?", const="", default="",
-                        help="the CSV file to write (default: OUT/STUDY/results.csv)")
+                        help="the CSV file to write (default: OUT/STUDY/results.csv; -: standard output)")
+    export.add_argument("--partial", action="store_true", help="export an unfinished run's trials (else refused)")
     convert = sub.add_parser("convert", help="convert a results directory of an earlier version (CSV) to Parquet",
                              description="Rewrite the CSV rows (parts/*.csv, results.csv) of an earlier jaxtrees' "
                                          "results directory as Parquet rows/; `jaxtrees run` then resumes into it.")
@@ -357,10 +358,12 @@ def _export(args) -> int:
     from jaxtrees.experiments import reporting, store
 
     reporting.metadata(args.results)
-    folder = os.path.dirname(os.path.abspath(args.csv)) if args.csv else None
+    folder = os.path.dirname(os.path.abspath(args.csv)) if args.csv and args.csv != "-" else None
     if folder and not os.path.isdir(folder):
         raise ValueError(f"--csv {args.csv}: the directory {folder} does not exist; create it or choose another path")
-    print(store.export_csv(args.results, args.csv or None))
+    path = store.export_csv(args.results, args.csv or None, partial=args.partial)
+    if path != "-":
+        print(path)
     return 0
 
 

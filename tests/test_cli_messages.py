@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+import helpers
+
 from jaxtrees import cli
 from jaxtrees.experiments import runner
 
@@ -91,6 +93,7 @@ def test_unclear_cases_are_clear(tmp_path, capsys):
     shutil.copytree(directory, copy)
     [copied] = (copy / "rows").glob("part-*.parquet")
     pq.write_table(table.drop_columns(["support_recovered"]), copied)
+    helpers.resealed(copied)
     capsys.readouterr()
     assert cli.main(["report", str(copy)]) == 2
     assert "the rows lack a column the juntas study's figures and report need" in capsys.readouterr().err

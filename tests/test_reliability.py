@@ -8,6 +8,8 @@ import shutil
 
 import pytest
 
+import helpers
+
 from jaxtrees import cli
 from jaxtrees.experiments import store
 
@@ -61,6 +63,7 @@ def _damaged_copy(part, column: str, change):
     values = change(table.column(i).to_pylist())
     table = table.set_column(i, column, pa.array(values))
     pq.write_table(table, part)
+    return helpers.resealed(part)
 
 
 @pytest.mark.parametrize("column, change, message", [
@@ -78,7 +81,7 @@ def test_a_row_that_is_not_this_runs_is_refused_by_a_reader_and_run_again_by_a_r
     assert _run(tmp_path) == 0
     rows = _columns(directory)
     [part] = (directory / "rows").glob("part-*.parquet")
-    _damaged_copy(part, column, change)
+    part = _damaged_copy(part, column, change)
     capsys.readouterr()
     assert cli.main(["report", str(directory)]) == 2
     err = capsys.readouterr().err

@@ -141,7 +141,8 @@ def test_a_damaged_part_is_found_named_moved_aside_and_its_trials_run_again(tmp_
     capsys.readouterr()
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY]) == 0
     assert f"{part} is damaged" in capsys.readouterr().err
-    assert Path(f"{part}.damaged").exists() and _columns(directory) == _columns(reference)
+    assert (directory / "damaged" / part.name).exists() and not list((directory / "rows").glob("*.damaged"))
+    assert _columns(directory) == _columns(reference)
 
 
 def _rewrite(part, table, rows=None):
@@ -152,6 +153,7 @@ def _rewrite(part, table, rows=None):
     stamp = json.loads(metadata[store.PART_KEY])
     metadata[store.PART_KEY] = json.dumps({**stamp, "rows": table.num_rows}).encode()
     pq.write_table(table.replace_schema_metadata(metadata), part)
+    return helpers.resealed(part)
 
 
 def test_a_trial_read_twice_or_short_is_refused_and_rows_apart_are_read_whole(tmp_path, reference):
@@ -164,7 +166,7 @@ def test_a_trial_read_twice_or_short_is_refused_and_rows_apart_are_read_whole(tm
     first = sorted((tmp_path / "copy" / "rows").glob("part-*.parquet"))[0]
     table = pq.read_table(first)
     shuffled = table.take(np.random.default_rng(0).permutation(table.num_rows))
-    _rewrite(first, shuffled)
+    first = _rewrite(first, shuffled)
 
     def by_trial_and_m(directory):
         t = store.read_results(str(directory), ordered=False)
@@ -176,7 +178,7 @@ def test_a_trial_read_twice_or_short_is_refused_and_rows_apart_are_read_whole(tm
     with pytest.raises(ValueError, match=r"part-.*\.parquet: trial \(cell \d+, replicate \d+\) has its rows more than"):
         store.read_results(str(tmp_path / "copy"))
     first.with_name("part-99999999999999999999-0000-copy.parquet").unlink()
-    _rewrite(first, table.slice(1))  # the first trial's first row gone
+    first = _rewrite(first, table.slice(1))  # the first trial's first row gone
     with pytest.raises(ValueError, match=f"{first.name}: trial .* not all of them"):
         store.read_results(str(tmp_path / "copy"))
 

@@ -91,6 +91,11 @@ def convert(directory: str) -> str:
 
     if not is_legacy(directory):
         raise ValueError(f"{directory} holds no CSV rows (results.csv or parts/*.csv) to convert")
+    rows_dir = os.path.join(directory, "rows")
+    if os.path.isdir(rows_dir) and any(n.startswith("part-") for n in os.listdir(rows_dir)) and \
+            not os.path.isdir(os.path.join(directory, "parts")):
+        raise ValueError(f"{directory} is already Parquet (rows/); its results.csv is an export (`jaxtrees export`), "
+                         f"not rows to convert: nothing was changed")
     config = _config(directory)
     if config is None:
         raise ValueError(f"{directory}: neither metadata.json nor parts/config.json says which run wrote its rows")

@@ -14,10 +14,12 @@ import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
 import uuid
+import zlib
 
 import numpy as np
 
@@ -38,8 +40,9 @@ class Store:
       match), and one entry per run (start, end, environment, timings).
     - ``rows/part-*.parquet``: one part per compiled call, written to a hidden temporary, fsynced,
       renamed and the directory fsynced, so a killed run leaves only whole parts; each records its
-      rows and trials and carries page checksums, so a short or damaged part is found, moved aside
-      (``*.damaged``) and its trials run again.
+      rows and trials, carries page checksums and its whole file's CRC-32 in its name, so a short or damaged
+      part is found, moved to ``damaged/`` beside rows/ (readers of rows/ see whole parts only) and its trials run
+      again.
     - ``rows/_config.json``: the configuration the parts belong to (metadata.json is rebuilt from it).
     - ``.lock``: one per directory, held (``fcntl.flock``) by the run's process 0 while it runs, naming
       its host, pid and run id; the other processes of a distributed run check that it names theirs.
@@ -167,13 +170,17 @@ class Store:
         table = columns_table(columns)
         stamp = {"config": self.digest, "rows": table.num_rows, "trials": int(trials)}
         table = table.replace_schema_metadata({PART_KEY: json.dumps(stamp).encode()})
-        name = f"part-{time.time_ns():020d}-{self.process:04d}-{uuid.uuid4().hex[:8]}.parquet"
+        buffer = pa.BufferOutputStream()
+        pq.write_table(table, buffer, compression="zstd", compression_level=1, write_page_checksum=True,
+                       write_statistics=False,  # min / max per page: 15% of the write, read by no one here
+                       use_dictionary=[f.name for f in table.schema if not pa.types.is_floating(f.type)])
+        data = buffer.getvalue()
+        crc = zlib.crc32(memoryview(data))  # the whole file's, footer included: its name carries it
+        name = f"part-{time.time_ns():020d}-{self.process:04d}-{uuid.uuid4().hex[:8]}-c{crc:08x}.parquet"
         path = os.path.join(self.rows, name)
         tmp = os.path.join(self.rows, f".p{self.process}-{name}.tmp")
         with open(tmp, "wb") as fh:
-            pq.write_table(table, fh, compression="zstd", compression_level=1, write_page_checksum=True,
-                           write_statistics=False,  # min / max per page: 15% of the write, read by no one here
-                           use_dictionary=[f.name for f in table.schema if not pa.types.is_floating(f.type)])
+            fh.write(memoryview(data))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -190,7 +197,9 @@ class Store:
         for path, part, digest in _parts(self.rows, self.configs, None, self.process == 0):  # every page read
             try:  # every row checked as a reader checks it (a part holds each of its trials whole)
                 rows = check_columns([(path, part, digest)], self.config, False, layout, self.configs)
-            except ValueError as e:
+            except Exception as e:  # noqa: BLE001 - a check's ValueError, or pyarrow's on a part it misreads
+                if not (isinstance(e, ValueError) or type(e).__module__.startswith("pyarrow")):
+                    raise
                 _damaged(path, str(e).removeprefix(f"{path}: ").split("; move the file")[0], self.process == 0)
                 continue
             if len(rows):
@@ -249,24 +258,61 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
     if config is not None:
         history.setdefault(config_digest(config), config)
     parts = _parts(rows_dir, history or None, columns, move=None)
-    rows = check_columns(parts, config, ordered, history=history)  # one part in memory at a time
+    try:
+        rows = check_columns(parts, config, ordered, history=history)  # one part in memory at a time
+    except Exception as e:  # noqa: BLE001 - pyarrow's error on a part whose types are not the run's
+        if not type(e).__module__.startswith("pyarrow"):
+            raise
+        raise ValueError(f"{directory}: a part's columns cannot be read as this run's ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0][:200] if str(e) else ''}); rerun `jaxtrees run` with the same "
+                         f"arguments (it moves damaged parts aside), or {WAY_OUT}") from None
     if not len(rows):
         raise ValueError(f"no rows of the current grid in {directory} ({rows.outside:,} rows of values or replicates "
                          f"since removed); rerun `jaxtrees run` with the same arguments to write them")
     return rows
 
 
-def export_csv(directory: str, path: str | None = None) -> str:
-    """Write the rows of ``directory`` as one tidy CSV (``directory/results.csv`` by default),
-    sorted by (cell, replicate), atomically; returns its path."""
+def export_csv(directory: str, path: str | None = None, partial: bool = False) -> str:
+    """Write the rows of ``directory`` as one tidy CSV (``directory/results.csv`` by default; ``-``: stdout), sorted
+    by (cell, replicate), atomically and durably; returns its path. ValueError for an unfinished run (unless
+    ``partial``), a directory as ``path``, or an old CSV directory's own results.csv."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    rows = read_results(directory)
+    from jaxtrees.experiments import legacy
+
     path = path or os.path.join(directory, "results.csv")
+    if path != "-" and os.path.isdir(path):
+        raise ValueError(f"--csv {path} is a directory; give the path of the CSV file to write")
+    if not _part_names(os.path.join(directory, "rows")) and legacy.is_legacy(directory) and \
+            os.path.abspath(path) == os.path.abspath(os.path.join(directory, "results.csv")):
+        raise ValueError(f"{directory} holds an earlier jaxtrees' CSV rows (results.csv): convert them first "
+                         f"(`jaxtrees convert {directory}`), or export elsewhere with --csv PATH")
+    rows = read_results(directory)
+    done, total = completeness(directory, rows)
+    if done < total and not partial:
+        raise ValueError(f"{directory} holds {done:,} of its {total:,} trials (a run unfinished or still running); "
+                         f"rerun `jaxtrees run` with the same arguments to finish it, or pass --partial to export "
+                         f"the trials done")
+    table = pa.table(rows.to_dict())
+    if path == "-":
+        buffer = pa.BufferOutputStream()
+        pcsv.write_csv(table, buffer)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(memoryview(buffer.getvalue()))
+        sys.stdout.buffer.flush()
+        return path
     tmp = f"{path}.{os.getpid()}.tmp"
-    pcsv.write_csv(pa.table(rows.to_dict()), tmp)
-    os.replace(tmp, path)
+    try:
+        pcsv.write_csv(table, tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
     return path
 
 
@@ -300,7 +346,7 @@ def _parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
     for name in _part_names(rows_dir):
         path = os.path.join(rows_dir, name)
         try:
-            reader = pq.ParquetFile(path, page_checksum_verification=True)
+            reader = pq.ParquetFile(_verified(path), page_checksum_verification=True)
             stamp = json.loads((reader.schema_arrow.metadata or {}).get(PART_KEY, b"{}"))
             if digests is not None and stamp.get("config") is not None and stamp.get("config") not in digests:
                 raise ValueError(f"{path}: a part of another configuration; {WAY_OUT}")
@@ -320,17 +366,40 @@ def _parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
         yield path, table, stamp.get("config")
 
 
+def _verified(path: str):
+    """The part's bytes (a pyarrow buffer) where its whole-file checksum matches the one its name carries (a part of
+    an earlier version carries none: its path, page checksums only); OSError otherwise."""
+    import pyarrow as pa
+
+    match = _CRC.search(os.path.basename(path))
+    if match is None:
+        return path
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if zlib.crc32(data) != int(match.group(1), 16):
+        raise OSError(f"its checksum {zlib.crc32(data):08x} is not the {match.group(1)} it was written with")
+    return pa.BufferReader(data)
+
+
+#: A part's whole-file CRC-32 in its name (``part-TIME-PROCESS-ID-cCRC.parquet``).
+_CRC = re.compile(r"-c([0-9a-f]{8})\.parquet$")
+#: Where damaged parts go, beside rows/ (so that every reader of rows/ sees whole parts only).
+DAMAGED = "damaged"
+
+
 def _damaged(path: str, why: str, move: bool | None):
     if move is None:
         raise ValueError(f"{path} is damaged ({why}); rerun `jaxtrees run` with the same arguments (the run moves it "
-                         f"aside and runs its trials again), or {WAY_OUT}")
+                         f"to {DAMAGED}/ beside rows/ and runs its trials again), or {WAY_OUT}")
     if not move:
         return
+    aside = os.path.join(os.path.dirname(os.path.dirname(path)), DAMAGED)
     try:
-        os.replace(path, path + ".damaged")
+        os.makedirs(aside, exist_ok=True)
+        os.replace(path, os.path.join(aside, os.path.basename(path)))
     except FileNotFoundError:
         return
-    print(f"jaxtrees: warning: {path} is damaged ({why}): moved to {os.path.basename(path)}.damaged, "
+    print(f"jaxtrees: warning: {path} is damaged ({why}): moved to {os.path.join(aside, os.path.basename(path))}, "
           f"its trials run again", file=sys.stderr)
 
 

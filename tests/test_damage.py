@@ -1,0 +1,101 @@
+"""Damage contained (issue 64): each part's whole file is checksummed (its name carries the CRC-32), a damaged part
+is moved beside rows/ (readers of rows/ see whole parts only), a reader names it; export says what it writes."""
+
+import io
+import shutil
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+from jaxtrees import cli
+from jaxtrees.experiments import runner, store, studies
+
+OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 3}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    out = tmp_path_factory.mktemp("finished")
+    study = studies.get("juntas")
+    return runner.run(study, runner.configure(study, quick=True, overrides=OVERRIDES), str(out), progress=False)
+
+
+def _copy(finished, tmp_path):
+    directory = tmp_path / "juntas"
+    shutil.copytree(finished, directory)
+    [part] = sorted((directory / "rows").glob("part-*.parquet"))
+    return directory, part
+
+
+def test_a_part_carries_its_whole_file_checksum_in_its_name(finished):
+    from pathlib import Path
+
+    for part in Path(finished, "rows").glob("part-*.parquet"):
+        assert part.name.endswith(f"-c{zlib.crc32(part.read_bytes()):08x}.parquet")
+
+
+def test_every_single_bit_flip_is_refused_naming_the_part_never_other_rows(finished, tmp_path):
+    """Every 5th byte of the footer x 8 bits, and 200 data bytes: each read is a ValueError naming the part."""
+    import pyarrow.parquet as pq
+
+    directory, part = _copy(finished, tmp_path)
+    data = part.read_bytes()
+    footer = int.from_bytes(data[-8:-4], "little") + 8
+    positions = [(i, bit) for i in range(len(data) - footer, len(data), 5) for bit in range(8)]
+    rng = np.random.default_rng(0)
+    positions += [(int(i), int(rng.integers(8))) for i in rng.integers(4, len(data) - footer, 200)]
+    assert pq.read_metadata(part).num_rows and len(positions) > 200
+    for i, bit in positions:
+        part.write_bytes(data[:i] + bytes([data[i] ^ (1 << bit)]) + data[i + 1:])
+        with pytest.raises(ValueError, match=f"{part.name} is damaged"):
+            store.export_csv(str(directory), str(tmp_path / "out.csv"))
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_damaged_part_moves_beside_rows_and_pandas_reads_rows_whole(finished, tmp_path, capsys):
+    pandas = pytest.importorskip("pandas")
+    directory, part = _copy(finished, tmp_path)
+    data = part.read_bytes()
+    part.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])
+    capsys.readouterr()
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--no-progress",
+                     *[f"--set={k}={v}" for k, v in OVERRIDES.items()]]) == 0
+    assert f"{part} is damaged" in capsys.readouterr().err
+    assert (directory / "damaged" / part.name).exists() and not part.exists()
+    frame = pandas.read_parquet(directory / "rows")
+    assert len(frame) == len(store.read_results(str(finished)))
+    assert not frame.duplicated(["cell", "replicate", "m"]).any()
+
+
+def test_export_writes_stdout_refuses_a_directory_and_an_unfinished_run(finished, tmp_path, capsys, monkeypatch):
+    directory, part = _copy(finished, tmp_path)
+    out = io.BytesIO()
+    wrapper = io.TextIOWrapper(out)
+    monkeypatch.setattr(sys, "stdout", wrapper)
+    assert cli.main(["export", str(directory), "--csv", "-"]) == 0
+    wrapper.flush()
+    text = out.getvalue().decode()
+    monkeypatch.undo()
+    assert text.startswith('"study","seed","cell"') and text.count("\n") == len(store.read_results(str(directory))) + 1
+    assert not (tmp_path / "-").exists()
+    assert cli.main(["export", str(directory), "--csv", str(tmp_path)]) == 2
+    assert f"--csv {tmp_path} is a directory" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.tmp"))
+    study = studies.get("juntas")
+    unfinished = runner.run(study, runner.configure(study, quick=True, overrides=OVERRIDES), str(tmp_path / "partial"),
+                            progress=False, max_trials=2)
+    assert cli.main(["export", unfinished]) == 2
+    err = capsys.readouterr().err
+    assert "holds 2 of its 6 trials" in err and "pass --partial" in err
+    assert cli.main(["export", unfinished, "--partial"]) == 0
+
+
+def test_convert_does_not_take_an_export_for_old_rows(finished, tmp_path, capsys):
+    directory, _ = _copy(finished, tmp_path)
+    assert cli.main(["export", str(directory)]) == 0
+    parts = sorted(p.name for p in (directory / "rows").glob("part-*"))
+    assert cli.main(["convert", str(directory)]) == 2
+    assert "its results.csv is an export" in capsys.readouterr().err
+    assert sorted(p.name for p in (directory / "rows").glob("part-*")) == parts
