@@ -2,6 +2,7 @@
 is moved beside rows/ (readers of rows/ see whole parts only), a reader names it; export says what it writes."""
 
 import io
+import pathlib
 import shutil
 import sys
 import zlib
@@ -99,3 +100,41 @@ def test_convert_does_not_take_an_export_for_old_rows(finished, tmp_path, capsys
     assert cli.main(["convert", str(directory)]) == 2
     assert "its results.csv is an export" in capsys.readouterr().err
     assert sorted(p.name for p in (directory / "rows").glob("part-*")) == parts
+
+
+def _legacy(finished, tmp_path, drop=None):
+    """``finished`` rewritten in the earlier CSV layout (parts/*.csv, parts/config.json), a column dropped if asked."""
+    import json
+
+    old = tmp_path / "old" / "juntas"
+    shutil.copytree(finished, old)
+    text = store.export_csv(str(old), str(tmp_path / "rows.csv"))
+    lines = open(text).read().replace('"', "").splitlines(keepends=True)
+    if drop is not None:
+        at = lines[0].rstrip("\n").split(",").index(drop)
+        lines = [",".join(v for i, v in enumerate(line.rstrip("\n").split(",")) if i != at) + "\n" for line in lines]
+    shutil.rmtree(old / "rows")
+    (old / "parts").mkdir()
+    config = json.loads((old / "metadata.json").read_text())
+    (old / "metadata.json").write_text(json.dumps({k: v for k, v in config.items() if k != "contract"}))
+    (old / "parts" / "config.json").write_text(json.dumps({"config": config["config"]}))
+    (old / "parts" / "0001.csv").write_text("".join(lines))
+    return old
+
+
+def test_convert_refuses_rows_lacking_a_column_before_writing_and_records_a_contract(finished, tmp_path, capsys):
+    import json
+
+    old = _legacy(finished, tmp_path, drop="eps_star")
+    assert cli.main(["convert", str(old)]) == 2
+    assert "lack the column(s) eps_star" in capsys.readouterr().err and not list(old.glob("rows/part-*"))
+    old = _legacy(finished, tmp_path / "whole")
+    (old / "rows").mkdir()  # an interrupted convert: its part written, the CSV rows still there
+    for part in pathlib.Path(finished).glob("rows/part-*.parquet"):
+        shutil.copy(part, old / "rows" / part.name)
+    assert cli.main(["convert", str(old)]) == 0
+    said = capsys.readouterr().out
+    assert "parts/0001.csv" in said and "removed 1 part(s) of an interrupted convert" in said
+    assert "recorded this machine's resume contract" in said
+    assert json.loads((old / "metadata.json").read_text())["contract"]["source"]
+    assert len(store.read_results(str(old))) == len(store.read_results(str(finished)))

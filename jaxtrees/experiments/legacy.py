@@ -100,9 +100,13 @@ def convert(directory: str) -> str:
     if config is None:
         raise ValueError(f"{directory}: neither metadata.json nor parts/config.json says which run wrote its rows")
     rows = read(directory, config)
+    _check_columns(directory, config, rows)
     files = _files(directory)
     rows_dir = os.path.join(directory, "rows")
     os.makedirs(rows_dir, exist_ok=True)
+    removed = [os.path.join(rows_dir, n) for n in sorted(os.listdir(rows_dir)) if n.startswith("part-")]
+    for path in removed:  # an interrupted convert's part: its CSV rows are still here, written again below
+        os.remove(path)
     writer = store.Store(os.path.dirname(directory.rstrip("/")) or ".", os.path.basename(directory.rstrip("/")))
     writer.config, writer.digest = config, store.config_digest(config)
     manifest = os.path.join(rows_dir, "_config.json")
@@ -116,11 +120,56 @@ def convert(directory: str) -> str:
     if len(back) != len(rows):
         os.remove(path)
         raise ValueError(f"{directory}: the converted rows did not read back whole; nothing was removed")
+    recorded = _record_contract(directory, config)
     for old in files:
         os.remove(old)
     parts = os.path.join(directory, "parts")
+    gone = list(files)
     if os.path.isdir(parts):
         for name in os.listdir(parts):
             os.remove(os.path.join(parts, name))
+            gone.append(os.path.join(parts, name))
         os.rmdir(parts)
-    return f"converted {len(rows):,} rows of {directory} to {path}"
+    again = f"; removed {len(removed)} part(s) of an interrupted convert first" if removed else ""
+    return (f"converted {len(rows):,} rows of {directory} to {path}; removed {', '.join(sorted(set(gone)))}{again}"
+            f"{recorded}")
+
+
+def _check_columns(directory: str, config: dict, rows) -> None:
+    """ValueError naming the columns the study writes now that the old rows lack (their trials could not be resumed
+    into one dataset), before anything is written."""
+    from jaxtrees.experiments import studies
+    from jaxtrees.experiments.study import ID_COLUMNS
+
+    study = studies.STUDIES.get(config["study"])
+    if study is None:
+        return
+    lacking = [name for name in study.columns if name not in rows.names and name not in ID_COLUMNS]
+    if lacking:
+        raise ValueError(f"{directory}: its rows lack the column(s) {', '.join(lacking)} that this jaxtrees' "
+                         f"{config['study']} study writes, so a run could not resume into them; nothing was changed "
+                         f"(`jaxtrees report` and `export` still read the CSV rows; rerun the study into a new --out)")
+
+
+def _record_contract(directory: str, config: dict) -> str:
+    """Record this machine's resume contract for a converted directory (metadata.json and rows/_config.json), so
+    that the first run resumed into it compares its settings with it; a clause saying so ("" without a study)."""
+    import jax
+
+    from jaxtrees.experiments import runner, store, studies
+
+    study = studies.STUDIES.get(config["study"])
+    if study is None:
+        return ""
+    terms = {**runner.contract(study, jax.devices()[0]), "groups": {}}
+    for path in (os.path.join(directory, "metadata.json"), os.path.join(directory, "rows", "_config.json")):
+        try:
+            with open(path) as fh:
+                recorded = json.load(fh)
+        except (OSError, ValueError):
+            recorded = {"config": config, "created": store.now(), "runs": []} if path.endswith("metadata.json") else None
+        if recorded is not None and "contract" not in recorded:
+            recorded["contract"] = terms
+            store.write_atomic(path, json.dumps(recorded, indent=2))
+    return ("; recorded this machine's resume contract (jaxtrees source, jax, settings): the CSV rows' own settings "
+            "are unknown, so a resume under other settings is refused from now on")
