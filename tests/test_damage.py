@@ -138,3 +138,20 @@ def test_convert_refuses_rows_lacking_a_column_before_writing_and_records_a_cont
     assert "recorded this machine's resume contract" in said
     assert json.loads((old / "metadata.json").read_text())["contract"]["source"]
     assert len(store.read_results(str(old))) == len(store.read_results(str(finished)))
+
+
+def test_a_damaged_config_file_is_rebuilt_from_metadata_and_the_advice_leads_somewhere(finished, tmp_path, capsys):
+    directory, _ = _copy(finished, tmp_path)
+    rows = len(store.read_results(str(directory)))
+    (directory / "rows" / "_config.json").write_text("{not json")
+    assert len(store.read_results(str(directory))) == rows  # readers fall back to metadata.json
+    capsys.readouterr()
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--no-progress",
+                     *[f"--set={k}={v}" for k, v in OVERRIDES.items()]]) == 0
+    assert "_config.json was damaged: rebuilt from metadata.json" in capsys.readouterr().err
+    assert '"config"' in (directory / "rows" / "_config.json").read_text()
+    (directory / "rows" / "_config.json").write_text("{not json")
+    (directory / "metadata.json").write_text("{not json")
+    assert cli.main(["report", str(directory)]) == 2
+    err = capsys.readouterr().err
+    assert "no readable rows/_config.json to rebuild it from" in err and "delete that file and rerun" not in err

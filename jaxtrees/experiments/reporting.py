@@ -63,15 +63,22 @@ def metadata(directory: str) -> dict:
         if not metadata.get("runs"):
             raise ValueError(f"{path} records no run yet; rerun `jaxtrees run` with the same arguments (it resumes)")
         metadata["runs"][-1]["environment"]
-    except ValueError as e:
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
         if "records no run" in str(e):
             raise
-        raise ValueError(f"cannot read {path} ({type(e).__name__}: {e}); delete that file and rerun `jaxtrees run` "
-                         f"with the same arguments: it is rebuilt from rows/_config.json") from None
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
-        raise ValueError(f"cannot read {path} ({type(e).__name__}: {e}); delete that file and rerun `jaxtrees run` "
-                         f"with the same arguments: it is rebuilt from rows/_config.json") from None
+        raise ValueError(f"cannot read {path} ({type(e).__name__}: {e}); {_rebuild_advice(directory)}") from None
     return metadata
+
+
+def _rebuild_advice(directory: str) -> str:
+    """What to do about a damaged metadata.json: rerun (it is rebuilt from rows/_config.json), where that remains."""
+    manifest = os.path.join(directory, "rows", "_config.json")
+    try:
+        with open(manifest, encoding="utf-8-sig") as fh:
+            json.load(fh)["config"]["study"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "and no readable rows/_config.json to rebuild it from: choose another --out, or delete the directory"
+    return "delete that file and rerun `jaxtrees run` with the same arguments: it is rebuilt from rows/_config.json"
 
 
 def spec(study) -> dict:

@@ -82,7 +82,13 @@ class Store:
                     if name.endswith(".tmp") and (name.startswith(mine) if mine else self.process == 0):
                         os.remove(os.path.join(folder, name))
             metadata = _read_json(self.metadata_path, rebuildable=os.path.exists(self.manifest_path))
-            manifest = _read_json(self.manifest_path)
+            manifest = _read_json(self.manifest_path, rebuildable=metadata is not None)
+            rebuilt = manifest is None and metadata is not None and os.path.exists(self.manifest_path)
+            if rebuilt and self.process == 0:
+                print(f"jaxtrees: warning: {self.manifest_path} was damaged: rebuilt from metadata.json",
+                      file=sys.stderr)
+            if manifest is None and metadata is not None and _part_names(self.rows):
+                manifest = {key: metadata[key] for key in ("config", "created", "configs", "contract") if key in metadata}
             for recorded, source in ((metadata, "metadata.json"), (manifest, "rows/_config.json")):
                 if recorded is not None:
                     _same_study(self.directory, recorded["config"], config, source)
@@ -98,7 +104,7 @@ class Store:
         created = (metadata or manifest or {}).get("created") or now()
         self.manifest = {"config": config, "created": created, "configs": self.configs,
                          **({"contract": manifest["contract"]} if manifest and "contract" in manifest else {})}
-        if self.process == 0 and manifest != self.manifest:  # new, or a grid grown (or shrunk) in place
+        if self.process == 0 and (manifest != self.manifest or rebuilt):  # new, rebuilt, or a grid grown in place
             write_atomic(self.manifest_path, json.dumps(self.manifest, indent=2))
         if metadata is None and manifest is not None and self.process == 0:
             print(f"jaxtrees: warning: {self.metadata_path} was missing or damaged: rebuilt from rows/_config.json "
@@ -108,7 +114,7 @@ class Store:
                         **({"contract": self.manifest["contract"]} if "contract" in self.manifest else {})}
         if not metadata.get("runs"):
             metadata["runs"] = []
-        metadata["config"] = config
+        metadata["config"], metadata["configs"] = config, self.configs  # each file can rebuild the other
         return metadata
 
     def record_contract(self, contract: dict):
@@ -247,14 +253,15 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
 
     rows_dir = os.path.join(directory, "rows")
     if config is None:
-        config = (_read_json(os.path.join(rows_dir, "_config.json")) or _read_json(
+        config = (_read_json(os.path.join(rows_dir, "_config.json"), rebuildable=True) or _read_json(
             os.path.join(directory, "metadata.json")) or {}).get("config")
     if not _part_names(rows_dir) and legacy.is_legacy(directory):
         return legacy.read(directory, config)
     if not _part_names(rows_dir):
         raise ValueError(f"no results in {directory} (expected rows/part-*.parquet); rerun `jaxtrees run` with the "
                          f"same arguments to write them")
-    history = {} if config is None else configs(_read_json(os.path.join(rows_dir, "_config.json")))
+    history = {} if config is None else configs(_read_json(os.path.join(rows_dir, "_config.json"), rebuildable=True)
+                                                or _read_json(os.path.join(directory, "metadata.json"), rebuildable=True))
     if config is not None:
         history.setdefault(config_digest(config), config)
     parts = _parts(rows_dir, history or None, columns, move=None)
@@ -467,8 +474,9 @@ def _read_json(path: str, rebuildable: bool = False):
     except (OSError, ValueError) as e:
         if rebuildable:
             return None
-        raise ValueError(f"cannot read {path} ({e}); delete that file and rerun `jaxtrees run` with the same "
-                         f"arguments (it is rebuilt where rows/_config.json remains), or choose another --out") from None
+        other = "metadata.json" if path.endswith("_config.json") else "rows/_config.json"
+        raise ValueError(f"cannot read {path} ({e}) and no {other} to rebuild it from; choose another --out, or "
+                         f"delete the results directory to start over") from None
     return value
 
 
