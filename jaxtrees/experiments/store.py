@@ -200,7 +200,8 @@ class Store:
         done = np.zeros(cells * replicates, bool)
         if self.config is None or not os.path.isdir(self.rows):
             return done
-        for path, part, digest in _parts(self.rows, self.configs, None, self.process == 0):  # every page read
+        keys = ["study", "seed", "cell", "replicate", *sorted(self.config["grid"])]  # planning reads only these
+        for path, part, digest in _parts(self.rows, self.configs, keys, self.process == 0):  # whole file checked
             try:  # every row checked as a reader checks it (a part holds each of its trials whole)
                 rows = check_columns([(path, part, digest)], self.config, False, layout, self.configs)
             except Exception as e:  # noqa: BLE001 - a check's ValueError, or pyarrow's on a part it misreads
@@ -357,7 +358,10 @@ def _parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
             stamp = json.loads((reader.schema_arrow.metadata or {}).get(PART_KEY, b"{}"))
             if digests is not None and stamp.get("config") is not None and stamp.get("config") not in digests:
                 raise ValueError(f"{path}: a part of another configuration; {WAY_OUT}")
-            table = reader.read(columns=columns)
+            # a part of an earlier version carries no whole-file checksum: every page is read (page checksums)
+            table = reader.read(columns=columns if _CRC.search(name) else None)
+            if columns is not None:
+                table = table.select([c for c in columns if c in table.column_names])
             if stamp.get("rows") != reader.metadata.num_rows or table.num_rows != stamp["rows"]:
                 raise OSError(f"it holds {table.num_rows} rows where it records {stamp.get('rows')}")
         except FileNotFoundError:
