@@ -124,3 +124,27 @@ def test_two_processes_write_the_rows_of_one(study_file, tmp_path):
     outputs = [proc.communicate(timeout=300) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], outputs
     assert _rows(tmp_path / "two" / "juntas-noise") == _rows(tmp_path / "one" / "juntas-noise")
+
+
+def test_list_learners_names_each_learner_s_size_fields_and_cost(capsys):
+    assert cli.main(["list", "--learners"]) == 0
+    out = capsys.readouterr().out
+    assert "Size fields read" in out and "id3-entropy" in out and "lmn-k" in out
+    assert len([line for line in out.splitlines() if line.split() and line.split()[0] in jt.learners.names()]) == \
+        len(jt.learners.names())
+
+
+def test_a_study_is_found_by_file_by_name_or_refused_with_the_way(study_file, tmp_path):
+    from jaxtrees.experiments import loading
+
+    study, origin = loading.load(f"{study_file}:STUDY")
+    assert study.name == "juntas-noise" and origin == {"file": str(study_file), "name": "STUDY"}
+    assert loading.load("juntas")[1] == {"builtin": "juntas"}
+    with pytest.raises(ValueError, match="has no study 'OTHER'; its studies: STUDY"):
+        loading.load(f"{study_file}:OTHER")
+    with pytest.raises(ValueError, match="unknown study 'nope'; known studies: .*or a file"):
+        loading.load("nope")
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    with pytest.raises(ValueError, match="holds no study"):
+        loading.load(str(empty))
