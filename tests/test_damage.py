@@ -155,3 +155,20 @@ def test_a_damaged_config_file_is_rebuilt_from_metadata_and_the_advice_leads_som
     assert cli.main(["report", str(directory)]) == 2
     err = capsys.readouterr().err
     assert "no readable rows/_config.json to rebuild it from" in err and "delete that file and rerun" not in err
+
+
+def test_a_resealed_part_whose_axis_values_are_wrong_is_refused(finished, tmp_path):
+    """A part rewritten with a valid checksum but m = 16 twice and no m = 32 in a trial is refused by name."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import helpers
+
+    directory, part = _copy(finished, tmp_path)
+    table = pq.read_table(part)
+    m = table.column("m").to_pylist()
+    m[1] = m[0]
+    pq.write_table(table.set_column(table.column_names.index("m"), "m", pa.array(m, pa.int32())), part)
+    part = helpers.resealed(part)
+    with pytest.raises(ValueError, match=f"{part.name}: a row whose m is not its trial's"):
+        store.read_results(str(directory))

@@ -255,7 +255,25 @@ def _checked_part(table, path: str, config: dict, layout: Layout, by_cell: dict)
     if np.any(trial[1:] < trial[:-1]) and _scattered(trial):  # a trial's rows apart (not as parts are written)
         order = np.argsort(trial, kind="stable")
         out, trial = {name: values[order] for name, values in out.items()}, trial[order]
+    _check_axis(out, trial, layout, path)
     return out, trial
+
+
+def _check_axis(out: dict, trial: np.ndarray, layout: Layout, path: str) -> None:
+    """ValueError unless each trial's axis column holds its cell's axis values, in order (where the part has it)."""
+    from jaxtrees.experiments.store import WAY_OUT
+
+    name = None if layout.axis is None or layout.study is None else layout.study.axis.name
+    if name is None or name not in out or not trial.size:
+        return
+    starts = np.flatnonzero(np.r_[True, trial[1:] != trial[:-1]])
+    position = np.arange(trial.size) - np.repeat(starts, np.diff(np.r_[starts, trial.size]))
+    cell = out["cell"].astype(np.int64)
+    fits = position < layout.lengths[cell]  # a trial of more rows than its cell's axis: the row count check says so
+    expected = layout.axis[cell[fits], position[fits]]
+    if np.any(out[name][fits] != expected):
+        raise ValueError(f"{path}: a row whose {name} is not its trial's (each trial runs along {name} = its cell's "
+                         f"values, in order); {WAY_OUT}")
 
 
 def _scattered(trial: np.ndarray) -> bool:
