@@ -128,8 +128,9 @@ class Ahead:
         self.queue.append((program, future))
         return True
 
-    def programs(self, bar: Progress):
-        """``(program, compiled)`` per static group, in order, recording each one's compile seconds."""
+    def programs(self, bar: Progress, interrupted: threading.Event | None = None):
+        """``(program, compiled)`` per static group, in order, recording each one's compile seconds; none
+        more once ``interrupted`` is set, even while waiting for a compile (which is left to :meth:`cancel`)."""
         while len(self.queue) < self.threads and self._submit():
             pass
         record = self.job.record
@@ -137,6 +138,8 @@ class Ahead:
             program, future = self.queue.popleft()
             bar.phase("compiling " + describe(program.static))
             started = time.perf_counter()
+            if not _wait(future, interrupted):
+                return
             held = list(future.result())  # [compiled, seconds, how]: handed on, not kept here while it runs
             how = held.pop()
             record["compile_wait_seconds"][program.name] = round(time.perf_counter() - started, 3)
@@ -155,6 +158,14 @@ class Ahead:
             for _, future in self.queue:
                 concurrent.futures.wait([future])
             programs.release()
+
+
+def _wait(future: concurrent.futures.Future, interrupted: threading.Event | None, poll: float = 0.1) -> bool:
+    """Wait for ``future``: True once it is done, False as soon as ``interrupted`` is set."""
+    while not (interrupted is not None and interrupted.is_set()):
+        if concurrent.futures.wait([future], timeout=poll).done:
+            return True
+    return False
 
 
 def compile_program(job, program, cancelled: threading.Event | None = None, pool=None):
@@ -290,13 +301,23 @@ OPT_LEVEL_FLAG = "xla_backend_optimization_level"
 
 
 
+#: The input (one flag per group, with the ``grouped`` parameters) saying which groups of a call run.
+ACTIVE = "__active__"
+
+
+def _skipped(shapes):
+    """A skipped group's outputs: zeros of the ``shapes`` a group's outputs have."""
+    return lambda *_: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+
 def build(study: Study, static: dict, seed: int, devices, group: int):
     """``jit(shard_map(scan over groups of vmap over ``group`` trials))`` (``lax.map`` with
     ``batch_size=group``, with the study's ``grouped`` parameters passed once per group, unbatched;
     where the program serves several ``branches``, the trial is a ``lax.switch`` on the group's):
     every device runs the same compiled group of trials however many rows it holds, so per-trial
     arithmetic (and with it every float in a row) does not depend on the chunk size or the number
-    of devices."""
+    of devices. A group whose ``ACTIVE`` input is false is skipped (zeros): a call runs as many of the
+    program's groups as it fills, so one compilation serves calls of every size up to the compiled one."""
 
     base = {name: value for name, value in static.items() if name != "branches"}
     unbranched = {name: value for name, value in base.items() if name not in study.branches}  # after's: 1 branch or more
@@ -328,14 +349,21 @@ def build(study: Study, static: dict, seed: int, devices, group: int):
         out = study.after(key, {**unbranched, **dynamic, **shared}, out)  # once, whichever branch ran
         return {name: jnp.asarray(value) for name, value in out.items()}
 
+    vmapped = jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None)))  # a jit: traced once, for its shapes and in the cond
+
     def local(hashes, replicates, dynamic, shared):
         by_group = lambda x: x.reshape((-1, group) + x.shape[1:])  # noqa: E731
+        shared = dict(shared)
+        active = shared.pop(ACTIVE, None)  # absent (a caller of an earlier version): every group runs
 
         def body(carry, xs):
-            return carry, jax.vmap(one, in_axes=(0, 0, 0, None))(*xs)
+            if active is None:
+                return carry, vmapped(*xs)
+            *xs, runs = xs
+            return carry, jax.lax.cond(runs, vmapped, _skipped(jax.eval_shape(vmapped, *xs)), *xs)
 
         xs = (by_group(hashes), by_group(replicates), jax.tree.map(by_group, dynamic), shared)
-        _, out = jax.lax.scan(body, None, xs)
+        _, out = jax.lax.scan(body, None, xs if active is None else (*xs, active))
         return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
 
     mesh = Mesh(np.asarray(devices), ("batch",))

@@ -31,11 +31,20 @@ from jaxtrees.experiments.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, 
 from jaxtrees.experiments.layout import Layout, inputs, pack
 from jaxtrees.experiments.progress import Progress
 from jaxtrees.experiments.store import Store, environment, now, read_results
-from jaxtrees.experiments.writer import Writer
+from jaxtrees.experiments.writer import IN_FLIGHT, Writer
 from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
 
 __all__ = ["ACCELERATOR_GROUP", "CPU_CACHE_BUDGET", "GROUP", "MEMORY_BUDGET", "Changed", "default_compile_threads",
            "group_size", "memory_budget", "run", "Study", "Config", "configure", "cell_hash", "trial_key", "read_results"]
+
+#: Seconds a default call should take at most, once its program's trials are timed: a killed run loses at most
+#: the call running (and rows wait at most the writer's FLUSH_SECONDS to be written), and Ctrl-C waits for the
+#: calls in flight: two (writer.IN_FLIGHT) while calls are short, one once a call takes a quarter of this or
+#: more. A call of one group per device runs however long it takes.
+TARGET_CALL_SECONDS = 30 / 2
+#: A default call has at most this many times the groups of its program's previous call.
+GROWTH = 4
+
 
 class Changed(ValueError):
     """A resumed run differs from the recorded one in something that can change its rows."""
@@ -46,8 +55,10 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
         allow_changes: bool = False, compile_workers: str | None = None, about: dict | None = None) -> str:
     """Run (or resume) ``config`` of ``study`` into ``out/<study>/``; return that directory.
 
-    ``chunk``: trials per compiled call, rounded up to a multiple of the group x devices (default
-    8 groups per device, fewer if the study's memory estimate asks); results do not depend on it.
+    ``chunk``: trials per compiled call, rounded up to a multiple of the group x devices; results do not
+    depend on it. By default a program is compiled for 8 groups per device (fewer if the study's memory
+    estimate asks) and its calls are timed: the first runs one group per device, the next ones up to
+    ``GROWTH`` times more while a call takes under ``TARGET_CALL_SECONDS`` at the trial time measured.
     ``group``: trials vmapped together per device (default :func:`group_size`: by platform).
     ``max_trials`` stops after that many new trials (for tests of resumption).
     ``compile_threads``: programs traced and compiled at once on background threads, ahead of the
@@ -71,13 +82,13 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     first call; resuming under a difference raises :class:`Changed` naming it, unless
     ``allow_changes`` (the new values are then recorded with the run, as overrides).
 
-    Execution: the trials of a static group are cut into chunks of ``chunk`` trials (padded to a
-    fixed size, so one compilation serves every chunk), the chunk axis is sharded over all local
-    devices (``shard_map`` over ``Mesh(devices, ("batch",))``), each device runs its rows in groups of
-    vmapped trials (:func:`group_size`); the same compiled arithmetic for any chunk size or device
-    count, so rows are bitwise reproducible. Under ``jax.distributed`` (several processes, e.g. one
-    per host) trial t of the grid runs on process t mod P, whatever was done before; each writes
-    its own parts, and the run ends at a barrier.
+    Execution: the trials of a static group are cut into chunks of ``chunk`` trials (placed in a fixed size, the
+    groups they leave empty skipped, so one compilation serves every chunk), the chunk axis is sharded over all
+    local devices (``shard_map`` over ``Mesh(devices, ("batch",))``), each device runs its rows in groups of
+    vmapped trials (:func:`group_size`); the same compiled arithmetic for any chunk size or device count, so
+    rows are bitwise reproducible. Under ``jax.distributed`` (several processes, e.g. one per host) trial t of
+    the grid runs on process t mod P, whatever was done before; each writes its own parts, and the run ends at a
+    barrier.
     """
     chunk = None if chunk is None else checks.integer("chunk", chunk, low=1)
     group = None if group is None else checks.integer("group", group, low=1, high=2**16)
@@ -112,7 +123,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
         ahead = compiling.Ahead(job, work, threads if pool is None else len(pool.pids), pool)
         try:
             with _deferred_interrupt() as interrupted:
-                for program, executable in ahead.programs(bar):
+                for program, executable in ahead.programs(bar, interrupted):
                     job.run(program, executable, bar, interrupted)
                     del executable  # this group's program, unmapped once it has run
                     if interrupted.is_set():
@@ -138,22 +149,78 @@ def _shared_id(run_id: str, processes: int) -> str:
 
 
 class _deferred_interrupt:
-    """Inside, Ctrl-C (SIGINT) is held until the current call's part is written (a KeyboardInterrupt
-    raised inside a device-to-host copy can abort the process), then raised between calls."""
+    """Inside, Ctrl-C (SIGINT) or SIGTERM is held until the calls in flight are written (a KeyboardInterrupt
+    raised inside a device-to-host copy can abort the process), then raised as KeyboardInterrupt; no call or
+    compile is waited for beyond those."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __enter__(self):
         self.flag = threading.Event()
-        self.previous = None
+        self.previous = {}
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, lambda *_: self.flag.set())
+            self.previous = {s: signal.signal(s, lambda *_: self.flag.set()) for s in self.SIGNALS}
         return self.flag
 
     def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
         if self.flag.is_set() and exc[0] is None:
             raise KeyboardInterrupt
         return False
+
+
+def _placed(per_device: int, groups: int, devices: int, group: int) -> np.ndarray:
+    """Where a call of ``groups`` groups per device goes in a program of ``per_device`` groups per device (the
+    call axis is split into one block per device): in each device's first ``groups`` groups."""
+    return (np.arange(devices)[:, None] * per_device * group + np.arange(groups * group)).ravel()
+
+
+@dataclasses.dataclass
+class _Pace:
+    """How many groups per device a program's calls run: every compiled one (``most``) for a given chunk
+    (``fixed``); else one, then at most ``GROWTH`` times the previous call's, as many as fit in
+    ``TARGET_CALL_SECONDS`` at the seconds per group of the latest call timed, between 1 and ``most``. A
+    call's seconds: from its dispatch, or from the end of the call before it, to its outputs on the host."""
+
+    most: int
+    fixed: bool
+    calls: list = dataclasses.field(default_factory=list)  # (dispatched, groups per device, trials) per call
+    seconds: list = dataclasses.field(default_factory=list)  # per call timed
+    per_group: float | None = None  # seconds per group per device, of the latest call timed
+
+    @property
+    def ahead(self) -> int:
+        """Calls that may be in flight as the next is dispatched: none before a default call is timed (the next
+        one's size waits for it), nor after a call of a quarter of TARGET_CALL_SECONDS or more (the device idles
+        the host's turn, milliseconds, where Ctrl-C would wait for a second long call); else IN_FLIGHT - 1."""
+        if (not self.fixed and self.per_group is None) or (self.seconds and
+                                                            self.seconds[-1] >= TARGET_CALL_SECONDS / 4):
+            return 0
+        return IN_FLIGHT - 1
+
+    def next(self) -> int:
+        """Groups per device of the next call."""
+        if self.fixed:
+            return self.most
+        if self.per_group is None:
+            return 1
+        fit = int(TARGET_CALL_SECONDS / max(self.per_group, 1e-9))
+        return max(1, min(self.most, GROWTH * self.calls[-1][1], fit))
+
+    def measure(self, finished: list[float], bar: Progress):
+        """Time the calls newly on the host (``finished``: when each reached it), telling ``bar``."""
+        for k in range(len(self.seconds), min(len(finished), len(self.calls))):
+            dispatched, groups, trials = self.calls[k]
+            seconds = max(finished[k] - max(dispatched, finished[k - 1] if k else dispatched), 1e-6)
+            self.seconds.append(seconds)
+            self.per_group = seconds / groups
+            bar.measured(trials, seconds)
+
+    def summary(self) -> dict:
+        """What metadata.json records of the program's calls: how many, the most trials and seconds of one."""
+        return {"calls": len(self.calls), "most_trials": max((c[2] for c in self.calls), default=0),
+                "most_seconds": round(max(self.seconds, default=0.0), 3)}
 
 
 @dataclasses.dataclass
@@ -206,7 +273,7 @@ class _Job:
         self.label = (self.study.name if self.processes == 1
                       else f"{self.study.name} [process {self.process} of {self.processes}]")
         self.hashes = np.asarray([self.study.key_hash(c) for c in self.cells], np.uint32)
-        self.record = {"started": now(), "environment": environment(), "chunk": {}, "group": {},
+        self.record = {"started": now(), "environment": environment(), "chunk": {}, "group": {}, "calls": {},
                        "compile_seconds": {}, "compile_wait_seconds": {}, "compiled_or_loaded": {}, "run_seconds": {},
                        "trials_run": {},
                        "host_seconds": 0.0, "handover_seconds": 0.0, "write_seconds": 0.0, "rows_written": 0}
@@ -288,28 +355,37 @@ class _Job:
         return compiling.compile_program(self, program, cancelled, pool)
 
     def run(self, program: _Program, executable, bar: Progress, interrupted: threading.Event | None = None):
-        """Every slot of the program, call by call; the calls' rows go to a :class:`~jaxtrees.experiments.writer.Writer`,
-        which copies them to the host and writes parts on its thread while the next calls run. An interrupt
-        stops after the calls dispatched so far, their rows written."""
+        """Every slot of the program, call by call (:class:`_Pace`: how many groups each); the calls' rows go
+        to a :class:`~jaxtrees.experiments.writer.Writer`, which copies them to the host and writes parts on
+        its thread while the next call runs. An interrupt stops after the calls in flight, their rows written."""
         started = time.perf_counter()
         writer = Writer(self.store, self.layout, on_written=bar.update)
+        unit = program.group * len(self.devices)
+        pace = _Pace(program.size // unit, self.chunk is not None)
+        start = 0
         try:
-            for start in range(0, program.slots.size, program.size):
-                if interrupted is not None and interrupted.is_set():
-                    break
+            while start < program.slots.size:
+                if not writer.wait(len(pace.calls) - pace.ahead, interrupted):
+                    break  # an interrupt: no more calls
+                pace.measure(writer.finished, bar)
+                groups = min(pace.next(), -(-(program.slots.size - start) // unit))
                 t0 = time.thread_time()  # this thread's CPU seconds: waiting for the device or the writer is not host work
-                part = slice(start, start + program.size)
-                inputs = self.inputs(program, program.slots[part])
+                inputs, trials, padding = self.call(program, start, groups)
                 self.record["host_seconds"] += time.thread_time() - t0
+                dispatched = time.perf_counter()
                 outputs = executable(*inputs)
                 t0 = time.thread_time()
-                writer.put(program.slots[part], program.padding[part], outputs)  # waits while two calls are in flight
+                writer.put(trials, padding, outputs)
                 self.record["handover_seconds"] += time.thread_time() - t0
+                pace.calls.append((dispatched, groups, min(groups * unit, program.slots.size - start)))
+                start += groups * unit
         finally:
             writer.close(flush=True)
+            pace.measure(writer.finished, bar)
             self.record["write_seconds"] = round(self.record["write_seconds"] + writer.seconds, 3)
             self.record["write_cpu_seconds"] = round(self.record.get("write_cpu_seconds", 0.0) + writer.cpu_seconds, 3)
             self.record["rows_written"] += writer.rows
+            self.record["calls"][program.name] = pace.summary()
         self.record["run_seconds"][program.name] = round(time.perf_counter() - started, 3)
         self.record["trials_run"][program.name] = program.trials
         self.record["seconds"] = bar.elapsed
@@ -317,15 +393,34 @@ class _Job:
         self.record["handover_seconds"] = round(self.record["handover_seconds"], 3)
         self.store.write_metadata(self.metadata)  # a run killed later keeps this program's timings
 
-    def inputs(self, program: _Program, slots: np.ndarray):
+    def call(self, program: _Program, start: int, groups: int):
+        """``(inputs, trials, padding)`` of a call of ``groups`` groups per device from slot ``start``: the
+        slots placed in the program's compiled size, each device's first ``groups`` groups (copies of the
+        last slot fill the rest; what they compute, and the skipped groups' zeros, are padding, not written)."""
+        unit = program.group * len(self.devices)
+        part = slice(start, start + groups * unit)
+        slots, padding = program.slots[part], program.padding[part]
+        placed = _placed(program.size // unit, groups, len(self.devices), program.group)[:slots.size]
+        trials = np.repeat(slots[-1:], program.size)
+        trials[placed] = slots
+        skipped = np.ones(program.size, bool)
+        skipped[placed] = padding
+        return self.inputs(program, trials, groups), trials, skipped
+
+    def inputs(self, program: _Program, slots: np.ndarray, groups: int | None = None):
         """A call's inputs for ``slots`` (padded to the program's size with copies of the last):
-        cell hashes, replicates, the dynamic parameters per trial and the ``grouped`` ones per group."""
+        cell hashes, replicates, the dynamic parameters per trial and the ``grouped`` ones per group, with
+        whether each group runs (:data:`~jaxtrees.experiments.compiled.ACTIVE`: each device's first ``groups``;
+        default all)."""
         if "branches" in program.static and program.name not in self._branch:
             combos = {tuple(combo): i for i, combo in enumerate(program.static["branches"])}
             self._branch[program.name] = np.asarray(
                 [combos.get(tuple(c[n] for n in self.study.branches), -1) for c in self.cells], np.int32)
-        return inputs(self.study, self.layout, self.hashes, program.static, slots, program.size, program.group,
-                       self._branch.get(program.name))
+        hashes, replicates, dynamic, shared = inputs(self.study, self.layout, self.hashes, program.static, slots,
+                                                     program.size, program.group, self._branch.get(program.name))
+        per_device = program.size // (program.group * len(self.devices))
+        runs = np.arange(program.size // program.group) % per_device < (per_device if groups is None else groups)
+        return hashes, replicates, dynamic, {**shared, compiling.ACTIVE: runs}
 
     def finish(self, trials: int, seconds: float):
         """Record the run's end; under ``jax.distributed``, wait for every process (their parts on disk)."""

@@ -113,8 +113,9 @@ class _Worker:
         mine, theirs = socket.socketpair()
         env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}  # read when the worker's backend starts
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from jaxtrees.experiments.workers import _main; _main(int(sys.argv[1]))",
-             str(theirs.fileno())], pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+            [sys.executable, "-c", "import sys; from jaxtrees.experiments.workers import _main; "
+             "_main(int(sys.argv[1]), int(sys.argv[2]))", str(theirs.fileno()), str(os.getpid())],
+            pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
             start_new_session=True)  # Ctrl-C in a terminal reaches the run, which ends its workers
         theirs.close()
         self.conn = Connection(mine.detach())
@@ -203,16 +204,34 @@ class Pool:
                 worker.exitcode()
 
 
-def _main(fd: int):
-    """A worker's entry point (``python -c``): serve compile requests on the connection ``fd``."""
+def _main(fd: int, parent: int | None = None):
+    """A worker's entry point (``python -c``): serve compile requests on the connection ``fd`` while the run's
+    process ``parent`` lives."""
     from multiprocessing.connection import Connection
 
+    if parent is not None:
+        _end_with(parent)
     conn = Connection(fd)
     try:
         settings_ = conn.recv()
     except (EOFError, OSError):
         return
     _serve(conn, settings_)
+
+
+def _end_with(parent: int):
+    """On Linux, have this worker killed when ``parent`` (the run) ends, even by SIGKILL (strictly, when the
+    thread that started it ends: a :class:`Pool` lives within one call of the runner): a compile left running
+    would hold a core (and accelerator memory) for nothing. Elsewhere the closed connection ends it once its
+    compile is done."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the run ended before the line above
+        os._exit(0)
 
 
 def _serve(conn, settings_: dict):

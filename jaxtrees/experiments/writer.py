@@ -1,10 +1,11 @@
-"""A run's rows on their way to disk: gathered into parts on a background thread while the device runs.
+"""A run's rows on their way to disk: copied to the host and gathered into parts on background threads.
 
-:class:`Writer` takes each call's outputs (device arrays) with its trials, and on its own thread copies
-them to the host, turns them into columns (:meth:`~jaxtrees.experiments.layout.Layout.columns`) and
-writes a part (:meth:`~jaxtrees.experiments.store.Store.write_part`) once at least ``ROWS_PER_PART``
+:class:`Writer` takes each call's outputs (device arrays) with its trials; one thread copies them to the
+host as each call ends, another turns them into columns (:meth:`~jaxtrees.experiments.layout.Layout.columns`)
+and writes a part (:meth:`~jaxtrees.experiments.store.Store.write_part`) once at least ``ROWS_PER_PART``
 rows or ``FLUSH_SECONDS`` of them are waiting: a part's fixed cost (fsync, rename, directory fsync:
-~10 ms on a local disk) is spread over many rows, and the run's main thread only dispatches calls.
+~10 ms on a local disk) is spread over many rows, the rows of a call do not wait for the next call to end,
+and the run's main thread only dispatches calls.
 """
 
 from __future__ import annotations
@@ -18,16 +19,18 @@ import numpy as np
 
 #: A part is written once this many rows wait (or :data:`FLUSH_SECONDS` passed): ~0.3 MB of Parquet.
 ROWS_PER_PART = 2**17
-#: ... or once the oldest waiting rows are this old: a killed run loses at most this much of its trials
-#: (``$JAXTREES_FLUSH_SECONDS`` sets it; 0: a part per call).
+#: ... or once the oldest waiting rows are this old, whether or not another call has ended: a killed run loses
+#: at most this much of its finished calls' trials (``$JAXTREES_FLUSH_SECONDS`` sets it; 0: a part per call).
 FLUSH_SECONDS = 5.0
-#: Calls handed over and not yet on the host, at most (the main thread waits beyond: back pressure).
+#: Calls dispatched and not yet on the host, at most (:meth:`Writer.wait` before each call: back pressure):
+#: one running, one queued behind it, so that the device does not wait for the host between short calls.
 IN_FLIGHT = 2
 
 
 class Writer:
-    """``put(trials, padding, outputs)`` per call, ``close()`` at the end (raises what the thread
-    raised, e.g. a full disk); ``on_written(trials)`` is called (on the thread) per part written."""
+    """``put(trials, padding, outputs)`` per call, ``close()`` at the end (raises what a thread raised, e.g.
+    a full disk); ``on_written(trials)`` is called (on the writing thread) per part written. ``finished``: when
+    each call's outputs reached the host (``time.perf_counter``), in order."""
 
     def __init__(self, store, layout, on_written=None, rows_per_part: int = ROWS_PER_PART,
                  flush_seconds: float | None = None):
@@ -39,10 +42,15 @@ class Writer:
             except ValueError:
                 raise ValueError(f"JAXTREES_FLUSH_SECONDS must be a number of seconds >= 0, got {value!r}") from None
         self.rows_per_part, self.flush_seconds = rows_per_part, flush_seconds
-        self.queue: queue.Queue = queue.Queue(maxsize=IN_FLIGHT)
+        self.queue: queue.Queue = queue.Queue(maxsize=IN_FLIGHT)  # calls handed over
+        self.host: queue.Queue = queue.Queue()  # their rows on the host
         self.error: BaseException | None = None
         self.seconds, self.cpu_seconds, self.rows = 0.0, 0.0, 0  # making and writing parts (wall, CPU); rows written
+        self.finished: list[float] = []
+        self._changed = threading.Condition()
+        self.fetcher = threading.Thread(target=self._fetch, name="jaxtrees fetcher", daemon=True)
         self.thread = threading.Thread(target=self._loop, name="jaxtrees writer", daemon=True)
+        self.fetcher.start()
         self.thread.start()
 
     def put(self, trials: np.ndarray, padding: np.ndarray, outputs: dict):
@@ -50,9 +58,20 @@ class Writer:
         self._raise()
         self.queue.put((trials, padding, outputs))
 
+    def wait(self, calls: int, interrupted: threading.Event | None = None, poll: float = 0.1) -> bool:
+        """Wait until ``calls`` calls are on the host (or a thread has failed): True, or False as soon as
+        ``interrupted`` is set."""
+        with self._changed:
+            while len(self.finished) < calls and self.error is None:
+                if interrupted is not None and interrupted.is_set():
+                    return False
+                self._changed.wait(poll)
+        return not (interrupted is not None and interrupted.is_set())
+
     def close(self, flush: bool = True):
-        """Write what waits (``flush``; else drop it: its trials run again) and stop the thread."""
+        """Write what waits (``flush``; else drop it: its trials run again) and stop the threads."""
         self.queue.put(("flush",) if flush else ("drop",))
+        self.fetcher.join()
         self.thread.join()
         self._raise()
 
@@ -61,38 +80,67 @@ class Writer:
             error, self.error = self.error, None
             raise error
 
-    def _loop(self):
-        waiting, rows, since = [], 0, None
+    def _fetch(self):
+        """Copy each call's rows to the host as it ends (the copy waits for the call)."""
         while True:
             item = self.queue.get()
-            if len(item) == 1:
-                if item[0] == "flush" and waiting and self.error is None:
-                    self._write(waiting)
-                return
-            if self.error is not None:
-                continue  # after a failure: drain, write nothing more
+            if len(item) == 1 or self.error is not None:
+                if len(item) == 1:
+                    self.host.put(item)
+                    return
+                continue  # after a failure: drain, copy nothing more
             try:
                 trials, padding, outputs = item
                 real = np.flatnonzero(~padding)
-                host = {name: np.asarray(value)[:trials.size][real] for name, value in outputs.items()}  # waits for the call
-                waiting.append((trials[real], host))
-                rows += int(self.layout.lengths[trials[real] // self.layout.replicates].sum())
-                since = since or time.perf_counter()
-                if rows >= self.rows_per_part or time.perf_counter() - since >= self.flush_seconds:
-                    self._write(waiting)
-                    waiting, rows, since = [], 0, None
+                host = {name: np.asarray(value)[:trials.size][real] for name, value in outputs.items()}
+                self._finished()
+                self.host.put((trials[real], host))
             except BaseException as e:  # noqa: BLE001 - raised in the run's thread by put / close
                 self.error = e
+                self._finished(failed=True)
+
+    def _loop(self):
+        """Gather the rows on the host into parts: a part once ROWS_PER_PART rows wait or the oldest waited
+        FLUSH_SECONDS."""
+        waiting, rows, since = [], 0, None
+        while True:
+            try:
+                item = self.host.get(timeout=None if since is None else
+                                     max(self.flush_seconds - (time.perf_counter() - since), 0.0))
+            except queue.Empty:
+                item = None
+            if item is not None and len(item) == 1:
+                if item[0] == "flush" and waiting and self.error is None:
+                    self._write(waiting)
+                return
+            if item is not None and self.error is None:
+                try:
+                    waiting.append(item)
+                    rows += int(self.layout.lengths[item[0] // self.layout.replicates].sum())
+                    since = since or time.perf_counter()
+                except BaseException as e:  # noqa: BLE001
+                    self.error = e
+            if waiting and self.error is None and (rows >= self.rows_per_part or
+                                                   time.perf_counter() - since >= self.flush_seconds):
+                self._write(waiting)
+                waiting, rows, since = [], 0, None
+
+    def _finished(self, failed: bool = False):
+        """One more call on the host, or a thread failed: tell :meth:`wait`."""
+        with self._changed:
+            if not failed:
+                self.finished.append(time.perf_counter())
+            self._changed.notify_all()
 
     def _write(self, waiting):
         started, cpu = time.perf_counter(), time.thread_time()
-        trials = np.concatenate([t for t, _ in waiting])
-        outputs = {name: np.concatenate([h[name] for _, h in waiting]) for name in waiting[0][1]}
-        replicates = self.layout.replicates
-        columns = self.layout.columns(trials // replicates, trials % replicates, outputs)
         try:
+            trials = np.concatenate([t for t, _ in waiting])
+            outputs = {name: np.concatenate([h[name] for _, h in waiting]) for name in waiting[0][1]}
+            replicates = self.layout.replicates
+            columns = self.layout.columns(trials // replicates, trials % replicates, outputs)
             self.store.write_part(columns, int(trials.size))
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001 - raised in the run's thread by put / close
             self.error = e
             return
         self.seconds += time.perf_counter() - started
