@@ -2,6 +2,7 @@
 values leave their rows outside the grid (counted, not read); the resume contract names what changed."""
 
 import json
+import types
 
 import numpy as np
 import pytest
@@ -87,3 +88,22 @@ def test_the_contract_records_the_seed_offset_and_the_source():
     assert terms["random_seed_offset"] == 0 and len(terms["source"]) == 16
     assert terms["numpy"] == np.__version__ and terms["declaration"]["static"] == ["m_max", "m_min", "n"]
     assert terms["study_code"] is None  # a built-in study's code is in the package's source digest
+
+
+def test_a_run_too_large_for_the_machine_is_refused_before_compiling(tmp_path, monkeypatch, capsys):
+    """Issue 64's case: smoothed-base at n = 4096, m_max = 2^19 grew to 22.6 GB and was OOM-killed; now refused
+    with the estimate and a --group that fits, before any program compiles."""
+    from jaxtrees import cli
+
+    monkeypatch.setattr(runner, "available_memory", lambda device: 20 * 2**30)
+    monkeypatch.setattr(runner.compiling, "compile_program", lambda *a, **k: pytest.fail("compiled"))
+    args = ["run", "smoothed-base", "--quick", "--set", "n=4096", "--set", "m_max=524288", "--set", "replicates=1000",
+            "--out", str(tmp_path), "--no-progress"]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "GB at its peak (0.5 GB per trial x 32 trials vmapped x" in err, err
+    assert "more than 80% of the 20.0 GB" in err and "rerun with --group" in err and "Traceback" not in err
+    cpu = [types.SimpleNamespace(platform="cpu")] * 2
+    runner.fits("s", "p", 2**29, 8, cpu)  # 8 GB of 20: fits
+    with pytest.raises(ValueError, match="one trial alone needs 40.0 GB"):
+        runner.fits("s", "p", 20 * 2**30, 1, cpu)
