@@ -100,7 +100,10 @@ def main(argv=None) -> int:
             if args.command == "run" else "; free some space and retry"
         print(f"jaxtrees {args.command}: error: the disk is full{where}{again}", file=sys.stderr)
         return 1
-    except Exception as e:  # noqa: BLE001 - XLA's out-of-memory error, re-raised as is otherwise
+    except Exception as e:  # noqa: BLE001 - XLA's out-of-memory error or a dead compile worker, re-raised otherwise
+        if type(e).__name__ == "WorkerDied":
+            print(f"jaxtrees {args.command}: error: {e}", file=sys.stderr)
+            return 1
         if "RESOURCE_EXHAUSTED" not in str(e):
             raise
         print(f"jaxtrees {args.command}: error: out of device or host memory ({str(e).splitlines()[0][:200]}); "

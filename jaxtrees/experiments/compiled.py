@@ -210,7 +210,7 @@ def compile_program(job, program, cancelled: threading.Event | None = None, pool
         except Exception as e:  # noqa: BLE001 (chosen by "auto": compiled here, where a study's error is raised as ever)
             if not pool.fallback:
                 raise
-            if job.progress and not pool.fell_back.is_set():
+            if not pool.fell_back.is_set():  # said once, with or without the progress line
                 import sys
 
                 print(f"\njaxtrees run: a compile worker failed for program {what} ({type(e).__name__}: "
