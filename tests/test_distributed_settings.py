@@ -51,3 +51,16 @@ def test_the_settings_name_the_arguments_and_environment(monkeypatch, tmp_path):
 @pytest.mark.parametrize("theirs", [{}, {"extra": 1}])
 def test_an_older_peer_or_an_extra_setting_is_a_difference(theirs):
     assert distributed._differences({"a": 1}, theirs, 1)
+
+
+def test_a_dead_compile_worker_is_one_sentence(monkeypatch, tmp_path, capsys):
+    from jaxtrees import cli
+    from jaxtrees.experiments import runner, workers
+
+    def died(*args, **kwargs):
+        raise workers.WorkerDied("the compile worker (pid 1) for program n=8 was killed by signal 9 (SIGKILL)")
+
+    monkeypatch.setattr(runner, "run", died)
+    assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "jaxtrees run: error: the compile worker (pid 1)" in err and "Traceback" not in err
