@@ -88,15 +88,22 @@ def test_report_counts_remark_15s_points_by_hand():
     table, part = report.split("## Theory")
     # medians per m: log2 m - 6 (at 2^13: 7, 7, 32, none: the median of 7, 7, 32, inf is 7)
     assert "| 6: 0, 7: 1, 8: 2, 9: 3, 10: 4, 11: 5, 12: 6, 13: 7 |" in table
-    # 32 points, less trial 3's censored one and trial 2's depth 32 (not < 2^k): 30, each with m < 0.4^-h 2.5^20 (at
-    # h = 1, m = 2^7: 2.5 * 90949470.18 / 128 = 1.78e6). Sorted by h the 30 points are h = 0, 1, 2, 3, 4, 5, 6 four
-    # times each and h = 7 twice, so the 15th and 16th have h = 3, m = 2^9: the median ratio is 0.4^-3 2.5^20 / 512 =
-    # 15.625 * 90949470.18 / 512 = 2.78e6
-    assert "query a memory bit, so m < that at a measured first addressing depth h: holds in 30 of 30 (trial, m) " \
-           "points where Lemmas 12 and 14 hold; median bound / measured 2.78e+06." in part
-    assert "outside its hypotheses" in part and "holds in 0 of 0 (trial, m) points" in part
-    # slope of the median depth per doubling of m over the m with 0 < depth < 32: exactly 1 on tree and path
-    assert "k = 5, c = 5, s = 0.1, gini: 1.00, 1.00 (remark 0.76)" in part
+    # Remark 15's form: medians h = log2 m - 6 inside (0, 32) at log2 m = 7..13: log2 m = (h + k) + 1, slope 1 > 0
+    assert "- [form] 002 Remark 15: 2^O(h + k) examples make a greedy tree query memory bits to depth h and " \
+           "2^Omega(h + k) are needed" in part and "1 cell where Lemmas 12 and 14 hold: 1 [1, 1] against > 0: " \
+           "consistent." in part
+    # the project's derivation: depth per doubling 1 against 1 / log2(1 / 0.4) = 0.756: contradicted by every resample
+    assert "k = 5, c = 5, s = 0.1, gini: 1 [1, 1] against = 0.756: CONTRADICTED." in part
+    # 32 points, less trial 3's censored one and trial 2's depth 32 (not < 2^k): 30, each with m < 0.4^-h 2.5^20,
+    # bound / m = 2.5^20 / 64 * 1.25^h: 1.42e6 (h = 0) to 6.78e6 (h = 7)
+    assert "- [vacuous] 002 Remark 15 with the project's constants (not the paper's): m >= delta^-h (5/2)^(4k) " \
+           "examples keep every node at depth <= h on memory bits, so m < that at a measured first addressing " \
+               "depth h: " \
+           "bound / measured 1.42e+06 to 6.78e+06 over 30 (trial, m) points: vacuous at this size." in part
+    assert "[outside]" not in part
+    entropy = fa.ADDRESSING_SAMPLES.report(_rows().with_columns(impurity=np.full(32, "entropy", object)))
+    assert "- [outside] 002 Remark 15: the cells k = 5, c = 5, s = 0.1, entropy: it builds on Lemma 14" in entropy
+    assert "[form]" not in entropy
 
 
 def test_plot_writes_the_figure(tmp_path):

@@ -52,8 +52,12 @@ def test_coded_cells_evaluate_the_distance_condition():
     d = ce.code_distance(4, 28)
     assert f"| coded | 4 | 7 | 0.25 | gini | no (distance {d} < (ln 5 / delta) k = 25.75, k0 = 5.40) |" in report
     assert "| block | 4 | 7 | 0.25 | gini | no (c0 = 6.44, k0 = 5.40) |" in report
-    assert f"- 002 Lemmas 16-17: code distance >= (ln 5 / delta) k in 0 of 1 coded cells (k = 4, c = 7, s = 0.25: " \
-           f"{d} vs 25.75)." in report
+    assert f"- [outside] 002 Lemmas 16-17: 1 of the 1 codes of the coded cells: their distance is below (ln 5 / " \
+           f"delta) k (k = 4, c = 7, s = 0.25: {d} vs 25.75), so Lemma 17 does not apply there." in report
+    # one code, counted once whatever the impurities of its cells
+    both = ce.ADDRESSING.report(_rows([_cell(code="coded", k=4, c=7), _cell(code="coded", k=4, c=7,
+                                                                          impurity="entropy")]))
+    assert "1 of the 1 codes of the coded cells" in both
 
 
 def _rows(cells, paths=4, error=0.2, first=-1, memory_first=1):
@@ -69,45 +73,72 @@ def _rows(cells, paths=4, error=0.2, first=-1, memory_first=1):
     return Table({name: np.asarray(v, dtype=object if isinstance(v[0], str) else None) for name, v in columns.items()})
 
 
-def test_addressing_theory_section_counts_the_floor_and_the_separation():
+def test_addressing_theory_section_tests_the_floor_and_says_the_rest():
     rows = _rows([_cell(k=8), _cell(k=6), _cell(k=10, impurity="entropy")], error=0.05)
     report = ce.ADDRESSING.report(rows)
     assert helpers.assert_valid_markdown_tables(report) == 1
     # k = 8, delta = 0.25: valid (2^8 / 128 = 2 >= ln 3) and Lemma 14 applies: 6 depths, error 0.05 >= 1/24
-    assert ("- 002 Thm 10 (proof, Sec. 4): error of the tree truncated at depth d <= 2^k >= delta / 6 where Lemma 14 "
-            "applies and 1 - exp(-2^k delta^2 / 8) >= 2/3: holds in 6 of 6 (cell, depth) points; median bound / "
-            "measured 0.833.") in report
-    assert "holds in 12 of 12 (cell, depth) points" in report  # k = 6 (invalid), entropy: outside the hypotheses
-    assert "every memory bit is queried before any addressing bit, on paths of cells where it applies (Gini, c >= " \
-           "ln 5 / delta, k >= k0): holds in 8 of 8 paths." in report  # k = 6 and k = 8 (gini)
-    assert "- Depth separation (002 Thm 3): cells where Lemma 14 applies and the target's depth (c k^2 + 1, coded " \
-           "c k + 1) is below the 2^k horizon: none in these rows" in report
+    assert ("- [test] 002 Thm 10 (proof, Sec. 4): error of the tree truncated at depth d <= 2^k >= delta / 6 where "
+            "Lemma 14 applies and 1 - exp(-2^k delta^2 / 8) >= 2/3: holds in 6 of 6 (cell, depth) points; closest "
+            "bound/measured 0.833.") in report
+    # k = 6 (invalid) and entropy: outside the hypotheses, not counted
+    assert "- [outside] 002 Thm 10 (proof, Sec. 4): the floor delta / 6 at 12 (cell, depth) points: " in report
+    assert "- [identity] 002 Lemma 14 (Lemma 17 coded): every memory bit is queried before any addressing bit, " \
+        "on the " \
+           "paths of the 2 cells where it applies" in report  # k = 6 and k = 8 (gini)
+    assert "- [identity] 002 Thm 3's depth separation: the target's depth (c k^2 + 1, coded c k + 1) is below " \
+        "the 2^k " \
+           "horizon in the cells where Lemma 14 applies: none in these rows" in report
     separated = ce.ADDRESSING.report(_rows([_cell(k=10)], paths=1))
-    assert "block k = 10, c = 7, s = 0.25 (701 < 1024)." in separated
-    low = ce.ADDRESSING.report(_rows([_cell(k=8)], error=0.01))
-    assert "holds in 0 of 6 (cell, depth) points; median bound / measured 4.17." in low
+    assert "block k = 10, c = 7, s = 0.25 (701 < 1024): true by construction" in separated
+    low = ce.ADDRESSING.report(_rows([_cell(k=8)], error=0.01))  # the floor can fail: 0.01 < 1/24
+    assert "holds in 0 of 6 (cell, depth) points; closest bound/measured 4.17." in low
+    assert theory.unkinded(report) == theory.unkinded(low) == []
 
 
-def test_agnostic_theory_section_counts_the_eighth_floor_on_clean_paths():
-    cell = {"k": 5, "c": 7, "eps": 1.0, "s": 0.25, "impurity": "gini"}
+def _agnostic_rows(c=7):
+    cell = {"k": 5, "c": c, "eps": 1.0, "s": 0.25, "impurity": "gini"}
     depths = ce.depths(cell)  # 0 .. |A^free| = 16
-    assert depths[-1] == ce._n_free(cell) == 16
     n = len(depths)
-    # two paths: one never queries an addressing bit (error 0.2), one queries one at depth 4 (error 0.05 from then)
     error = np.r_[np.full(n, 0.2), np.where(np.asarray(depths) > 4, 0.05, 0.2)]
-    rows = Table({"cell": np.zeros(2 * n, int), "replicate": np.repeat([0, 1], n), "k": np.full(2 * n, 5),
-                  "c": np.full(2 * n, 7), "eps": np.full(2 * n, 1.0), "s": np.full(2 * n, 0.25),
+    return Table({"cell": np.zeros(2 * n, int), "replicate": np.repeat([0, 1], n), "k": np.full(2 * n, 5),
+                  "c": np.full(2 * n, c), "eps": np.full(2 * n, 1.0), "s": np.full(2 * n, 0.25),
                   "impurity": np.full(2 * n, "gini", object), "depth": np.tile(depths, 2), "error": error,
                   "first_address_depth": np.repeat([-1, 4], n), "free_first": np.repeat([1, 0], n),
                   "distance_to_junta": np.full(2 * n, 0.4)})
-    report = ce.AGNOSTIC.report(rows)
-    clean = n + sum(d <= 4 for d in depths)  # the second path until its query at depth 4
-    assert (f"- 002 Thm 11 (proof, Sec. 6): a path that has queried no addressing bit by depth d has error min(mu_d, "
-            f"1 - mu_d) >= 1/8: holds in {clean} of {clean} (path, depth) points; median bound / measured 0.625.") in report
-    bound = 16 * (2**-5 + 5**-5)  # 0.50512
-    assert f"Pr[f_pi != g] <= |A^free| (2^-k + 5^-k) < eps: holds in 2 of 2 paths; median bound / measured " \
-           f"{bound / 0.4:.3g}." in report
-    assert "on paths of cells where it applies (Gini, c >= ln 5 / delta, k >= k0): holds in 0 of 0 paths." in report
+
+
+def test_agnostic_theory_section_gates_on_c0_and_names_the_lemmas_of_the_block_target():
+    """Issue 65: the block f_{c,k} needs Lemma 12 (c >= c0), not the paper's Lemma 16 for f_{c,k,S}; Lemma 14 for f_pi
+    needs k >= k0 (5 < 5.40 here)."""
+    assert ce.depths({"k": 5, "c": 7, "eps": 1.0, "s": 0.25, "impurity": "gini"})[-1] == 16
+    report = ce.AGNOSTIC.report(_agnostic_rows())
+    assert "- [identity] 002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k} (the paper: Lemma 16 for " \
+           "f_{c,k,S}): a path that has queried no addressing bit has error min(mu_d, 1 - mu_d) >= 1/8, and " \
+               "Pr[f_pi != " \
+           "g] <= |A^free| (2^-k + 5^-k) < eps, in the 1 cell with c >= c0 = ln 5 / delta" in report
+    assert "- [outside] 002 Lemma 14 for f_pi: 1 of the 1 cells: it needs Gini" in report
+    assert "Lemma 16 /" not in report and "Lemma 17 (Lemma 14" not in report
+    near = ce.AGNOSTIC.report(_agnostic_rows(c=5))  # c0 = ln 5 / 0.25 = 6.44 > 5: the address is not near uniform
+    assert "- [outside] 002 Thm 11's proof (Sec. 6): the 1/8 floor and the distance bound in the 1 cell with c " \
+        "< c0 = " \
+           "ln 5 / delta: Lemma 12 (the address near uniform) needs c >= c0." in near and "[identity] 002 Thm 11" \
+        not in near
+    assert theory.unkinded(report) == theory.unkinded(near) == []
+
+
+def test_the_agnostic_trials_floor_and_distance_are_identities_where_c_reaches_c0():
+    """002 Thm 11's proof with Lemma 12 (c = 7 >= c0 = 6.44, k = 5): every path's error is >= 1/8 until its first
+    addressing query, and Pr[f_pi != g] <= |A^free| (2^-k + 5^-k) = 16 (1/32 + 1/3125) < eps = 1."""
+    import jax
+
+    params = {"k": 5, "c": 7, "eps": 1.0, "s": 0.25, "impurity": "gini"}
+    out = jax.jit(jax.vmap(lambda key: ce._agnostic_trial(key, params)))(jax.random.split(jax.random.key(1), 4))
+    depths = np.asarray(ce.depths(params))
+    first = np.asarray(out["first_address_depth"])[:, None]
+    clean = (first < 0) | (first >= depths[None])
+    assert clean.any() and np.all(np.asarray(out["error"])[clean] >= 1 / 8 - 1e-6)
+    assert np.all(np.abs(np.asarray(out["distance_to_junta"])) <= 16 * (2.0**-5 + 5.0**-5) + 1e-6)
 
 
 def test_overlays_are_drawn(tmp_path):
@@ -143,9 +174,10 @@ def test_the_trials_gini_gains_respect_lemma_14s_bounds():
     rows = rows.with_columns(memory_gain_min=np.asarray(memory, np.float64), address_gain_max=np.asarray(addr,
                                                                                                              np.float64))
     report = ce.ADDRESSING.report(rows)
-    assert "every free memory bit's gain >= 2^(-2k) / (4 kappa) under a memory-only restriction of size < 2^k, where " \
-           "c >= ln 5 / delta: holds in 5 of 5 (path, depth) points" in report
-    assert "every addressing bit's gain <= kappa (2/5)^(2k) there: holds in 5 of 5 (path, depth) points" in report
+    assert "- [identity] 002 Lemma 14's proof (Gini gains, Lemma 8's kappa): under a memory-only restriction of " \
+        "size < " \
+           "2^k every free memory bit's gain >= 2^(-2k) / (4 kappa) and every addressing bit's <= kappa (2/5)^(2k)" \
+        in report
 
 
 def test_gains_figure(tmp_path):

@@ -75,36 +75,46 @@ def _junta_rows(c=(0.1, 0.2), replicates=8, seed=0):
                   "support_recovered": success.astype(int), "eps_star": eps, "p_min": np.full(size, 0.16)})
 
 
+def _gini(rows):
+    return rows.with_columns(impurity=np.full(len(rows), "gini", object))
+
+
 def test_juntas_theory_section_and_signal_figure(tmp_path):
+    """Issue 65: Lemma 11 uncapped (vacuous here), 000's Lipschitz theorems by their form on Gini cells only."""
     rows = _junta_rows()
-    report = learning.JUNTAS.report(rows)
-    part = report.split("## Theory")[1]
-    # Lemma 11 with the union over 3^2 restrictions, alpha = 1/2 - c: at c = 0.1, t = 1e-3: 9 * 400 * sqrt(1e-3 /
-    # 0.32) = 9 * 400 * 0.0559 = 201 -> capped at 1: every point holds
-    assert "- 000 Lemma 11, union over the 3^k restrictions: P[eps* <= t] <= 3^k (2/c)^k sqrt(t / (2 alpha^2)), alpha " \
-           "= 1/2 - c: holds in 16 of 16 smoothed trials" in part
-    assert "- 000 Thm 7's dependence: m for 90% / median eps*^-4 p_min^-2 k ln(n / 0.1) per cell (c > 0): " in part
-    # Theorem 12: m90 = 256 at 1/c = 10, 64 at 1/c = 5: slope ln 4 / ln 2 = 2.00
-    assert "- 000 Thm 12 (m ~ c^(-8k), an upper bound): exponent of 1/c in m for 90%, least squares over c > 0: n = 16, " \
-           "k = 2, entropy: 2.00 (Thm 12: 16)." in part
+    part = learning.JUNTAS.report(rows).split("## Theory")[1]
+    # Lemma 11 with the union over 3^2 restrictions, alpha = 1/2 - c, uncapped: at c = 0.2, t = 3e-2 (the largest,
+    # P = 1): 9 * 100 * sqrt(0.03 / 0.18) = 367; at c = 0.1, t = 1e-3 (P = 1/8): 9 * 400 * sqrt(1e-3 / 0.32) * 8 = 1610
+    assert "- [vacuous] 000 Lemma 11, union over the 3^k restrictions: P[eps* <= t] <= 3^k (2/c)^k sqrt(t / (2 " \
+           "alpha^2)), alpha = 1/2 - c, uncapped: bound / measured " in part and "1.61e+03 over 16 smoothed trials: " \
+           "vacuous at this size." in part
+    assert "- [outside] 000 Thms 7, 12: the 2 entropy cells: entropy is not Lipschitz" in part
+    assert "[form]" not in part  # entropy only: no count, no fit of a Lipschitz theorem
+    gini = learning.JUNTAS.report(_gini(rows)).split("## Theory")[1]
+    # Theorem 12: m90 = 256 at 1/c = 10, 64 at 1/c = 5: exponent ln 4 / ln 2 = 2, every resample alike; the bound's own
+    # exponent between c = 0.1 and 0.2 (alpha = 0.4, 0.3), c^-16 alpha^-12: 16 - 12 log2(4/3) = 11.0
+    assert "- [form] 000 Thm 12: m ~ B^k beta^-2 gamma^2 c^(-8k)" in gini
+    assert "n = 16, k = 2: 2 [2, 2] against <= 11: consistent." in gini
+    # Theorem 7: both cells have the same eps* (the same spread): no fit against 1/eps*
+    assert "- [form] 000 Thm 7: " in gini and "2 Gini cells: no fit" in gini and "[outside]" not in gini
     files = learning.JUNTAS.plot(rows, str(tmp_path / "juntas"))
     assert str(tmp_path / "juntas_signal.png") in files
     old = Table({name: rows[name] for name in rows.names if name not in ("eps_star", "p_min")})
     assert "## Theory" not in learning.JUNTAS.report(old)  # rows of an earlier run: no signal, no section
 
 
-def test_parity_theory_section_counts_lemma_9():
-    rows = _junta_rows(c=(0.1,), replicates=4)
+def test_parity_theory_section_lemma_9_and_theorem_10s_form():
+    rows = _gini(_junta_rows())
     size = len(rows)
-    rows = Table({**{n: rows[n] for n in ("cell", "replicate", "c", "m", "success", "exact_error", "p_min")},
-                  "log2_n": np.full(size, 4), "alpha": np.full(size, 0.05), "impurity": rows["impurity"],
-                  "eps_star": np.where(rows["replicate"] == 0, 1e-5, 1e-3)})
+    rows = Table({**{n: rows[n] for n in ("cell", "replicate", "c", "m", "success", "exact_error", "p_min",
+                                          "eps_star", "impurity")},
+                  "log2_n": np.full(size, 4), "alpha": np.full(size, 0.05)})
     part = learning.PARITY.report(rows).split("## Theory")[1]
-    # Lemma 9: alpha^2 (2c)^(k-1) = 0.0025 * 0.2^3 = 2e-5: replicate 0 (1e-5) falls below it
-    assert "- 000 Lemma 9: eps* > alpha^2 (2c)^(k-1) for p_j in (alpha, 1 - alpha), |p_j - 1/2| >= c, k = log2 n: holds " \
-           "in 3 of 4 (alpha, c) trials" in part
-    assert "- 000 Thm 10 as derived (constant 1): m for 90% <= (2c)^(-4k+4) alpha^(-2k-8) k ln(n / delta) (the paper " \
-           "prints (2c)^(-4k-4)): holds in 1 of 1 cells" in part
+    assert "- [identity] 000 Lemma 9: eps* > alpha^2 (2c)^(k-1) for p_j in (alpha, 1 - alpha), |p_j - 1/2| >= c" in part
+    # Theorem 10 as derived, at a fixed alpha: exponent 4k - 4 = 12 of 1/c; measured 2
+    assert "- [form] 000 Thm 10: " in part and "n = 16, alpha = 0.05: 2 [2, 2] against <= 12: consistent." in part
+    other = learning.PARITY.report(rows.with_columns(impurity=np.full(size, "kearns_mansour", object)))
+    assert "- [outside] 000 Thms 7, 10: the 2 Kearns-Mansour cells: Kearns-Mansour is not Lipschitz" in other
 
 
 def test_parity_signal_figure_draws_m90_against_1_over_c_and_ln_n(tmp_path):

@@ -76,14 +76,21 @@ def test_report_theory_section_counts_by_hand():
     report = smoothed_base.SMOOTHED_BASE.report(_rows())
     table, part = report.split("## Theory")
     assert "| 16 | 4 | critical | 0.1 | entropy | 0.7071 | 10 | 0.90 [0.60, 0.98] | 64 | 0.05 | 0.01 |" in table
-    # Lemma 11 around p-hat = 2^-1/2, alpha = 0.2929 - 0.1 = 0.1929: 81 * 20^4 sqrt(t / 0.0744) >= 1 at t = 0.01: holds
-    assert ("alpha = min(p-hat, 1 - p-hat) - c: holds in 10 of 10 smoothed trials" in part)
-    # Thm 7: trials 0-8 need 64 <= 0.01^-4 0.01^-2 4 ln 160; trial 9 is not exact at 1024 although 0.6^-6 * 4 ln 160 =
-    # 21.43 * 20.30 = 435 <= 1024: it counts against the bound
-    assert "examples needed <= eps*^-4 p_min^-2 k ln(n / 0.1): holds in 9 of 10 smoothed trials" in part
-    # Thm 12 at the one cell reaching 90% (m = 64): c^-32 delta1^-8 alpha^-16 ... far above
-    assert "holds in 1 of 1 cells reaching 90%" in part
-    assert "n = 16, k = 4, critical, entropy: root signal 3e-07, P[exact at m_max] 0.00" in part
+    # Lemma 11 around p-hat = 2^-1/2, alpha = 0.2929 - 0.1 = 0.1929, uncapped: 81 * 20^4 sqrt(t / 0.0744) / P, at t =
+    # 0.01 (P = 0.9): 1.296e7 * 0.3666 / 0.9 = 5.28e6
+    assert "- [vacuous] 000 Lemma 11, union over the 3^k restrictions" in part and "alpha = min(p-hat, 1 - " \
+        "p-hat) - c, " \
+           "uncapped: bound / measured 5.28e+06 to 3.68e+07 over 10 smoothed trials: vacuous at this size." in part
+    assert "- [outside] 000 Thms 7, 12: the 2 entropy cells: entropy is not Lipschitz" in part
+    assert "- [identity] 000 before Thm 2 (why smoothing)" in part and "at most 3e-07" in part
+    # Gini: Thm 7 per trial (beta^-2 gamma^2 = 1/4): trials 0-8 need 64 <= 0.01^-6 4 ln 160 / 4; trial 9 is not exact
+    # at 1024 although 0.6^-6 * 4 ln 160 / 4 = 21.43 * 5.075 = 108.8 <= 1024: it counts against the bound (a [test]
+    # that fails, its closest ratio 108.8 / inf = 0)
+    gini = smoothed_base.SMOOTHED_BASE.report(_rows().with_columns(impurity=np.full(80, "gini", object)))
+    assert "- [test] 000 Thm 7 per trial (constant 1, Gini: beta^-2 gamma^2 = 1/4): examples needed <= eps*^-4 " \
+        "p_min^-2 " \
+           "k ln(n / 0.1) / 4: holds in 9 of 10 smoothed Gini trials; closest bound/measured 0." in gini
+    assert "- [form] 000 Thm 7: " in gini and "[outside]" not in gini.split("## Theory")[1]
 
 
 def test_plot_writes_the_success_and_theory_figures(tmp_path):

@@ -28,7 +28,6 @@ def test_adaboost_exp_bound_is_exp_minus_half_the_sum_of_squared_edges():
     exp = theory.adaboost_exp_bound([0.6, 0.2])
     np.testing.assert_allclose(exp, [math.exp(-0.18), math.exp(-0.2)], rtol=1e-12)
     assert np.all(exp >= theory.adaboost_product_bound([0.6, 0.2]))
-    assert theory.adaboost_exp_bound_from_sum(0.4) == pytest.approx(math.exp(-0.2))
 
 
 def test_adaboost_rounds_and_004_eq_1_as_printed_is_four_times_too_few():
@@ -87,13 +86,6 @@ def test_theorem10_floor_and_its_validity():
     assert theory.THEOREM11_FLOOR == 1 / 8
 
 
-def test_lemma13_xor_bias():
-    # 002 Lemma 13: |Pr[XOR = 1] - 1/2| <= (1 - 2 delta)^n / 2; delta = 0.25, n = 3: 0.5^3 / 2 = 0.0625,
-    # exactly the bias of three bits of mean 1/4: Pr[odd] = 3 (1/4)(3/4)^2 + (1/4)^3 = 0.4375.
-    assert theory.lemma13_xor_bias(3, 0.25) == pytest.approx(0.0625)
-    assert abs(3 * 0.25 * 0.75**2 + 0.25**3 - 0.5) == pytest.approx(0.0625)
-
-
 # ----------------------------------------------------------------------------- 000: Lemmas 9, 11; Theorems 7, 10, 12
 
 
@@ -122,14 +114,13 @@ def test_lemma9_floor():
     assert np.all(exact > theory.lemma9_floor(0.05, 0.1, 4))
 
 
-def test_lemma11_floor_and_its_inverse():
+def test_lemma11_inverse():
     # 000 Lemma 11: |I| > 2 alpha^2 delta^2 (c/2)^(2k); alpha = 0.4, c = 0.1, k = 2, delta = 0.5:
-    # 2 * 0.16 * 0.25 * 0.05^4 = 0.08 * 6.25e-6 = 5e-7.
-    assert theory.lemma11_floor(0.4, 0.1, 2, 0.5) == pytest.approx(5e-7)
-    # inverted: P[max |I| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)); at t = 5e-7: 400 * sqrt(5e-7 / 0.32) = 400 * 1.25e-3
-    # = 0.5 = delta.
+    # 2 * 0.16 * 0.25 * 0.05^4 = 0.08 * 6.25e-6 = 5e-7. Inverted: P[max |I| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)); at
+    # t = 5e-7: 400 * sqrt(5e-7 / 0.32) = 400 * 1.25e-3 = 0.5 = delta.
     assert theory.lemma11_probability(5e-7, 0.4, 0.1, 2) == pytest.approx(0.5)
     assert theory.lemma11_probability(1.0, 0.4, 0.1, 2) == 1.0  # capped
+    assert theory.lemma11_probability(1.0, 0.4, 0.1, 2, capped=False) == pytest.approx(400 * math.sqrt(1 / 0.32))
 
 
 def test_theorem10_of_000_uses_the_derivation_not_the_printed_exponent():
@@ -144,9 +135,17 @@ def test_theorem10_of_000_uses_the_derivation_not_the_printed_exponent():
     assert theory.theorem7_examples(1.0, 1.0, 1, math.e, 1.0) == pytest.approx(1.0)
 
 
-def test_theorem12_slope():
+def test_theorem12_slope_and_a_bounds_own_exponent():
     # 000 Theorem 12: m ~ c^(-8k): slope 8k of log m in log(1/c); k = 3: 24.
     assert theory.theorem12_slope(3) == 24
+    # with alpha = 1/2 - c shrinking as c grows the bound's own exponent over c = 0.05 .. 0.2 is below 8k: k = 3:
+    # (24 ln 4 - 14 ln(0.45 / 0.3)) / ln 4 = (33.271 - 5.677) / 1.386 = 19.9 (least squares over three c: 19.8-20)
+    c = np.array([0.05, 0.1, 0.2])
+    own = theory.exponent(theory.theorem12_examples(0.5 - c, c, 3, 16, 0.05, 0.05), 1 / c)
+    assert 19.5 < own < 20.5 and own < theory.theorem12_slope(3)
+    # Theorem 10 at a fixed alpha: exactly the derived 4k - 4; the printed (2c)^(-4k-4) says 4k + 4
+    assert theory.exponent(theory.theorem10_examples(0.05, c, 4, 16, 0.1), 1 / c) == pytest.approx(12)
+    assert theory.exponent(theory.theorem10_examples_as_printed(0.05, c, 4, 16, 0.1), 1 / c) == pytest.approx(20)
 
 
 # ----------------------------------------------------------------------------- 003: Lemmas 1 and 5
@@ -160,16 +159,13 @@ def test_rank_node_bounds():
     np.testing.assert_array_equal(theory.rank_nodes_max([10, 10, 10], [0, 1, 2]), [1, 21, 111])
     # n = r: every full tree of depth n: 2^(n+1) - 1 nodes, both bounds meet
     assert theory.rank_nodes_max(3, 3) == theory.rank_nodes_min(3) == 15
-    # Lemma 5: s nodes -> rank <= floor(log2 s): 7 nodes -> 2, 6 nodes -> 2, 15 -> 3
-    np.testing.assert_array_equal(theory.lemma5_rank([7, 6, 15]), [2, 2, 3])
 
 
 # ----------------------------------------------------------------------------- 001: the approximation theorem
 
 
 def test_fourier_approximation_sizes():
-    # 001: s leaves, eps: degree log2(s / eps); s = 8, eps = 1/4: 5. Terms: statement s / eps = 32, proof s^2 / eps = 256.
-    assert theory.fourier_degree(8, 0.25) == 5
+    # 001: s leaves, eps: terms: statement s / eps = 32, proof s^2 / eps = 256 (s = 8, eps = 1/4).
     assert theory.fourier_terms_stated(8, 0.25) == 32
     assert theory.fourier_terms_proof(8, 0.25) == 256
 
@@ -177,16 +173,19 @@ def test_fourier_approximation_sizes():
 # ----------------------------------------------------------------------------- checks and sections
 
 
-def test_check_counts_and_ratio():
+def test_check_counts_ratio_and_closest_margin():
     c = theory.check("001", "train <= bound", bound=[0.5, 0.4, 0.1, np.nan], measured=[0.25, 0.1, 0.2, 0.3],
                      kind="upper", unit="rounds")
     assert (c.respected, c.points) == (2, 3)
     assert c.ratio == pytest.approx(2.0)  # median of 2, 4, 0.5
+    assert (c.closest, c.farthest, c.kind) == (0.5, 4.0, "test")  # violated: a [test] whatever the margin
     floor = theory.check("002", "error >= 1/8", bound=0.125, measured=[0.25, 0.125, 0.1], kind="lower")
     assert (floor.respected, floor.points) == (2, 3)
-    text = theory.section([c, "- a plain line"])
-    assert text.startswith("## Theory\n") and "holds in 2 of 3 rounds; median bound / measured 2." in text
-    assert "- a plain line" in text
+    assert floor.closest == pytest.approx(1.25) and floor.farthest == pytest.approx(0.5)  # lower: the largest first
+    text = theory.section([c, "- [identity] a plain line"])
+    assert text.startswith("## Theory\n") and "- [test] 001: train <= bound: holds in 2 of 3 rounds; closest " \
+        "bound/measured 0.5." in text
+    assert "- [identity] a plain line" in text
 
 
 def test_empirical_cdf_per_group_with_ties():
@@ -251,3 +250,64 @@ def test_remark15_examples_and_depth_by_hand():
     assert theory.remark15_depth(625, 1, 0.25) == pytest.approx(2.0)
     assert theory.remark15_depth(2**14, 3, 0.25) == pytest.approx(-0.9315686, rel=1e-6)
     assert theory.LOG2_FIVE_HALVES == pytest.approx(1.3219281, rel=1e-7)
+
+
+# ----------------------------------------------------------------------------- kinds (issue 65)
+
+
+def test_a_bound_within_10x_is_a_test_beyond_it_vacuous():
+    """[test] while the closest point is within VACUOUS_FACTOR of the bound (or any point violates it), [vacuous]
+    beyond: the ratio range and no count."""
+    near = theory.check("000", "m <= B", bound=[20.0, 900.0], measured=[2.0, 3.0], kind="upper")
+    assert near.kind == "test" and near.closest == 10.0
+    far = theory.check("000", "m <= B", bound=[21.0, 900.0], measured=[2.0, 3.0], kind="upper", unit="trials")
+    assert far.kind == "vacuous"
+    assert theory.line(far) == "- [vacuous] 000: m <= B: bound / measured 10.5 to 300 over 2 trials: vacuous at " \
+        "this size."
+    # a lower bound: its margin is measured / bound
+    assert theory.check("0", "e >= f", bound=[0.1], measured=[0.99], kind="lower").kind == "test"
+    assert theory.check("0", "e >= f", bound=[0.01], measured=[0.99], kind="lower").kind == "vacuous"
+    # a violation far from the bound is still a test, and says so
+    broken = theory.check("0", "m <= B", bound=[1e6, 1.0], measured=[1.0, 2.0], kind="upper")
+    assert broken.kind == "test" and theory.line(broken).startswith("- [test] 0: m <= B: holds in 1 of 2 points; "
+                                                                     "closest bound/measured 0.5.")
+    # a zero measurement under an upper bound holds by an infinite factor; with no point at all: outside
+    assert theory.check("0", "e <= b", bound=[0.5], measured=[0.0], kind="upper").kind == "vacuous"
+    assert theory.line(theory.check("0", "e <= b", bound=[], measured=[], kind="upper")).startswith("- [outside] ")
+
+
+@pytest.mark.parametrize("side, low, high, verdict", [
+    ("upper", 4.5, 6.0, "CONTRADICTED"), ("upper", 3.0, 6.0, "consistent"),
+    ("lower", 1.0, 3.9, "CONTRADICTED"), ("lower", 1.0, 4.1, "consistent"),
+    ("equal", 4.1, 5.0, "CONTRADICTED"), ("equal", 3.0, 3.5, "CONTRADICTED"), ("equal", 3.0, 4.5, "consistent"),
+    ("positive", -1.0, 0.0, "CONTRADICTED"), ("positive", -1.0, 0.5, "consistent"),
+    ("upper", np.nan, np.nan, "no interval"),
+])
+def test_a_form_is_contradicted_only_by_an_interval_wholly_beyond_its_claim(side, low, high, verdict):
+    claim = 0.0 if side == "positive" else 4.0
+    assert theory.Slope("x", (low + high) / 2, low, high, claim, side).verdict == verdict
+
+
+def test_form_line_and_the_kinds_a_report_parses():
+    form = theory.Form("000 Thm 7", "m ~ eps^-4 suffices", "exponent of 1/eps* in m90",
+                       (theory.Slope("6 cells", 2.17, 1.47, 2.94, 4.0, "upper", 990, 1000),))
+    lines = [form, theory.identity("000 Lemma 9", "a floor"), theory.outside("000 Thm 12", "entropy", "not Lipschitz")]
+    text = theory.section(lines, "Intro.")
+    assert "- [form] 000 Thm 7: m ~ eps^-4 suffices; exponent of 1/eps* in m90 (bootstrap 95%): 6 cells: 2.17 [1.47, " \
+           "2.94], from 990 of 1,000 resamples against <= 4: consistent." in text
+    report = "# r\n\n" + text + "\n### Cost\n\n- not a theory bullet\n"
+    assert len(theory.theory_bullets(report)) == 3 and theory.unkinded(report) == []
+    bad = report.replace("- [identity] ", "- ").replace("### Cost", "- [test] x: y: holds in 1 of 1; closest "
+                                                                     "bound/measured 12.\n\n### Cost")
+    assert [b[:15] for b in theory.unkinded(bad)] == ["- 000 Lemma 9: ", "- [test] x: y: "]
+
+
+def test_only_gini_meets_000s_lipschitz_hypothesis():
+    """000 Sec. 1.2: strongly concave and Lipschitz. Gini 4 q (1 - q): beta = 8, gamma = 4, beta^-2 gamma^2 = 1/4;
+    entropy's and Kearns-Mansour's slopes are unbounded at q -> 0."""
+    assert theory.lipschitz("gini") and not theory.lipschitz("entropy") and not theory.lipschitz("kearns_mansour")
+    beta, gamma = theory.LIPSCHITZ_IMPURITIES["gini"]
+    assert gamma**2 / beta**2 == 0.25
+    q = np.array([1e-3, 1e-6])
+    assert np.all(np.abs(np.log2((1 - q) / q)) > 9) and np.all((1 - 2 * q) / np.sqrt(q * (1 - q)) > 30)  # G'
+    assert np.all(np.abs(4 * (1 - 2 * q)) <= 4)

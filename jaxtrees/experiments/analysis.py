@@ -386,3 +386,112 @@ def median_exponents(rows, by, column: str = "steps") -> dict:
         if fit.converged:
             out[key] = (fit.slope, [round(math.exp(v)) for v in fit.xs])
     return out
+
+
+# ----------------------------------------------------------------------------- thresholds and bootstrap intervals
+# A statement with unknown constants is tested by its form: a slope fitted to the measurements, with a percentile
+# bootstrap interval (trials resampled within each cell), against the statement's own slope.
+
+
+class Interval(NamedTuple):
+    """A statistic and its percentile bootstrap interval."""
+
+    estimate: float
+    low: float
+    high: float
+    replicates: int  # resamples where the statistic was defined (the interval is theirs)
+
+
+def thresholds(rates, level: float = 0.9) -> np.ndarray:
+    """Per row of ``rates`` ``[..., M]`` (over an ascending grid): the index of the smallest grid point from which the
+    rate stays >= ``level`` (as :func:`~jaxtrees.experiments.summary.threshold`); -1 where there is none.
+
+    >>> thresholds(np.array([[0.5, 0.95, 0.8, 0.9, 1.0], [0.1, 0.2, 0.3, 0.4, 0.5]])).tolist()
+    [3, -1]
+    """
+    ok = np.asarray(rates) >= level
+    stays = np.flip(np.logical_and.accumulate(np.flip(ok, -1), axis=-1), -1)
+    return np.where(stays.any(-1), np.argmax(stays, axis=-1), -1)
+
+
+def row_slopes(x, y) -> np.ndarray:
+    """Per row of ``x, y`` ``[B, C]``: the least-squares slope of y on x over the entries where both are finite; NaN
+    where fewer than two distinct x remain.
+
+    >>> row_slopes(np.array([[0.0, 1, 2], [0.0, 1, 1]]), np.array([[1.0, 3, np.nan], [5.0, np.nan, 2]])).tolist()
+    [2.0, -3.0]
+    """
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    ok = np.isfinite(x) & np.isfinite(y)
+    n = ok.sum(-1)
+    x0, y0 = np.where(ok, x, 0.0), np.where(ok, y, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        xm, ym = x0.sum(-1) / n, y0.sum(-1) / n
+        dx = np.where(ok, x0 - xm[..., None], 0.0)
+        sxx = (dx * dx).sum(-1)
+        slope = (dx * np.where(ok, y0 - ym[..., None], 0.0)).sum(-1) / sxx
+    return np.where((n >= 2) & (sxx > 1e-12), slope, np.nan)
+
+
+def percentile_interval(estimate: float, draws, level: float = 0.95) -> Interval:
+    """:class:`Interval` of ``estimate`` from the finite ``draws`` of its bootstrap (NaN bounds with none)."""
+    draws = np.asarray(draws, np.float64)
+    good = draws[np.isfinite(draws)]
+    if not good.size or not np.isfinite(estimate):
+        return Interval(float(estimate), np.nan, np.nan, int(good.size))
+    low, high = np.quantile(good, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(float(estimate), float(low), float(high), int(good.size))
+
+
+def threshold_slope(success, x, m, *, level: float = 0.9, replicates: int = 1000, conf: float = 0.95,
+                    seed: int = 0) -> Interval:
+    """The exponent of x in the m from which a cell's success rate stays >= ``level`` (m90 at 0.9): the
+    least-squares slope of log m90 on log x over the cells that reach it, with a percentile bootstrap interval
+    (trials resampled with replacement within each cell, m90 and x recomputed, cells that do not reach ``level`` in
+    a resample left out of it).
+
+    ``success``: per cell, ``bool[trials, M]`` over the ascending grid ``m``; ``x``: per cell, ``float[trials]``,
+    the cell's x being their median (a per-trial value such as 1/eps*, or a constant repeated).
+
+    >>> m = 2.0 ** np.arange(4, 12)
+    >>> need = {2.0: 64, 4.0: 256, 8.0: 1024}                       # m90 = 16 x^2: exponent 2
+    >>> success = [np.broadcast_to(m >= need[v], (50, m.size)) for v in need]
+    >>> out = threshold_slope(success, [np.full(50, v) for v in need], m, replicates=50)
+    >>> round(out.estimate, 6), round(out.low, 6), round(out.high, 6)
+    (2.0, 2.0, 2.0)
+    """
+    log_m = np.log(np.asarray(m, np.float64))
+
+    def fit(rates, xs):  # rates [B, C, M], xs [B, C]
+        index = thresholds(rates, level)
+        with np.errstate(divide="ignore"):
+            return row_slopes(np.log(xs), np.where(index >= 0, log_m[np.maximum(index, 0)], np.nan))
+
+    success = [np.asarray(s, bool) for s in success]
+    x = [np.asarray(v, np.float64) for v in x]
+    estimate = fit(np.stack([s.mean(0) for s in success])[None], np.array([[np.median(v) for v in x]]))[0]
+    rng = np.random.default_rng(seed)
+    rates, xs = [], []
+    for s, v in zip(success, x):
+        pick = rng.integers(0, len(s), (replicates, len(s)))
+        rates.append(s[pick].mean(1))
+        xs.append(np.median(v[pick], axis=1))
+    return percentile_interval(estimate, fit(np.stack(rates, 1), np.stack(xs, 1)), conf)
+
+
+def bootstrap_statistic(statistic, strata, *, replicates: int = 1000, conf: float = 0.95, seed: int = 0) -> Interval:
+    """``statistic(index)`` (a float; NaN where undefined) on all units and on ``replicates`` resamples, each the
+    units of every stratum (``strata``: an int per unit, e.g. its cell) drawn with replacement within it; the
+    percentile interval of the resamples'.
+
+    >>> values = np.array([1.0, 2.0, 3.0, 10.0, 20.0, 30.0])
+    >>> out = bootstrap_statistic(lambda i: values[i].mean(), [0, 0, 0, 1, 1, 1], replicates=200)
+    >>> out.estimate, bool(2.0 < out.low < out.estimate < out.high < 20.0)
+    (11.0, True)
+    """
+    strata = np.asarray(strata, np.int64)
+    members = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+    rng = np.random.default_rng(seed)
+    draws = [statistic(np.concatenate([g[rng.integers(0, g.size, g.size)] for g in members]))
+             for _ in range(replicates)]
+    return percentile_interval(statistic(np.arange(strata.size)), draws, conf)

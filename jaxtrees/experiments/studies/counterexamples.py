@@ -390,8 +390,9 @@ def _floor_points(rows, by):
 
 
 def _addressing_theory(rows) -> str:
-    """The addressing report's Theory section: 002 Lemma 14 (memory bits first), Theorem 10's floor delta / 6,
-    the depth separation, Lemmas 16-17's distance."""
+    """The addressing report's Theory section: 002 Theorem 10's floor delta / 6 (a test where Lemma 14 and the 2/3
+    condition hold), Lemma 14 and its gain bounds (identities of the exact gains where it applies), the depth
+    separation, Lemmas 16-17's distance (a hypothesis of the coded cells), and the cells outside."""
     by = ["code", "k", "c", "s", "impurity"]
     cells, keys, mean = _floor_points(rows, by)
     lemma = [lemma14(c) for c in cells]
@@ -404,32 +405,46 @@ def _addressing_theory(rows) -> str:
     floor = theory.theorem10_floor(delta)
     lines = [theory.check("002 Thm 10 (proof, Sec. 4)", "error of the tree truncated at depth d <= 2^k >= delta / 6 "
                           "where Lemma 14 applies and 1 - exp(-2^k delta^2 / 8) >= 2/3",
-                          floor[applies & valid], mean[applies & valid], "lower", unit="(cell, depth) points"),
-             theory.check("002 Thm 10, outside its hypotheses", "the same floor delta / 6 where Lemma 14 or the 2/3 "
-                          "condition fails (not implied; for comparison)", floor[~(applies & valid)],
-                          mean[~(applies & valid)], "lower", unit="(cell, depth) points")]
-    at_horizon = at_max(rows, by, "depth")
-    hyp_cells, codes = _cell_params(at_horizon, by)
-    applies_row = np.asarray([lemma14(c)["applies"] for c in hyp_cells], bool)[codes]
-    first = np.asarray(at_horizon["memory_first"], np.float64)
-    lines.append(theory.check("002 Lemma 14 (Lemma 17 coded)", "every memory bit is queried before any addressing bit, "
-                              "on paths of cells where it applies (Gini, c >= ln 5 / delta, k >= k0)",
-                              np.ones(int(applies_row.sum())), first[applies_row], "lower", unit="paths",
-                              ratios=False))
+                          floor[applies & valid], mean[applies & valid], "lower", unit="(cell, depth) points")]
+    outside = int((~(applies & valid)).sum())
+    if outside:
+        lines.append(theory.outside("002 Thm 10 (proof, Sec. 4)", f"the floor delta / 6 at {outside} (cell, depth) "
+                                    "points", "Lemma 14 fails there (not Gini, c < c0 or k < k0; coded: "
+                                    "the code's distance) or 1 - exp(-2^k delta^2 / 8) < 2/3"))
+    inside = [c for c, lm in zip(cells, lemma) if lm["applies"]]
+    if inside:
+        lines.append(theory.identity("002 Lemma 14 (Lemma 17 coded)", "every memory bit is queried before any "
+                                     f"addressing bit, on the paths of the {_cells(len(inside))} where it applies "
+                                     "(Gini, c >= ln 5 / delta or the code's distance, k >= k0; exact gains)",
+                                     where="tests/test_counterexamples_study.py"))
     lines += _gain_lines(rows, by)
     separated = [c for c, lm in zip(cells, lemma) if lm["applies"] and target_depth(c) < 2 ** c["k"]]
-    lines.append("- Depth separation (002 Thm 3): cells where Lemma 14 applies and the target's depth "
-                 "(c k^2 + 1, coded c k + 1) is below the 2^k horizon: " + (
-                     ", ".join(f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g} ({target_depth(c)} < "
-                               f"{2 ** c['k']})" for c in separated) if separated else
-                     "none in these rows (block codes need k >= 10 at c = 7: k = 8 has depth 449 > 256)") + ".")
-    coded = [(c, lm) for c, lm in zip(cells, lemma) if c["code"] == "coded"]
-    if coded:
-        ok = sum(bool(lm["distance_ok"]) for _, lm in coded)
-        lines.append(f"- 002 Lemmas 16-17: code distance >= (ln 5 / delta) k in {ok} of {len(coded)} coded cells ("
-                     + "; ".join(sorted({f"k = {c['k']}, c = {c['c']}, s = {c['s']:g}: {lm['distance']} vs "
-                                         f"{lm['distance_needed']:.2f}" for c, lm in coded})) + ").")
+    lines.append(theory.identity("002 Thm 3's depth separation", "the target's depth (c k^2 + 1, coded c k + 1) is "
+                                 "below the 2^k horizon in the cells where Lemma 14 applies: " + (
+                                     ", ".join(f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g} ("
+                                               f"{target_depth(c)} < {2 ** c['k']})" for c in separated) if separated
+                                     else "none in these rows (block codes need k >= 10 at c = 7: k = 8 has depth 449 "
+                                     "> 256)"), where="arithmetic of the grid"))
+    lines += _distance_lines(cells, lemma)
     return theory.section(lines, _THEORY_TEXT)
+
+
+def _distance_lines(cells, lemma) -> list:
+    """Lemmas 16-17's condition on the coded cells' codes (each distinct (k, c, s) once, whatever the impurity)."""
+    codes = {}
+    for c, lm in zip(cells, lemma):
+        if c["code"] == "coded":
+            codes[(c["k"], c["c"], c["s"])] = lm
+    if not codes:
+        return []
+    short = {key: lm for key, lm in codes.items() if not lm["distance_ok"]}
+    text = "; ".join(f"k = {k}, c = {c}, s = {s:g}: {lm['distance']} vs {lm['distance_needed']:.2f}"
+                     for (k, c, s), lm in sorted(short.items()))
+    if short:
+        return [theory.outside("002 Lemmas 16-17", f"{len(short)} of the {len(codes)} codes of the coded cells",
+                               f"their distance is below (ln 5 / delta) k ({text}), so Lemma 17 does not apply there")]
+    return [theory.identity("002 Lemmas 16-17", f"each of the {len(codes)} codes has distance >= (ln 5 / delta) k",
+                            where="tests/test_counterexamples_study.py")]
 
 
 def _lemma12_holds(cell) -> bool:
@@ -439,55 +454,55 @@ def _lemma12_holds(cell) -> bool:
 
 
 def _gain_lines(rows, by) -> list:
-    """002 Lemma 14's proof's two gain bounds over every (path, depth) point with a memory-only restriction of size
-    < 2^k, in the cells where Lemma 12 (16) holds."""
+    """002 Lemma 14's proof's two gain bounds (identities of the exact Gini gains where Lemma 12 (16) holds)."""
     if "memory_gain_min" not in rows:
         return []
     cells, codes = _cell_params(rows, by)
     holds = np.asarray([_lemma12_holds(c) for c in cells], bool)[codes]
-    k = np.asarray([c["k"] for c in cells], np.float64)[codes]
-    kappa = theory.lemma8_kappa(0.5 - np.asarray([c["s"] for c in cells], np.float64))[codes]
-    memory = np.asarray(rows["memory_gain_min"], np.float64)
-    addr = np.asarray(rows["address_gain_max"], np.float64)
-    known = holds & np.isfinite(memory)
-    return [theory.check("002 Lemma 14's proof (Gini gains, Lemma 8's kappa)", "every free memory bit's gain >= "
-                         "2^(-2k) / (4 kappa) under a memory-only restriction of size < 2^k, where c >= ln 5 / delta",
-                         theory.lemma14_memory_floor(k, kappa)[known], memory[known], "lower",
-                         unit="(path, depth) points", tol=0.0),
-            theory.check("002 Lemma 14's proof (Gini gains)", "every addressing bit's gain <= kappa (2/5)^(2k) there",
-                         theory.lemma14_address_ceiling(k, kappa)[known], addr[known], "upper",
-                         unit="(path, depth) points", tol=0.0)]
+    if not (holds & np.isfinite(np.asarray(rows["memory_gain_min"], np.float64))).any():
+        return []
+    return [theory.identity("002 Lemma 14's proof (Gini gains, Lemma 8's kappa)", "under a memory-only restriction of "
+                            "size < 2^k every free memory bit's gain >= 2^(-2k) / (4 kappa) and every addressing bit's "
+                            "<= kappa (2/5)^(2k), where c >= ln 5 / delta (coded: the code's distance)",
+                            where="tests/test_counterexamples_study.py")]
 
 
-_THEORY_TEXT = ("Each statement of the seed this study tests, in one line, against the measured points; ratio: the median "
-                "of bound / measured (<= 1 where a floor holds).")
+def _cells(count: int) -> str:
+    return f"{count} cell" + ("" if count == 1 else "s")
+
+
+_THEORY_TEXT = "Each statement of the seed this study tests, its kind first, against the measured points."
 
 
 def _agnostic_theory(rows) -> str:
-    """The agnostic report's Theory section: 002 Theorem 11's 1/8 floor on paths without an addressing query, its
-    distance bound, and its free-memory-bits-first step."""
+    """The agnostic report's Theory section: 002 Theorem 11's 1/8 floor and distance bound and Lemma 14 for f_pi
+    (identities of the block f_{c,k} where c >= c0: Lemma 12 in place of the paper's Lemma 16 for f_{c,k,S}), its gain
+    bounds, and the cells outside."""
     by = ["k", "c", "eps", "s", "impurity"]
-    depth = np.asarray(rows["depth"], np.int64)
-    first = np.asarray(rows["first_address_depth"], np.int64)
-    clean = (first < 0) | (first >= depth)  # no addressing bit among the path's first ``depth`` queries
-    error = np.asarray(rows["error"], np.float64)
-    lines = [theory.check("002 Thm 11 (proof, Sec. 6)", "a path that has queried no addressing bit by depth d has "
-                          "error min(mu_d, 1 - mu_d) >= 1/8", np.full(int(clean.sum()), theory.THEOREM11_FLOOR),
-                          error[clean], "lower", unit="(path, depth) points")]
     at_horizon = at_max(rows, by, "depth")
-    cells, codes = _cell_params(at_horizon, by)
-    free = np.asarray([_n_free(c) for c in cells], np.float64)[codes]
-    k = np.asarray([c["k"] for c in cells], np.float64)[codes]
-    eps = np.asarray([c["eps"] for c in cells], np.float64)[codes]
-    lines.append(theory.check("002 Thm 11 (1), Lemma 16", "Pr[f_pi != g] <= |A^free| (2^-k + 5^-k) < eps",
-                              free * (2.0**-k + 5.0**-k), at_horizon["distance_to_junta"], "upper", unit="paths"))
-    lines.append(theory.check("002 Thm 11 (1)", "Pr[f_pi != g] < eps", eps, at_horizon["distance_to_junta"], "upper",
-                              unit="paths"))
-    applies = np.asarray([lemma14(c)["applies"] for c in cells], bool)[codes]
-    lines.append(theory.check("002 Lemma 17 (Lemma 14 for f_pi)", "every free memory bit is queried before any "
-                              "addressing bit, on paths of cells where it applies (Gini, c >= ln 5 / delta, k >= k0)",
-                              np.ones(int(applies.sum())), np.asarray(at_horizon["free_first"], np.float64)[applies],
-                              "lower", unit="paths", ratios=False))
+    cells, _ = _cell_params(at_horizon, by)
+    near = [c for c in cells if c["c"] >= lemma14(c)["c0"]]
+    lines = []
+    if near:
+        lines.append(theory.identity("002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k} (the paper: "
+                                     "Lemma 16 for f_{c,k,S})", "a path that has queried no addressing bit has error "
+                                     "min(mu_d, 1 - mu_d) >= 1/8, and Pr[f_pi != g] <= |A^free| (2^-k + 5^-k) < eps, "
+                                     f"in the {_cells(len(near))} with c >= c0 = ln 5 / delta",
+                                     where="tests/test_counterexamples_study.py"))
+    far = [c for c in cells if c["c"] < lemma14(c)["c0"]]
+    if far:
+        lines.append(theory.outside("002 Thm 11's proof (Sec. 6)", f"the 1/8 floor and the distance bound in the "
+                                    f"{_cells(len(far))} with c < c0 = ln 5 / delta", "Lemma 12 (the address near "
+                                    "uniform) needs c >= c0"))
+    inside = [c for c in cells if lemma14(c)["applies"]]
+    if inside:
+        lines.append(theory.identity("002 Lemma 14 for f_pi (the paper: Lemma 17 for f_{c,k,S})", "every free memory "
+                                     "bit is queried before any addressing bit, on the paths of the "
+                                     f"{_cells(len(inside))} where it applies (Gini, c >= c0, k >= k0; exact gains)",
+                                     where="tests/test_counterexamples_study.py"))
+    if len(inside) < len(cells):
+        lines.append(theory.outside("002 Lemma 14 for f_pi", f"{len(cells) - len(inside)} of the {len(cells)} cells",
+                                    "it needs Gini (an (alpha, L)-impurity here), c >= c0 and k >= k0"))
     lines += _gain_lines(rows, by)
     return theory.section(lines, _THEORY_TEXT)
 

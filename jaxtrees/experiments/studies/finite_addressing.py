@@ -17,11 +17,11 @@ import numpy as np
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
-from jaxtrees.experiments import summary
+from jaxtrees.experiments import analysis, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
-from jaxtrees.experiments.studies.learning import CPU_OPT_LEVEL
+from jaxtrees.experiments.studies.learning import CPU_OPT_LEVEL, trials_by_cell
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, at_max, impurity, on_prefixes,
                                                  sample_sizes, trial_keys)
 from jaxtrees.hypotheses import tree
@@ -165,7 +165,104 @@ def _depth_list(log2_m, median) -> str:
 
 
 def _theory(rows) -> str:
-    """002 Remark 15 made explicit, per (trial, m) point, inside and outside its hypotheses."""
+    """002 Remark 15 by its form (log2 m at the first addressing depth h against h + k) where Lemmas 12 and 14 hold,
+    the project's derivation of its O(h) (the whole tree's depth against the lightest restriction's slope), the
+    project's explicit constants delta^-h (5/2)^(4k), and the cells outside the hypotheses."""
+    cells, m = trials_by_cell(rows, BY, matrix="first_address_depth")
+    info = {cell: dict(zip(BY, cell)) for cell in cells}
+    inside = [cell for cell in cells if hypotheses(info[cell])["applies"]]
+    lines = []
+    if inside:
+        lines += [_remark15_form(cells, m, inside, info), _lightest_form(cells, m, inside, info), _constants(rows)]
+    out = [cell for cell in cells if cell not in inside]
+    if out:
+        lines.append(theory.outside("002 Remark 15", "the cells " + "; ".join(_cell_text(info[cell]) for cell in out),
+                                    "it builds on Lemma 14, which needs an (alpha, L)-impurity (Gini here), c >= c0 "
+                                    "= ln 5 / delta (Lemma 12) and k >= k0 (the table's 'Lemmas 12, 14 hold')"))
+    return theory.section(lines, "Each statement against the measured points, its kind first. h: a trial's first "
+                                 "addressing depth at m (the shallowest node that queries an addressing bit); medians "
+                                 "over a cell's trials, where they lie strictly inside (0, 2^k).")
+
+
+#: Bootstrap resamples of Remark 15's slopes.
+REPLICATES = 1000
+
+
+def _cell_text(info) -> str:
+    return f"k = {info['k']}, c = {info['c']}, s = {info['s']:g}, {info['impurity']}"
+
+
+def _median_depths(cells, m, keys, index=None) -> dict:
+    """Per cell of ``keys``: its median first addressing depth per m (none within the bound: +inf), over the trials
+    ``index[cell]`` (all: None)."""
+    out = {}
+    for cell in keys:
+        depth = cells[cell][0] if index is None else cells[cell][0][index[cell]]
+        out[cell] = np.quantile(np.where(depth < 0, np.inf, depth), 0.5, method="inverted_cdf", axis=0)
+    return out
+
+
+def _bootstrap(cells, m, keys, statistic):
+    """:func:`analysis.bootstrap_statistic` of ``statistic(medians)`` with trials resampled within each cell."""
+    sizes = [len(cells[cell][0]) for cell in keys]
+    offsets = np.cumsum([0, *sizes])
+
+    def of(index):
+        split = {cell: index[(index >= a) & (index < b)] - a for cell, a, b in zip(keys, offsets, offsets[1:])}
+        return statistic(_median_depths(cells, m, keys, split))
+
+    strata = np.repeat(np.arange(len(keys)), sizes)
+    return analysis.bootstrap_statistic(of, strata, replicates=REPLICATES)
+
+
+def _remark15_form(cells, m, inside, info):
+    """Remark 15: 2^O(h + k) examples suffice and 2^Omega(h + k) are needed, so log2 m = Theta(h + k): the slope of
+    log2 m on h + k (the cells' median h where inside (0, 2^k)) must be positive."""
+    def statistic(medians):
+        return float(analysis.row_slopes(*(v[None] for v in _remark15_points(medians, m, inside, info)))[0])
+
+    fit = _bootstrap(cells, m, inside, statistic)
+    slope = theory.Slope(f"{len(inside)} cell{'s' if len(inside) > 1 else ''} where Lemmas 12 and 14 hold",
+                         fit.estimate, fit.low, fit.high, 0.0, "positive", fit.replicates, REPLICATES)
+    return theory.Form("002 Remark 15", "2^O(h + k) examples make a greedy tree query memory bits to depth h and "
+                       "2^Omega(h + k) are needed, so log2 m = Theta(h + k)", "doublings of m per unit of h + k at the "
+                       "first addressing depth h, least squares over the cells' medians", (slope,))
+
+
+def _remark15_points(medians, m, inside, info):
+    """``(h + k, log2 m)`` over the cells ``inside`` and the m where the cell's median h lies inside (0, 2^k)."""
+    x = np.concatenate([medians[cell] + info[cell]["k"] for cell in inside])
+    y = np.concatenate([np.log2(m)] * len(inside))
+    keep = np.concatenate([(medians[cell] > 0) & (medians[cell] < 2 ** info[cell]["k"]) for cell in inside])
+    return x[keep], y[keep]
+
+
+def _lightest_form(cells, m, inside, info):
+    """The project's derivation of Remark 15's O(h): a restriction of h bits keeps a share >= delta^h of the sample, so
+    the lightest node runs out of examples first and the whole tree's first addressing depth grows by 1 / log2(1 /
+    delta) per doubling of m (:func:`theory.remark15_depth`); per cell, the slope of its median depth on log2 m."""
+    slopes = []
+    for cell in inside:
+        def statistic(medians, cell=cell):
+            depth = medians[cell]
+            keep = (depth > 0) & (depth < 2 ** info[cell]["k"])
+            return float(analysis.row_slopes(np.log2(m)[None], np.where(keep, depth, np.nan)[None])[0])
+
+        fit = _bootstrap(cells, m, [cell], statistic)
+        delta = hypotheses(info[cell])["delta"]
+        claim = float(theory.remark15_depth(2.0, info[cell]["k"], delta) - theory.remark15_depth(1.0, info[cell]["k"],
+                                                                                                   delta))
+        slopes.append(theory.Slope(_cell_text(info[cell]), fit.estimate, fit.low, fit.high, claim, "equal",
+                                   fit.replicates, REPLICATES))
+    return theory.Form("002 Remark 15, the project's derivation of its O(h)", "a restriction of h memory bits keeps a "
+                       "share >= delta^h of the sample, so the lightest node runs out of examples first", "the whole "
+                       "tree's median first addressing depth per doubling of m against 1 / log2(1 / delta)",
+                       tuple(slopes))
+
+
+def _constants(rows):
+    """The project's explicit constants, m = delta^-h (5/2)^(4k) (gain estimation as mean estimation to (2/5)^(2k),
+    constant 1), against every (trial, m) point inside the hypotheses."""
     codes, keys = tables.groups(rows, BY)
     cells = [dict(zip(BY, key)) for key in keys]
     hyp = [hypotheses(cell) for cell in cells]
@@ -173,37 +270,19 @@ def _theory(rows) -> str:
     k = np.asarray([cell["k"] for cell in cells], np.float64)[codes]
     delta = np.asarray([h["delta"] for h in hyp], np.float64)[codes]
     depth = np.asarray(rows["first_address_depth"], np.float64)
-    m = np.asarray(rows["m"], np.float64)
-    claim = (depth >= 0) & (depth < 2.0**k)  # Lemma 14 speaks of restrictions of size < 2^k
-    bound = theory.remark15_examples(depth, k, delta)
-    formula = ("m >= delta^-h (5/2)^(4k) examples make every node at depth <= h (h < 2^k) query a memory bit, so m < "
-               "that at a measured first addressing depth h")
-    lines = [theory.check("002 Remark 15 (constant 1)", formula, bound[claim & applies], m[claim & applies], "upper",
-                          unit="(trial, m) points where Lemmas 12 and 14 hold"),
-             theory.check("002 Remark 15, outside its hypotheses", "the same where Lemma 14's k >= k0 (or Gini) fails "
-                          "(not implied; for comparison)", bound[claim & ~applies], m[claim & ~applies], "upper",
-                          unit="(trial, m) points")]
-    parts = []
-    paths = _medians(rows, "path_address_depth")
-    for cell, (log2_m, median, _, _) in _medians(rows, "first_address_depth").items():
-        info = dict(zip(BY, cell))
-        slopes = [_slope(log2_m, values, info["k"])[0] for values in (median, paths[cell][1])]
-        parts.append(f"k = {info['k']}, c = {info['c']}, s = {info['s']:g}, {info['impurity']}: "
-                     + ", ".join("n/a" if np.isnan(v) else f"{v:.2f}" for v in slopes)
-                     + f" (remark {1 / np.log2(1 / (0.5 - info['s'])):.2f})")
-    lines.append("- 002 Remark 15's form, depth ~ (log2 m - 4k log2(5/2)) / log2(1 / delta) for the lightest "
-                 "restriction: slope of the median first addressing depth per doubling of m (least squares where it "
-                 "lies inside (0, 2^k)), whole tree and a random input's path: " + "; ".join(parts) + ".")
-    return theory.section(lines, "Each statement against the measured points; ratio: the median of bound / measured "
-                                 "(how many more examples than m the remark asks for to keep the depth where the tree "
-                                 "first queried an addressing bit on memory bits).")
+    claim = applies & (depth >= 0) & (depth < 2.0**k)  # Lemma 14 speaks of restrictions of size < 2^k
+    return theory.check("002 Remark 15 with the project's constants (not the paper's)", "m >= delta^-h (5/2)^(4k) "
+                        "examples keep every node at depth <= h on memory bits, so m < that at a measured first "
+                        "addressing depth h", theory.remark15_examples(depth, k, delta)[claim],
+                        np.asarray(rows["m"], np.float64)[claim], "upper", unit="(trial, m) points")
 
 
 @summary.styled
 def _plot(rows, stem):
     """Per (s, impurity), the whole tree and a random input's path: log2 m against the median first addressing
-    depth (quartiles shaded), with Remark 15's log2 m = h log2(1 / delta) + 4k log2(5/2) (dotted, constant 1) and the
-    2^k horizon (dashed) where it lies within the depth bound."""
+    depth (quartiles shaded), the 2^k horizon (dash-dot) where it lies within the depth bound, Remark 15 with the
+    project's constants, log2 m = h log2(1 / delta) + 4k log2(5/2) (dashed: vacuous at this size), and on the whole
+    tree Remark 15's [form] fit, log2 m linear in h + k over the cells where Lemmas 12 and 14 hold (its 95% band)."""
     columns = (("first_address_depth", "whole tree"), ("path_address_depth", "a random input's path"))
     panels = {}
     for column, where in columns:
@@ -213,6 +292,9 @@ def _plot(rows, stem):
     fig, axes = summary.figure(len(panels))
     counts = np.bincount(tables.groups(rows, [*BY, "m"])[0]).tolist()
     top = int(rows["m"].max())
+    form = _form_line(rows)
+    constants = "Remark 15, the project's constants" + (": vacuous at this size" if _constants(rows).kind == "vacuous"
+                                                         else "")
     for ax, ((s, name, where), curves) in zip(axes, panels.items()):
         for info, (log2_m, median, low, high) in curves:
             look = summary.series_style(ax)
@@ -222,16 +304,42 @@ def _plot(rows, stem):
             ax.fill_betweenx(log2_m, low, np.where(np.isfinite(high), high, np.nan), color=look["color"], alpha=0.15)
             bound = max_depth({**info, "m_max": top})
             depths = np.arange(0, bound + 1)
-            ax.plot(depths, np.log2(theory.remark15_examples(depths, info["k"], 0.5 - s)), ":", color=look["color"],
-                    lw=1.5)
+            ax.plot(depths, np.log2(theory.remark15_examples(depths, info["k"], 0.5 - s)), "--", color=look["color"],
+                    lw=1)
             if 2 ** info["k"] <= bound:
-                ax.axvline(2 ** info["k"], color=look["color"], lw=0.8, ls="--")
-        summary.panel(ax, f"{where}, s = {s:g}, {name}\n(dotted: Remark 15, constant 1)", "first addressing depth h",
-                      xbase=None)
+                ax.axvline(2 ** info["k"], color=look["color"], lw=0.8, ls="-.")
+            if where == "whole tree" and form is not None and hypotheses(info)["applies"]:
+                _draw_form(ax, form, info["k"], depths, look["color"])
+        ax.plot([], [], "k--", lw=1, label=constants)
+        fit = "; dotted: its form's fit, 95% band" if where == "whole tree" and form is not None else ""
+        summary.panel(ax, f"{where}, s = {s:g}, {name}\n(dashed: Remark 15 with the project's constants{fit})",
+                      "first addressing depth h", xbase=None)
         ax.set_xlim(left=-0.3)
     return summary.finish(fig, axes, stem, "log2 m (median depth, quartiles)",
                           "Greedy trees on m examples of f_{c,k}: the depth at which they first query an addressing "
-                          "bit, against Remark 15's sample size for that depth", counts)
+                          "bit, against Remark 15", counts)
+
+
+def _form_line(rows):
+    """Remark 15's [form] fit for the figure: ``(slope, centre (h + k, log2 m))``; None without a fit."""
+    cells, m = trials_by_cell(rows, BY, matrix="first_address_depth")
+    info = {cell: dict(zip(BY, cell)) for cell in cells}
+    inside = [cell for cell in cells if hypotheses(info[cell])["applies"]]
+    if not inside:
+        return None
+    x, y = _remark15_points(_median_depths(cells, m, inside), m, inside, info)
+    slope = _remark15_form(cells, m, inside, info).slopes[0]
+    return (slope, (x.mean(), y.mean())) if x.size and np.isfinite(slope.estimate) else None
+
+
+def _draw_form(ax, form, k, depths, color):
+    """log2 m = centre + slope (h + k - centre) over the depths, dotted, with the slope's 95% band."""
+    slope, (x0, y0) = form
+    h = depths.astype(np.float64)
+    line = lambda b: y0 + b * (h + k - x0)  # noqa: E731
+    ax.plot(h, line(slope.estimate), ":", color=color, lw=1.5)
+    if np.isfinite(slope.low):
+        ax.fill_between(h, line(slope.low), line(slope.high), color=color, alpha=0.1, lw=0)
 
 
 def _bytes_per_trial(params) -> int:

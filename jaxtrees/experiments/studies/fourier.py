@@ -292,27 +292,24 @@ def _approx_points(rows) -> dict:
 
 
 def _theory_report(rows) -> str:
-    """The fourier report's Theory section: 001's L1 <= s and degree <= depth over every learned tree, and its
-    approximation theorem (error <= 2 eps; terms <= s^2 / eps, the proof's, and <= s / eps, the statement's)."""
-    leaves, l1 = np.asarray(rows["tree_leaves"], np.float64), np.asarray(rows["tree_l1"], np.float64)
-    lines = [theory.check("001 (Step 2)", "L1(f) <= s for a tree of s leaves", leaves, l1, "upper",
-                          unit="learned trees (every trial and m)", tol=1e-4),
-             theory.check("001 (Step 2)", "degree <= depth", rows["tree_depth"], rows["tree_degree"], "upper",
-                          unit="learned trees (every trial and m)")]
+    """The fourier report's Theory section: 001's L1 <= s, degree <= depth, and its approximation theorem's error <=
+    2 eps and terms <= s^2 / eps (the proof's), identities of every tree; terms <= s / eps (the statement's) against
+    every learned tree and target."""
+    tests = "tests/test_fourier.py, tests/test_theory.py"
+    epsilons = ", ".join(map(str, APPROX_EPS.values()))
+    lines = [theory.identity("001 (Step 2)", "a tree of s leaves and depth d has L1 <= s and degree <= d",
+                             "Every learned tree, every trial and m.", tests),
+             theory.identity("001 approximation theorem and its proof (Step 3)", "h = the terms of degree <= log2(s / "
+                             "eps) with |h^(S)| >= eps / L1 has E[(F - h)^2] <= 2 eps and at most L1^2 / eps <= s^2 / "
+                             "eps terms", f"Every learned tree and target, eps = {epsilons}.", tests)]
     for who, (eps, s, error, terms) in _approx_points(rows).items():
         name = "learned trees" if who == "tree" else "targets"
-        lines.append(theory.check(f"001 approximation theorem ({name})", "E[(F - h)^2] <= 2 eps, h of degree <= "
-                                  "log2(s / eps) with |h^(S)| >= eps / L1", 2 * eps, error, "upper",
-                                  unit=f"({name[:-1]}, eps) points, eps = " + ", ".join(map(str, APPROX_EPS.values())),
-                                  tol=1e-5))
-        lines.append(theory.check(f"001 approximation theorem, its proof ({name})", "terms of h <= s^2 / eps",
-                                  theory.fourier_terms_proof(s, eps), terms, "upper", unit=f"({name[:-1]}, eps) points"))
         lines.append(theory.check(f"001 approximation theorem, as stated ({name})", "terms of h <= s / eps",
-                                  theory.fourier_terms_stated(s, eps), terms, "upper", unit=f"({name[:-1]}, eps) points"))
-    return theory.section(lines, "Each statement of the notes against every measured point; ratio: the median of "
-                                 "bound / measured. The notes state sparsity s / eps; their proof (Step 3: at most "
-                                 "L1^2 / eps coefficients of size >= eps / L1) gives s^2 / eps: the counts say which "
-                                 "the data support.")
+                                  theory.fourier_terms_stated(s, eps), terms, "upper",
+                                  unit=f"({name[:-1]}, eps) points"))
+    return theory.section(lines, "Each statement of the notes, its kind first, against every measured point. The "
+                                 "notes state sparsity s / eps; their proof (Step 3: at most L1^2 / eps coefficients "
+                                 "of size >= eps / L1) gives s^2 / eps, an identity; the statement's s / eps can fail.")
 
 
 FOURIER = Study(

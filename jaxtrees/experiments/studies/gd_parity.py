@@ -227,10 +227,10 @@ def _smoothed_report(rows):
     return summary.section(
         f"k-parities on c-smoothed inputs: {optimizer(rows)} steps to learn vs n", text, header, table,
         after="\n\nGrowth in n (least squares on log median vs log n, uncensored medians; a polynomial is a straight "
-              "line on the figure's log-log axes):\n\n" + growth) + divergence_note(rows) + "\n" + theory.section([
-        "- 000 Open Question 1 states no bound for gradient descent under smoothing. The degree-1 signal smoothing "
-        "creates, P[max_J |I| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)) (000 Lemma 11), is checked per trial by "
-        "gd-scaling's Theory section, whose rows record the signal."])
+              "line on the figure's log-log axes):\n\n" + growth) + divergence_note(rows) + "\n" + theory.section([],
+        "000 Open Question 1 states no bound for gradient descent under smoothing: no statement to test here. The "
+        "degree-1 signal smoothing creates, P[max_J |I| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)) (000 Lemma 11), is "
+        "compared per trial in gd-scaling's Theory section, whose rows record the signal.")
 
 
 def _smoothed_trial(key, params):

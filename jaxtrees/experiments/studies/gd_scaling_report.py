@@ -130,32 +130,43 @@ def _signal_trials(trials):
     return trials.take(keep & np.isfinite(np.asarray(trials["influence_max"], np.float64)))
 
 
-def lemma11_points(trials):
+def lemma11_points(trials, capped: bool = True):
     """``(table, measured, bound, codes, keys)`` for 000 Lemma 11 over the smoothed trials (:func:`_signal_trials`)
     by (family, k, c): each trial's max_J |I(D, j)| = t, the empirical P[max_J |I| <= t] of its cell
-    (``measured``) and the lemma's (2/c)^k sqrt(t / (2 alpha^2)), alpha = 1/2 - c (``bound``)."""
+    (``measured``) and the lemma's (2/c)^k sqrt(t / (2 alpha^2)), alpha = 1/2 - c (``bound``; capped at 1 unless
+    ``capped=False``)."""
     sel = _signal_trials(trials)
     codes, keys = tables.groups(sel, ["family", "k", "c"])
     t = np.asarray(sel["influence_max"], np.float64)
     measured = theory.empirical_cdf(codes, t)
     c = np.asarray(sel["c"], np.float64)
-    bound = theory.lemma11_probability(t, 0.5 - c, c, np.asarray(sel["k"], np.float64))
+    bound = theory.lemma11_probability(t, 0.5 - c, c, np.asarray(sel["k"], np.float64), capped=capped)
     return sel, measured, bound, codes, keys
 
 
+def lemma11_check(trials):
+    """000 Lemma 11, uncapped, against every smoothed trial with t > 0 (None: no smoothed trial)."""
+    sel, measured, bound, _, _ = lemma11_points(trials, capped=False)
+    if not len(sel):
+        return None
+    t = np.asarray(sel["influence_max"], np.float64)
+    return theory.check("000 Lemma 11", "P[max_J |I(D, j)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)), alpha = 1/2 - c, "
+                        "for p_i = 1/2 + U[-c, c], uncapped", bound[t > 0], measured[t > 0], "upper",
+                        unit="smoothed trials", note=f"Measured: the empirical P[max_J |I| <= t] of the trial's "
+                        f"(family, k, c) at its own t ({int((t <= 0).sum()):,} trials with t = 0 count in it).")
+
+
 def theory_section(trials) -> str:
-    """gd-scaling's "Theory" section: 000 Lemma 11 against every smoothed trial's exact signal."""
-    sel, measured, bound, _, _ = lemma11_points(trials)
-    lines = [theory.check("000 Lemma 11", "P[max_J |I(D, j)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)), alpha = 1/2 - c, "
-                          "for p_i = 1/2 + U[-c, c]", bound, measured, "upper", unit="smoothed trials",
-                          note="Measured: the empirical P[max_J |I| <= t] of the trial's (family, k, c) at its own t.")
-             if len(sel) else "- 000 Lemma 11: no smoothed trial (c > 0) in these rows.",
-             "- 000 Lemma 9 (|I(D_w, j)| > alpha^2 (2c)^(k-1)) is not drawn: it needs |p_j - 1/2| >= c, which "
-             "p_i = 1/2 + U[-c, c] reverses (its exact signal p_j (1 - p_j) prod_{i in J \\ j} |2 p_i - 1| is "
-             "`influence_min` / `influence_max` for parities)."]
-    return theory.section(lines, "Each statement of the seed this study tests, against the measured points; the "
-                                 "ratio bound / measured is the median over the points (> 1: room to spare for an "
-                                 "upper bound).")
+    """gd-scaling's "Theory" section: 000 Lemma 11 against every smoothed trial's exact signal; Lemma 9 outside."""
+    lemma11 = lemma11_check(trials)
+    lines = [lemma11 if lemma11 is not None else
+             theory.outside("000 Lemma 11", "P[max_J |I(D, j)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2))",
+                            "no smoothed trial (c > 0) in these rows: the lemma is about p_i = 1/2 + U[-c, c]"),
+             theory.outside("000 Lemma 9", "|I(D_w, j)| > alpha^2 (2c)^(k-1)", "it needs |p_j - 1/2| >= c, which p_i "
+                            "= 1/2 + U[-c, c] does not give (the exact signal p_j (1 - p_j) prod_{i in J \\ j} |2 p_i "
+                            "- 1| is `influence_min` / `influence_max` for parities)")]
+    return theory.section(lines, "Each statement of the seed this study tests, its kind first, against the measured "
+                                 "points.")
 
 
 def _iqr_texts(q, budgets) -> list[str]:
@@ -330,6 +341,9 @@ def _lemma11_panel(ax, trials):
     steps) and the lemma's (2/c)^k sqrt(t / (2 alpha^2)) (dashed, same colour)."""
     sel, measured, bound, codes, keys = lemma11_points(trials)
     t = np.asarray(sel["influence_max"], np.float64)
+    lemma11 = lemma11_check(trials)
+    if lemma11 is not None:
+        ax.plot([], [], "k--", lw=1, label="Lemma 11" + (", vacuous at this size" if lemma11.kind == "vacuous" else ""))
     for g, (family_, k, c) in enumerate(keys):
         mine = np.flatnonzero(codes == g)
         order = mine[np.argsort(t[mine], kind="stable")]

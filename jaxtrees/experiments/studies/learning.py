@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments import summary
+from jaxtrees.experiments import analysis, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
@@ -122,7 +122,8 @@ def _juntas_report(rows):
 JUNTAS = Study(
     name="juntas",
     trial=_juntas_trial,
-    grid=({"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
+    grid=({"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"], "m_min": 16,
+           "m_max": 8192},
           {"n": [16, 32, 64], "k": [3, 4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
            "m_min": 16, "m_max": 65536}),
     replicates=(200, 1000),
@@ -235,9 +236,9 @@ def _trees_plot(rows, stem):
 
 def _trees_report(rows):
     return _threshold_report(rows, ["log2_n", "extra_depth", "impurity", "c"],
-                             "random depth-log2(n) trees (000 Conj. 3)") + "\n" + theory.section([
-        "- 000 Conjecture 3 (ID3 learns depth-log n trees under smoothing) states no bound: no statement with "
-        "constants to check; the juntas and parity studies check Theorem 7's and Lemmas 9 and 11's."])
+                             "random depth-log2(n) trees (000 Conj. 3)") + "\n" + theory.section([],
+        "000 Conjecture 3 (ID3 learns depth-log n trees under smoothing) states no bound: no statement to test here; "
+        "the juntas and parity studies test Theorems 7, 10 and 12 by their form and compare Lemmas 9 and 11.")
 
 
 TREES = Study(
@@ -327,10 +328,11 @@ SIGNAL_COLUMNS = ("m", "c", "k", "n", "log2_n", "alpha", "eps_star", "p_min", "s
 
 
 def _signal_trials(rows, by):
-    """One row per trial (its largest m), smoothed (c > 0) with a finite signal."""
+    """One row per trial (its largest m), smoothed (c > 0) with a finite signal (eps* = 0 kept: the event Lemma 11
+    bounds)."""
     trials = at_max(rows.select(*by, *SIGNAL_COLUMNS), by, "m")
     eps = np.asarray(trials["eps_star"], np.float64)
-    return trials.take((np.asarray(trials["c"], np.float64) > 0) & np.isfinite(eps) & (eps > 0))
+    return trials.take((np.asarray(trials["c"], np.float64) > 0) & np.isfinite(eps))
 
 
 def _thresholds(rows, by) -> dict:
@@ -352,64 +354,196 @@ def _scale(rows, kind):
 
 
 def _signal_theory(rows, by, kind) -> str:
-    """The Theory section of the parity and juntas reports: the exact signal eps* against 000 Lemma 9's floor
-    (parities) or Lemma 11's bound (juntas), Theorem 7's scale against m for 90%, Theorem 12's slope (juntas)."""
+    """The Theory section of the parity and juntas reports: 000 Lemma 9 (parities: an identity of the (alpha, c)
+    construction) or Lemma 11 (juntas) against the exact signal eps*, and Theorems 7, 10 (parities) and 12 (juntas)
+    tested by their form on the Gini cells (:func:`lipschitz_lines`)."""
     if "eps_star" not in rows:
         return ""
-    trials = _signal_trials(rows, by)
-    k, n, c, alpha = _k_n_alpha(trials, kind)
-    eps = np.asarray(trials["eps_star"], np.float64)
     lines = []
     if kind == "parity":
-        lines.append(theory.check("000 Lemma 9", "eps* > alpha^2 (2c)^(k-1) for p_j in (alpha, 1 - alpha), |p_j - 1/2| "
-                                  ">= c, k = log2 n", theory.lemma9_floor(alpha, c, k), eps, "lower",
-                                  unit="(alpha, c) trials", tol=0.0))
+        lines.append(theory.identity("000 Lemma 9", "eps* > alpha^2 (2c)^(k-1) for p_j in (alpha, 1 - alpha), |p_j - "
+                                     "1/2| >= c (the exact signal p_j (1 - p_j) prod |2 p_i - 1| of every (alpha, c) "
+                                     "parity)"))
     else:
-        codes, _ = tables.groups(trials, by)
-        lines.append(theory.check("000 Lemma 11, union over the 3^k restrictions", "P[eps* <= t] <= 3^k (2/c)^k "
-                                  "sqrt(t / (2 alpha^2)), alpha = 1/2 - c", theory.lemma11_union_probability(
-                                      eps, alpha, c, k), theory.empirical_cdf(codes, eps), "upper",
-                                  unit="smoothed trials", note="Measured: the empirical P[eps* <= t] of the trial's "
-                                  "cell at its own t = eps*."))
-    m90 = _thresholds(rows, by)
-    keys, q = tables.group_quantiles(trials, by, _scale(trials, kind), [0.5])
-    normalized = {key: m90[key] / median for key, (median,) in zip(keys, q) if m90.get(key) is not None}
-    if normalized:
-        low, high = min(normalized.values()), max(normalized.values())
-        lines.append(f"- 000 Thm 7's dependence: m for 90% / median eps*^-4 p_min^-2 k ln(n / {DELTA:g}) per cell "
-                     f"(c > 0): {low:.3g} to {high:.3g}, a factor {high / low:.3g} across {len(normalized)} cells "
-                     "(constant if Theorem 7's dependence on eps* and p_min is tight; the figure's second panel).")
+        trials = _signal_trials(rows, by)
+        k, n, c, alpha = _k_n_alpha(trials, kind)
+        lines.append(lemma11_check(trials, by, alpha, c, k, "alpha = 1/2 - c"))
+    cells, m = trials_by_cell(rows, by, ("eps_star",))
+    lines += lipschitz_lines(cells, m, by, kind)
+    return "\n" + theory.section(lines, "Each statement of the seed against the measured points, its kind first. "
+                                        "eps*: per trial, the smallest over restrictions w of the support with f_w "
+                                        "not constant of the largest |I(D_w, i)| (exact); p_min = prod_J min(p_j, 1 "
+                                        "- p_j); m90: the smallest m from which a cell's success rate stays >= 0.9.")
+
+
+def lemma11_check(trials, by, alpha, c, k, which: str):
+    """000 Lemma 11 with a union over the 3^k restrictions, uncapped, against each smoothed trial's cell's empirical
+    P[eps* <= t] at its own t = eps* > 0 (trials with eps* = 0 count in every point's P, not as points)."""
+    codes, _ = tables.groups(trials, by)
+    eps = np.asarray(trials["eps_star"], np.float64)
+    cdf = theory.empirical_cdf(codes, eps)
+    bound = theory.lemma11_union_probability(eps, alpha, c, k, capped=False)
+    positive = eps > 0
+    zeros = int((~positive).sum())
+    return theory.check("000 Lemma 11, union over the 3^k restrictions", "P[eps* <= t] <= 3^k (2/c)^k sqrt(t / (2 "
+                        f"alpha^2)), {which}, uncapped", bound[positive], cdf[positive], "upper",
+                        unit="smoothed trials", note=f"Measured: the empirical P[eps* <= t] of the trial's cell at its "
+                        f"own t = eps* ({zeros:,} trials with eps* = 0 count in it).")
+
+
+# ----------------------------------------------------------------------------- 000's Lipschitz theorems by their form
+
+#: Bootstrap resamples of a form's slope.
+REPLICATES = 1000
+
+#: Impurity names as the reports write them.
+IMPURITY_TEXT = {"entropy": "entropy", "gini": "Gini", "kearns_mansour": "Kearns-Mansour"}
+
+
+def trials_by_cell(rows, by, columns=(), matrix: str = "success") -> tuple[dict, np.ndarray]:
+    """``(cells, m)``: per cell of ``by`` (a tuple of its values), ``(values, per_trial)``: ``float[trials, M]`` of
+    the column ``matrix`` over the ascending m grid ``m``, and each of ``columns`` per trial (at its largest m).
+    Trials are told apart by the ``cell`` and ``replicate`` columns (rows in a trial's m order otherwise)."""
+    trial = [name for name in ("cell", "replicate") if name in rows]
+    m_all = np.asarray(rows["m"], np.float64)
+    m = np.unique(m_all)
+    if trial:
+        codes, keys = tables.groups(rows, [*by, *trial])
+    else:  # a trial's rows are consecutive, one per m
+        codes = np.cumsum(np.r_[True, np.diff(m_all) <= 0]) - 1
+        keys = [tuple(rows[name][i] for name in by) for i in np.flatnonzero(np.r_[True, np.diff(m_all) <= 0])]
+        keys = [(*key, g) for g, key in enumerate(keys)]
+    values = np.full((len(keys), m.size), np.nan)
+    values[codes, np.searchsorted(m, m_all)] = np.asarray(rows[matrix], np.float64)
+    last = np.zeros(len(keys), np.int64)
+    last[codes] = np.arange(len(codes))  # a row of each trial (its values are per trial)
+    cells = {}
+    for g, key in enumerate(keys):
+        cells.setdefault(tuple(key[:len(by)]), []).append(g)
+    out = {}
+    for cell, members in cells.items():
+        members = np.asarray(members)
+        out[cell] = (values[members], {name: np.asarray(rows[name], np.float64)[last[members]] for name in columns})
+    return out, m
+
+
+def lipschitz_lines(cells, m, by, kind) -> list:
+    """000's Theorems 7, 10 (parities) and 12 (juntas, smoothed-base) by their form over the smoothed Gini cells (the
+    only built-in impurity that is strongly concave and Lipschitz, 000 Sec. 1.2): the exponent of 1/eps* in m90
+    against Theorem 7's 4, of 1/c against Theorem 10's 4k - 4 (as derived) or Theorem 12's bound's own exponent at
+    the cells' c, and of ln(n / delta) against 1 where n varies; an ``[outside]`` line for the other impurities."""
+    info, inside = lipschitz_cells(cells, by, kind)
+    lines = []
+    if inside:
+        lines.append(_theorem7_form(inside, m))
+        lines.append(_c_form(inside, m, info, kind))
+        if len({info[cell]["n"] for cell in inside}) > 1:
+            lines.append(_n_form(inside, m, info, kind))
+    others = sorted({IMPURITY_TEXT.get(info[cell]["impurity"], info[cell]["impurity"]) for cell in cells
+                     if not theory.lipschitz(info[cell]["impurity"])})
+    if others:
+        count = sum(1 for cell in cells if not theory.lipschitz(info[cell]["impurity"]))
+        lines.append(theory.outside("000 Thms 7, " + ("10" if kind == "parity" else "12"), f"the {count} "
+                                    f"{' and '.join(others)} cells", f"{' and '.join(others)} "
+                                    f"{'is' if len(others) == 1 else 'are'} not Lipschitz (slope unbounded at q = 0 "
+                                    "and 1), and 000 assumes a strongly concave, Lipschitz impurity (Sec. 1.2)"))
+    return [line for line in lines if line is not None]
+
+
+def lipschitz_cells(cells, by, kind) -> tuple[dict, dict]:
+    """``(info, inside)``: every cell's :func:`_cell_info`, and the cells (of ``cells``) inside 000's Lipschitz
+    theorems' hypotheses: smoothed (c > 0), Gini."""
+    info = {cell: _cell_info(dict(zip(by, cell)), kind) for cell in cells}
+    inside = {cell: v for cell, v in cells.items() if info[cell]["c"] > 0 and theory.lipschitz(info[cell]["impurity"])}
+    return info, inside
+
+
+def _cell_info(cell, kind) -> dict:
+    """A cell's k, n, c, alpha (the smallest min(p_i, 1 - p_i): parity's own, 1/2 - c around 1/2, min(p-hat, 1 -
+    p-hat) - c around a base) and impurity as plain values, and the label of its group of c."""
     if kind == "parity":
-        cells = [dict(zip(by, key)) for key in normalized]
-        derived = [float(theory.theorem10_examples(cl["alpha"], cl["c"], cl["log2_n"], 2 ** cl["log2_n"], DELTA))
-                   for cl in cells]
-        measured = [m90[tuple(cl[name] for name in by)] for cl in cells]
-        if cells:
-            lines.append(theory.check("000 Thm 10 as derived (constant 1)", "m for 90% <= (2c)^(-4k+4) "
-                                      "alpha^(-2k-8) k ln(n / delta) (the paper prints (2c)^(-4k-4))", derived,
-                                      measured, "upper", unit="cells"))
+        k = int(cell["log2_n"])
+        out = {"k": k, "n": 2**k, "alpha": float(cell["alpha"]), "group": (k, float(cell["alpha"]))}
     else:
-        lines += _theorem12_lines(m90, by)
-    return "\n" + theory.section(lines, "Each statement of the seed against the measured points; ratio: the median "
-                                        "of bound / measured. eps*: per trial, the smallest over restrictions w of "
-                                        "the support with f_w not constant of the largest |I(D_w, i)| (exact); "
-                                        "p_min = prod_J min(p_j, 1 - p_j).")
+        hat = float(theory.critical_base(cell["k"])) if cell.get("base") == "critical" else 0.5
+        out = {"k": int(cell["k"]), "n": int(cell["n"]), "alpha": float(theory.smoothed_alpha(hat, cell["c"])),
+               "group": (int(cell["n"]), int(cell["k"]), cell.get("base", ""))}
+    return {**out, "c": float(cell["c"]), "impurity": cell["impurity"]}
 
 
-def _theorem12_lines(m90, by) -> list[str]:
-    """000 Thm 12: the exponent of 1/c in m for 90% per (n, k, impurity), by least squares over c > 0, against 8k."""
-    fits = {}
-    for cell, m in m90.items():
-        info = dict(zip(by, cell))
-        if m is not None and info["c"] > 0:
-            fits.setdefault((info["n"], info["k"], info["impurity"]), []).append((math.log(1 / info["c"]),
-                                                                                  math.log(m)))
-    parts = [f"n = {n}, k = {k}, {imp}: {np.polyfit(*zip(*pts), 1)[0]:.2f} (Thm 12: {8 * k})"
-             for (n, k, imp), pts in fits.items() if len({x for x, _ in pts}) >= 2]
-    if not parts:
-        return ["- 000 Thm 12 (m ~ c^(-8k)): fewer than two c > 0 reach 90% in every (n, k): no slope."]
-    return ["- 000 Thm 12 (m ~ c^(-8k), an upper bound): exponent of 1/c in m for 90%, least squares over c > 0: "
-            + "; ".join(parts) + "."]
+def _slope(cells, m, x_of, label, claim, side="upper"):
+    """A :class:`theory.Slope` of log m90 on log x over ``cells`` (x per trial: ``x_of(cell, values)``)."""
+    keys = list(cells)
+    fit = analysis.threshold_slope([cells[c][0] > 0 for c in keys], [x_of(c, cells[c][1]) for c in keys], m,
+                                   replicates=REPLICATES)
+    return theory.Slope(label, fit.estimate, fit.low, fit.high, claim, side, fit.replicates, REPLICATES)
+
+
+def _theorem7_form(cells, m):
+    """000 Thm 7 by its form: the exponent of 1/eps* in m90 (cell medians) against 4."""
+    with np.errstate(divide="ignore"):
+        slope = _slope(cells, m, lambda cell, v: 1 / v["eps_star"], f"{len(cells)} Gini cells", 4.0)
+    return theory.Form("000 Thm 7", "m ~ beta^-2 gamma^2 eps^-4 alpha^-2k k ln(n / delta) suffices (Gini: beta^-2 "
+                       "gamma^2 = 1/4)", "exponent of 1/eps* (the cell's median) in m90, least squares over the cells "
+                       "reaching 90%", (slope,))
+
+
+def c_slopes(cells, m, info, kind) -> dict:
+    """Per group of cells that differ only in c (at least two): its :class:`theory.Slope` of log m90 on log(1/c)
+    against the theorem's own exponent at those c (Theorem 10: 4k - 4 as derived; Theorem 12: the bound's, 8k as c ->
+    0 with alpha fixed), and the cells."""
+    groups = {}
+    for cell in cells:
+        groups.setdefault(info[cell]["group"], []).append(cell)
+    out = {}
+    for group, members in groups.items():
+        if len(members) < 2:
+            continue
+        one = info[members[0]]
+        c = np.asarray([info[cell]["c"] for cell in members])
+        alpha = np.asarray([info[cell]["alpha"] for cell in members])
+        if kind == "parity":
+            claim = theory.exponent(theory.theorem10_examples(alpha, c, one["k"], one["n"], DELTA), 1 / c)
+            label = f"n = {one['n']}, alpha = {one['alpha']:g}"
+        else:
+            bound = theory.theorem12_examples(alpha, c, one["k"], one["n"], DELTA / 2, DELTA / 2)
+            claim = theory.exponent(bound, 1 / c)
+            label = f"n = {one['n']}, k = {one['k']}" + (f", {group[2]}" if group[2] else "")
+        out[group] = (_slope({cell: cells[cell] for cell in members}, m,
+                             lambda cell, v: np.full(len(v["eps_star"]), 1 / info[cell]["c"]), label, claim), members)
+    return out
+
+
+def _c_form(cells, m, info, kind):
+    """000 Thm 10 (parities) or 12 by its form: :func:`c_slopes`."""
+    slopes = tuple(slope for slope, _ in c_slopes(cells, m, info, kind).values())
+    if not slopes:
+        return None
+    if kind == "parity":
+        return theory.Form("000 Thm 10", "m ~ beta^-2 gamma^2 (2c)^(-4k+4) alpha^(-2k-8) k ln(n / delta) suffices (as "
+                           "derived; the paper prints (2c)^(-4k-4))", "exponent of 1/c in m90 against the derived "
+                           "4k - 4", slopes)
+    return theory.Form("000 Thm 12", "m ~ B^k beta^-2 gamma^2 c^(-8k) delta1^-8 alpha^(-2k-8) k ln(n / delta2) "
+                       "suffices", "exponent of 1/c in m90 against the bound's own at these c (alpha = min(p-hat, 1 - "
+                       "p-hat) - c; 8k as c -> 0)", slopes)
+
+
+def _n_form(cells, m, info, kind):
+    """000 Thm 7's ln(n / delta) by its form: per (k, c[, base]) the exponent of ln(n / delta) in m90 against 1."""
+    if kind == "parity":  # k = log2 n grows with n: no fixed-k comparison
+        return None
+    groups = {}
+    for cell in cells:
+        one = info[cell]
+        groups.setdefault((one["k"], one["c"], one["group"][2]), []).append(cell)
+    slopes = [_slope({cell: cells[cell] for cell in members}, m,
+                     lambda cell, v: np.full(len(v["eps_star"]), math.log(info[cell]["n"] / DELTA)),
+                     f"k = {k}, c = {c:g}" + (f", {base}" if base else ""), 1.0)
+              for (k, c, base), members in groups.items() if len({info[cell]["n"] for cell in members}) > 1]
+    if not slopes:
+        return None
+    return theory.Form("000 Thms 7, 12 (ln n)", f"m grows as ln(n / delta) at fixed k and c (delta = {DELTA:g})",
+                       "exponent of ln(n / delta) in m90 against 1", tuple(slopes))
 
 
 #: Points drawn per empirical CDF (evenly spaced in rank; a cell's trials may be millions): exact at each of them.
@@ -424,7 +558,7 @@ def _signal_plot(rows, stem, by, kind):
     if "eps_star" not in rows:
         return []
     trials = _signal_trials(rows, by)
-    panels = 4
+    panels = 5
     fig, axes = summary.figure(panels)
     codes, keys = tables.groups(trials, by)
     eps = np.asarray(trials["eps_star"], np.float64)
@@ -443,9 +577,12 @@ def _signal_plot(rows, stem, by, kind):
         else:
             ax.plot(eps[order], theory.lemma11_union_probability(eps[order], alpha[order], c[order], k[order]), "--",
                     color=look["color"], lw=1)
+    if kind != "parity" and len(trials):
+        vacuous = lemma11_check(trials, by, alpha, c, k, "").kind == "vacuous"
+        ax.plot([], [], "k--", lw=1, label="Lemma 11 x 3^k" + (": vacuous at this size" if vacuous else ""))
     ax.set_xscale("log")
     summary.panel(ax, "eps* per trial: P[eps* <= t]" + ("\n(dotted: Lemma 9's floor)" if kind == "parity" else
-                                                         "\n(dashed: Lemma 11 x 3^k restrictions)"),
+                                                         "\n(dashed: Lemma 11 x 3^k restrictions, capped at 1)"),
                   "t", xbase=None, ylim=summary.RATE_LIMITS)
     ax.set_xscale("log")
     ax = axes[1]  # Theorem 7's scale: the cells collapse if its dependence is right
@@ -468,14 +605,19 @@ def _signal_plot(rows, stem, by, kind):
     summary.panel(ax, "P[exact] against Thm 7's scale", f"m / (eps*^-4 p_min^-2 k ln(n / {DELTA:g}))", xbase=None,
                   ylim=summary.RATE_LIMITS)
     ax.set_xscale("log")
-    _m90_panels(axes[2], axes[3], _thresholds(rows, by), by, kind)
+    cells, m = trials_by_cell(rows, by, ("eps_star",))
+    info, inside = lipschitz_cells(cells, by, kind)
+    m90 = _thresholds(rows, by)
+    _m90_panels(axes[2], axes[3], m90, by, kind, c_slopes(inside, m, info, kind))
+    eps_panel(axes[4], inside, m, m90)
     return summary.finish(fig, axes, stem, "P[eps* <= t]", "000's exact signal eps* (c > 0) against its lemmas and "
                           "Theorem 7's scale", np.bincount(codes, minlength=len(keys)).tolist() or [0])
 
 
-def _m90_panels(by_c, by_n, m90, by, kind="juntas"):
-    """m for 90% against 1/c (dotted through the first point: Theorem 12's slope 8k for juntas, Theorem 10's 4k - 4
-    as derived for parities, (2c)^(-4k+4)) and against ln n."""
+def _m90_panels(by_c, by_n, m90, by, kind, forms):
+    """m for 90% against 1/c per group of cells that differ only in c, with the [form] fit of each Gini group (its
+    exponent dashed through the points, the bootstrap 95% interval shaded, the theorem's exponent dotted: Theorem 12's
+    bound's for juntas, Theorem 10's 4k - 4 as derived for parities), and against ln n."""
     curves_c, curves_n = {}, {}
     for cell, m in m90.items():
         info = dict(zip(by, cell))
@@ -484,28 +626,64 @@ def _m90_panels(by_c, by_n, m90, by, kind="juntas"):
         if kind == "parity":  # k = log2 n; the cells of one alpha
             info = {**info, "k": info["log2_n"], "n": 2 ** info["log2_n"],
                     "impurity": f"{info['impurity']}, alpha = {info['alpha']:g}"}
-        curves_c.setdefault((info["n"], info["k"], info["impurity"]), []).append((1 / info["c"], m))
+        curves_c.setdefault((info["n"], info["k"], info["impurity"]), []).append((1 / info["c"], m, cell))
         label = f"c = {info['c']:g}, {info['impurity']}" if kind == "parity" else \
             f"k = {info['k']}, c = {info['c']:g}, {info['impurity']}"  # a parity's k grows with n
         curves_n.setdefault(label, []).append((math.log(info["n"]), m))
     for (n, k, imp), pts in curves_c.items():
         pts.sort()
         look = summary.series_style(by_c)
-        by_c.plot(*zip(*pts), color=look["color"], marker=look["marker"], label=f"n = {n}, k = {k}, {imp}")
-        x0, y0 = pts[0]
-        xs = np.array([x0, pts[-1][0]])
-        slope = 4 * k - 4 if kind == "parity" else 8 * k
-        by_c.plot(xs, y0 * (xs / x0) ** slope, ":", color=look["color"], lw=1)
+        by_c.plot([x for x, _, _ in pts], [y for _, y, _ in pts], color=look["color"], marker=look["marker"],
+                  label=f"n = {n}, k = {k}, {imp}")
+        for slope, members in forms.values():
+            if pts[0][2] in members:
+                draw_form(by_c, [(x, y) for x, y, _ in pts], slope, look["color"])
     by_c.set_xscale("log")
     by_c.set_yscale("log")
-    reference = "Thm 10's slope 4k - 4 (derived)" if kind == "parity" else "Thm 12's slope 8k"
-    summary.panel(by_c, f"m for 90% against 1/c\n(dotted: {reference})", "1/c", xbase=None)
+    reference = "Thm 10's 4k - 4" if kind == "parity" else "Thm 12's exponent"
+    summary.panel(by_c, f"m for 90% against 1/c (Gini: fit, 95% band;\ndotted: {reference})", "1/c", xbase=None)
     by_c.set_xscale("log")
     for label, pts in curves_n.items():
         pts.sort()
         by_n.plot(*zip(*pts), label=label, **summary.series_style(by_n))
     by_n.set_yscale("log")
     summary.panel(by_n, "m for 90% against ln n", "ln n", xbase=None)
+
+
+def eps_panel(ax, inside, m, m90):
+    """m for 90% against the cell's median 1/eps* over the Gini cells, with Theorem 7's [form] fit (exponent <= 4)."""
+    points = [(float(np.median(1 / v["eps_star"])), m90[cell]) for cell, (_, v) in inside.items()
+              if m90.get(cell) is not None]
+    if points:
+        look = summary.series_style(ax)
+        ax.plot(*zip(*sorted(points)), ls="none", color=look["color"], marker=look["marker"], label="Gini cells")
+        draw_form(ax, points, _theorem7_form(inside, m).slopes[0], look["color"])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    summary.panel(ax, "m for 90% against 1/eps* (cell median)\n(Thm 7: fit, 95% band; dotted: its 4)", "1/eps*",
+                  xbase=None)
+    ax.set_ylabel("m for 90%")
+
+
+def draw_form(ax, points, slope, color):
+    """A [form] fit on log-log axes: the fitted exponent dashed through the geometric centre of ``points`` ((x, y)
+    of the cells the fit used), its bootstrap interval shaded, the statement's exponent dotted, the numbers at the
+    right end (unlabelled: the series' colours stay)."""
+    x, y = np.log(np.asarray(points, np.float64)).T
+    if not np.isfinite(slope.estimate) or np.unique(x).size < 2:
+        return
+    x0, y0 = x.mean(), y.mean()
+    xs = np.linspace(x.min(), x.max(), 32)
+    line = lambda b: np.exp(y0 + b * (xs - x0))  # noqa: E731
+    ax.plot(np.exp(xs), line(slope.estimate), "--", color=color, lw=1)
+    if np.isfinite(slope.low):
+        ax.fill_between(np.exp(xs), np.minimum(line(slope.low), line(slope.high)),
+                        np.maximum(line(slope.low), line(slope.high)), color=color, alpha=0.15, lw=0)
+    near = np.abs(y0 + slope.claim * (xs - x0) - y0) <= (y.max() - y.min()) / 2 + math.log(4)  # the data's height
+    ax.plot(np.exp(xs[near]), line(slope.claim)[near], ":", color=color, lw=1)
+    interval = f" [{slope.low:.2g}, {slope.high:.2g}]" if np.isfinite(slope.low) else ""
+    ax.annotate(f"{slope.estimate:.2g}{interval} vs {slope.claim:.3g}", (np.exp(xs[-1]), line(slope.estimate)[-1]),
+                fontsize=7, color=color, ha="right", va="bottom")
 
 
 def _cell_label(cell) -> str:

@@ -202,13 +202,10 @@ def _nodes_plot(rows, stem):
 def _theory_report(rows, fms, by) -> str:
     """The rank report's Theory section: 003 Lemma 1's node bounds (FINDMIN's and ID3's trees), Theorem 2's
     guarantee at and past its m, Lemma 3's invocations."""
-    lines = []
-    for learner, (n, r, nodes) in _trees(rows).items():
-        lines.append(theory.check(f"003 Lemma 1 ({learner})", "nodes >= 2^(r+1) - 1 (Lemma 5: rank <= floor(log2 "
-                                  "nodes))", theory.rank_nodes_min(r), nodes, "lower", unit="trees (every trial and m)"))
-        lines.append(theory.check(f"003 Lemma 1 ({learner})", "nodes <= 2 sum_{i <= r} C(n, i) - 1",
-                                  theory.rank_nodes_max(n.astype(np.int64), r.astype(np.int64)), nodes, "upper",
-                                  unit="trees (every trial and m)"))
+    learners = " and ".join(_trees(rows))
+    lines = [theory.identity("003 Lemma 1", "a reduced tree of rank r over n variables has between 2^(r+1) - 1 and 2 "
+                             "sum_{i <= r} C(n, i) - 1 nodes (Lemma 5: rank <= floor(log2 nodes))",
+                             f"Trees: {learners}'s, every trial and m.", "tests/test_rank.py, tests/test_theory.py")]
     levels, shares = [], []
     for cell, fm in fms.items():
         info = dict(zip(by, cell))
@@ -224,8 +221,8 @@ def _theory_report(rows, fms, by) -> str:
     lines.append(theory.check("003 Lemma 3", "FIND's invocations in FINDMIN <= sum_{j <= r} (n + 1)^(2j) at the rank "
                               "found", _lemma3_bounds(found), found["findmin_calls"], "upper",
                               unit="searches (every trial and m)"))
-    return theory.section(lines, "Each statement of the seed this study tests, against every measured point; ratio: "
-                                 "the median of bound / measured.")
+    return theory.section(lines, "Each statement of the seed this study tests, its kind first, against every measured "
+                                 "point.")
 
 
 def _found(rows):

@@ -21,7 +21,9 @@ from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, at_max, bytes_per_trial,
                                                  check_sample_grid, chosen, learn_on_prefixes, sample_sizes, trial_keys)
-from jaxtrees.experiments.studies.learning import CPU_OPT_LEVEL, restriction_signal
+from jaxtrees.experiments.studies.learning import (CPU_OPT_LEVEL, c_slopes, draw_form, eps_panel, lemma11_check,
+                                                   lipschitz_cells, lipschitz_lines, restriction_signal,
+                                                   trials_by_cell)
 
 #: The bases: ``critical`` p-hat = 2^(-2/k) (the target's root signal vanishes), ``half`` p-hat = 1/2 (the control).
 BASES = ("critical", "half")
@@ -119,9 +121,9 @@ def _hat(rows) -> np.ndarray:
 
 
 def _smoothed(trials):
-    """The smoothed (c > 0) trials with a finite, nonzero signal."""
+    """The smoothed (c > 0) trials with a finite signal (eps* = 0 kept: the event Lemma 11 bounds)."""
     eps = np.asarray(trials["eps_star"], np.float64)
-    return trials.take((np.asarray(trials["c"], np.float64) > 0) & np.isfinite(eps) & (eps > 0))
+    return trials.take((np.asarray(trials["c"], np.float64) > 0) & np.isfinite(eps))
 
 
 def _thresholds(rows) -> dict:
@@ -155,44 +157,41 @@ def _report(rows):
 
 
 def _theory(rows, trials, m90) -> str:
-    """000 Lemma 11 (any base), Theorem 7 per trial, Theorem 12 per cell, and the vanishing signal at c = 0."""
+    """000 Lemma 11 (any base), Theorem 7 per trial with its constant 1 (Gini), Theorems 7 and 12 by their form (Gini),
+    and the vanishing signal at c = 0."""
     smoothed = _smoothed(trials)
     k = np.asarray(smoothed["k"], np.float64)
-    n = np.asarray(smoothed["n"], np.float64)
     c = np.asarray(smoothed["c"], np.float64)
     alpha = theory.smoothed_alpha(_hat(smoothed), c)
-    eps = np.asarray(smoothed["eps_star"], np.float64)
-    codes, _ = tables.groups(smoothed, BY)
-    lines = [theory.check("000 Lemma 11 around p-hat, union over the 3^k restrictions", "P[eps* <= t] <= 3^k (2/c)^k "
-                          "sqrt(t / (2 alpha^2)), alpha = min(p-hat, 1 - p-hat) - c",
-                          theory.lemma11_union_probability(eps, alpha, c, k), theory.empirical_cdf(codes, eps),
-                          "upper", unit="smoothed trials", note="Measured: the empirical P[eps* <= t] of the trial's "
-                          "cell at its own t = eps*.")]
-    scale = theory.theorem7_scale(eps, smoothed["p_min"], k, n, DELTA)
-    needed = np.asarray(smoothed["_needed"], np.float64)
-    m_max = np.asarray(smoothed["m"], np.float64)
-    known = np.where(np.isinf(needed) & (scale > m_max), np.nan, needed)  # censored beyond the grid: no verdict
-    lines.append(theory.check("000 Thm 7 per trial (constant 1)", f"examples needed <= eps*^-4 p_min^-2 k ln(n / "
-                              f"{DELTA:g})", scale, known, "upper", unit="smoothed trials",
-                              note="Examples needed: the smallest m from which the trial's tree is exact; a trial not "
-                              "exact at m_max counts against the bound where the bound is <= m_max, else is left out."))
-    exact = np.isfinite(needed) & np.isfinite(scale) & (scale > 0)
-    if np.unique(scale[exact]).size >= 2:
-        slope = np.polyfit(np.log(scale[exact]), np.log(needed[exact]), 1)[0]
-        lines.append(f"- 000 Thm 7's dependence: least-squares slope of ln(examples needed) on ln(eps*^-4 p_min^-2 k "
-                     f"ln(n / {DELTA:g})) over the {int(exact.sum()):,} smoothed trials exact by m_max: {slope:.3f} (1 "
-                     "if the bound's dependence on eps* and p_min were tight; the figure's second panel).")
-    cells = [(dict(zip(BY, key)), m) for key, m in m90.items() if m is not None and key[BY.index("c")] > 0]
-    if cells:
-        bound = [float(theory.theorem12_examples(theory.smoothed_alpha(base_of(cl), cl["c"]), cl["c"], cl["k"],
-                                                 cl["n"], DELTA / 2, DELTA / 2)) for cl, _ in cells]
-        lines.append(theory.check("000 Thm 12 (B = beta = gamma = 1)", "m for 90% <= c^(-8k) delta1^-8 "
-                                  f"alpha^(-2k-8) k ln(n / delta2), delta1 = delta2 = {DELTA / 2:g}", bound,
-                                  [m for _, m in cells], "upper", unit="cells reaching 90%"))
+    lines = [lemma11_check(smoothed, BY, alpha, c, k, "alpha = min(p-hat, 1 - p-hat) - c")]
+    gini = smoothed.take(np.asarray([theory.lipschitz(v) for v in smoothed["impurity"]], bool))
+    if len(gini):
+        scale = THEOREM7_FACTOR * _scale(gini)
+        needed = np.asarray(gini["_needed"], np.float64)
+        m_max = np.asarray(gini["m"], np.float64)
+        known = np.where(np.isinf(needed) & (scale > m_max), np.nan, needed)  # censored beyond the grid: no verdict
+        lines.append(theory.check("000 Thm 7 per trial (constant 1, Gini: beta^-2 gamma^2 = 1/4)", "examples needed "
+                                  f"<= eps*^-4 p_min^-2 k ln(n / {DELTA:g}) / 4", scale, known, "upper",
+                                  unit="smoothed Gini trials", note="Examples needed: the smallest m from which the "
+                                  "trial's tree is exact (not exact at m_max: counted against a bound <= m_max, else "
+                                  "left out)."))
+    cells, m = trials_by_cell(rows, BY, ("eps_star",))
+    lines += lipschitz_lines(cells, m, BY, "smoothed-base")
     lines += _vanishing_lines(trials)
-    return theory.section(lines, "Each statement of the seed against the measured points; ratio: the median of bound / "
-                                 "measured. eps*: per trial, the smallest over restrictions w of the support with f_w "
-                                 "not constant of the largest |I(D_w, i)| (exact); p_min = prod_J min(p_j, 1 - p_j).")
+    return theory.section(lines, "Each statement of the seed against the measured points, its kind first. eps*: per "
+                                 "trial, the smallest over restrictions w of the support with f_w not constant of the "
+                                 "largest |I(D_w, i)| (exact); p_min = prod_J min(p_j, 1 - p_j); m90: the smallest m "
+                                 "from which a cell's success rate stays >= 0.9.")
+
+
+#: Theorem 7's beta^-2 gamma^2 for Gini (beta = 8, gamma = 4): its per-trial bound with constant 1 is the scale / 4.
+THEOREM7_FACTOR = 0.25
+
+
+def _scale(trials) -> np.ndarray:
+    """Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) per trial."""
+    return theory.theorem7_scale(np.asarray(trials["eps_star"], np.float64), trials["p_min"],
+                                 np.asarray(trials["k"], np.float64), np.asarray(trials["n"], np.float64), DELTA)
 
 
 def _vanishing_lines(trials) -> list[str]:
@@ -203,11 +202,13 @@ def _vanishing_lines(trials) -> list[str]:
         return []
     by = ["n", "k", "base", "impurity"]
     keys, q = tables.group_quantiles(plain, by, np.abs(np.asarray(plain["root_signal"], np.float64)), [0.5])
-    rates = summary.rates(plain, by, "success")
-    parts = [f"n = {key[0]}, k = {key[1]}, {key[2]}, {key[3]}: root signal {root:.2g}, P[exact at m_max] "
-             f"{g['rate']:.2f}" for key, (root,), g in zip(keys, q, rates)]
-    return ["- 000 before Thm 2 (why smoothing): without smoothing (c = 0) at p-hat = 2^(-2/k) the root's degree-1 "
-            "signal of AND-XOR vanishes (2^-16 rounding aside) as a parity's does at 1/2: " + "; ".join(parts) + "."]
+    critical = [root for key, (root,) in zip(keys, q) if key[2] == "critical"]
+    rates = [f"k = {g['k']}, {g['base']}, {g['impurity']}: {g['rate']:.2f}"
+             for g in summary.rates(plain, by, "success")]
+    return [theory.identity("000 before Thm 2 (why smoothing)", "without smoothing (c = 0) at p-hat = 2^(-2/k) the "
+                            "root's degree-1 signal of AND-XOR vanishes, as a parity's does at 1/2", "Median root "
+                            f"signal there at most {max(critical, default=0):.2g} (the 2^-16 rounding of p-hat); "
+                            "P[exact at m_max] at c = 0: " + "; ".join(rates) + ".")]
 
 
 @summary.styled
@@ -234,12 +235,13 @@ def _success_plot(rows, stem):
 
 @summary.styled
 def _theory_plot(rows, stem):
-    """eps*'s distribution per smoothed cell with Lemma 11's union bound (dashed), and each trial's examples needed
-    against Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) with the bound's line y = x (constant 1)."""
+    """eps*'s distribution per smoothed cell with Lemma 11's union bound (dashed, capped at 1), each trial's examples
+    needed against Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) with its bound for Gini (constant 1, beta^-2 gamma^2 =
+    1/4), and Theorems 12 and 7 by their form on the Gini cells: m for 90% against 1/c and against 1/eps*."""
     trials = _smoothed(_trials(rows))
     if not len(trials):
         return []
-    fig, axes = summary.figure(2, height=5.0)
+    fig, axes = summary.figure(4, height=5.0)
     codes, keys = tables.groups(trials, BY)
     eps = np.asarray(trials["eps_star"], np.float64)
     cdf = theory.empirical_cdf(codes, eps)
@@ -247,14 +249,14 @@ def _theory_plot(rows, stem):
     c = np.asarray(trials["c"], np.float64)
     alpha = theory.smoothed_alpha(_hat(trials), c)
     bound = theory.lemma11_union_probability(eps, alpha, c, k)
-    scale = theory.theorem7_scale(eps, trials["p_min"], k, np.asarray(trials["n"], np.float64), DELTA)
+    scale = _scale(trials)
     needed = np.asarray(trials["_needed"], np.float64)
     top = np.asarray(trials["m"], np.float64)
     for g, key in enumerate(keys):
         mine = np.flatnonzero(codes == g)
         order = mine[np.argsort(eps[mine], kind="stable")]
         cell = dict(zip(BY, key))
-        label = f"k = {cell['k']}, {cell['base']}, c = {cell['c']:g}"
+        label = f"k = {cell['k']}, {cell['base']}, c = {cell['c']:g}, {cell['impurity']}"
         look = summary.series_style(axes[0])
         axes[0].step(eps[order], cdf[order], where="post", color=look["color"], label=label)
         axes[0].plot(eps[order], bound[order], "--", color=look["color"], lw=1)
@@ -262,27 +264,62 @@ def _theory_plot(rows, stem):
         axes[1].scatter(scale[exact], needed[exact], s=10, color=look["color"], marker="o", alpha=0.6)
         never = mine[~np.isfinite(needed[mine])]
         axes[1].scatter(scale[never], 2 * top[never], s=14, color=look["color"], marker="^", alpha=0.6)
+    vacuous = lemma11_check(trials, BY, alpha, c, k, "").kind == "vacuous"
+    axes[0].plot([], [], "k--", lw=1, label="Lemma 11 x 3^k" + (": vacuous at this size" if vacuous else ""))
     axes[0].set_xscale("log")
-    summary.panel(axes[0], "eps* per trial: P[eps* <= t]\n(dashed: Lemma 11 x 3^k restrictions)", "t", xbase=None,
-                  ylim=summary.RATE_LIMITS)
+    summary.panel(axes[0], "eps* per trial: P[eps* <= t]\n(dashed: Lemma 11 x 3^k restrictions, capped at 1)", "t",
+                  xbase=None, ylim=summary.RATE_LIMITS)
     axes[0].set_xscale("log")
+    _theorem7_bound(axes[1], trials, scale, top)
+    cells, m = trials_by_cell(rows, BY, ("eps_star",))
+    info, inside = lipschitz_cells(cells, BY, "smoothed-base")
+    m90 = _thresholds(rows)
+    _c_panel(axes[2], c_slopes(inside, m, info, "smoothed-base"), info, m90)
+    eps_panel(axes[3], inside, m, m90)
+    return summary.finish(fig, axes, stem, "P[eps* <= t]", "000 around a base p-hat: the exact signal against Lemma 11 "
+                          "and Theorem 7, Theorems 12 and 7 by their form (c > 0)",
+                          np.bincount(codes, minlength=len(keys)).tolist())
+
+
+def _theorem7_bound(ax, trials, scale, top):
+    """Theorem 7's per-trial bound for Gini (constant 1, beta^-2 gamma^2 = 1/4) as the line y = x / 4, dashed, and
+    whether it is vacuous at this size."""
     finite = np.isfinite(scale) & (scale > 0)
     if finite.any():
         span = np.array([min(scale[finite].min(), top.min() / 32), max(scale[finite].max(), 2 * top.max())])
-        axes[1].plot(span, span, "k:", lw=1, label="Thm 7's bound, constant 1 (y = x)")
-    axes[1].set_yscale("log")
-    summary.panel(axes[1], "examples needed per trial\nagainst Thm 7's scale (^: not exact)",
+        gini = np.asarray([theory.lipschitz(v) for v in trials["impurity"]], bool)
+        needed = np.asarray(trials["_needed"], np.float64)[gini]
+        known = np.where(np.isinf(needed) & (THEOREM7_FACTOR * scale[gini] > top[gini]), np.nan, needed)
+        vacuous = gini.any() and theory.check("", "", THEOREM7_FACTOR * scale[gini], known, "upper").kind == "vacuous"
+        ax.plot(span, THEOREM7_FACTOR * span, "k--", lw=1, label="Thm 7's bound, Gini, constant 1 (y = x / 4)"
+                + (": vacuous at this size" if vacuous else ""))
+    ax.set_yscale("log")
+    summary.panel(ax, "examples needed per trial\nagainst Thm 7's scale (^: not exact)",
                   f"eps*^-4 p_min^-2 k ln(n / {DELTA:g})", xbase=10)
-    axes[1].set_ylabel("examples needed")
-    return summary.finish(fig, axes, stem, "P[eps* <= t]", "000 around a base p-hat: the exact signal against Lemma 11 "
-                          "and Theorem 7 (c > 0)", np.bincount(codes, minlength=len(keys)).tolist())
+    ax.set_ylabel("examples needed")
+
+
+def _c_panel(ax, slopes, info, m90):
+    """m for 90% against 1/c per Gini group of cells that differ only in c, with Theorem 12's [form] fit."""
+    for slope, members in slopes.values():
+        points = sorted((1 / info[cell]["c"], m90[cell]) for cell in members if m90.get(cell) is not None)
+        if not points:
+            continue
+        look = summary.series_style(ax)
+        ax.plot(*zip(*points), color=look["color"], marker=look["marker"], label=f"{slope.label}, Gini")
+        draw_form(ax, points, slope, look["color"])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    summary.panel(ax, "m for 90% against 1/c (Thm 12: fit, 95% band;\ndotted: its exponent at these c)", "1/c",
+                  xbase=None)
+    ax.set_ylabel("m for 90%")
 
 
 SMOOTHED_BASE = Study(
     name="smoothed-base",
     trial=_trial,
-    grid=({"n": 16, "k": [2, 4], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy",
-           "m_min": 16, "m_max": 8192},
+    grid=({"n": 16, "k": [2, 4], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.2],
+           "impurity": ["entropy", "gini"], "m_min": 16, "m_max": 8192},
           {"n": [16, 64], "k": [2, 4, 6], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.15, 0.2],
            "impurity": ["entropy", "gini"], "m_min": 16, "m_max": 131072}),
     replicates=(200, 1000),
