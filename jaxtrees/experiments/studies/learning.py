@@ -521,11 +521,11 @@ def _c_form(cells, m, info, kind):
         return None
     if kind == "parity":
         return theory.Form("000 Thm 10", "m ~ beta^-2 gamma^2 (2c)^(-4k+4) alpha^(-2k-8) k ln(n / delta) suffices (as "
-                           "derived; the paper prints (2c)^(-4k-4))", "exponent of 1/c in m90 against the derived "
-                           "4k - 4", slopes)
+                           "derived; the paper prints (2c)^(-4k-4))", "exponent of 1/c in m90 over the Gini cells "
+                           "against the derived 4k - 4", slopes)
     return theory.Form("000 Thm 12", "m ~ B^k beta^-2 gamma^2 c^(-8k) delta1^-8 alpha^(-2k-8) k ln(n / delta2) "
-                       "suffices", "exponent of 1/c in m90 against the bound's own at these c (alpha = min(p-hat, 1 - "
-                       "p-hat) - c; 8k as c -> 0)", slopes)
+                       "suffices", "exponent of 1/c in m90 over the Gini cells against the bound's own at these c "
+                       "(alpha = min(p-hat, 1 - p-hat) - c; 8k as c -> 0)", slopes)
 
 
 def _n_form(cells, m, info, kind):
@@ -543,7 +543,7 @@ def _n_form(cells, m, info, kind):
     if not slopes:
         return None
     return theory.Form("000 Thms 7, 12 (ln n)", f"m grows as ln(n / delta) at fixed k and c (delta = {DELTA:g})",
-                       "exponent of ln(n / delta) in m90 against 1", tuple(slopes))
+                       "exponent of ln(n / delta) in m90 over the Gini cells against 1", tuple(slopes))
 
 
 #: Points drawn per empirical CDF (evenly spaced in rank; a cell's trials may be millions): exact at each of them.
