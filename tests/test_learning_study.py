@@ -94,7 +94,7 @@ def test_juntas_theory_section_and_signal_figure(tmp_path):
     # Theorem 12: m90 = 256 at 1/c = 10, 64 at 1/c = 5: exponent ln 4 / ln 2 = 2, every resample alike; the bound's own
     # exponent between c = 0.1 and 0.2 (alpha = 0.4, 0.3), c^-16 alpha^-12: 16 - 12 log2(4/3) = 11.0
     assert "- [form] 000 Thm 12: m ~ B^k beta^-2 gamma^2 c^(-8k)" in gini
-    assert "n = 16, k = 2: 2 [2, 2] against <= 11: consistent." in gini
+    assert "n = 16, k = 2 (8k = 16): 2 [2, 2] against <= 11: consistent." in gini
     # Theorem 7: both cells have the same eps* (the same spread): no fit against 1/eps*
     assert "- [form] 000 Thm 7: " in gini and "2 Gini cells: no fit" in gini and "[outside]" not in gini
     files = learning.JUNTAS.plot(rows, str(tmp_path / "juntas"))
@@ -112,7 +112,8 @@ def test_parity_theory_section_lemma_9_and_theorem_10s_form():
     part = learning.PARITY.report(rows).split("## Theory")[1]
     assert "- [identity] 000 Lemma 9: eps* > alpha^2 (2c)^(k-1) for p_j in (alpha, 1 - alpha), |p_j - 1/2| >= c" in part
     # Theorem 10 as derived, at a fixed alpha: exponent 4k - 4 = 12 of 1/c; measured 2
-    assert "- [form] 000 Thm 10: " in part and "n = 16, alpha = 0.05: 2 [2, 2] against <= 12: consistent." in part
+    assert "- [form] 000 Thm 10: " in part and "n = 16, alpha = 0.05 (as printed: 20): 2 [2, 2] against <= 12: " \
+        "consistent." in part
     other = learning.PARITY.report(rows.with_columns(impurity=np.full(size, "kearns_mansour", object)))
     assert "- [outside] 000 Thms 7, 10: the 2 Kearns-Mansour cells: Kearns-Mansour is not Lipschitz" in other
 

@@ -31,10 +31,11 @@ def test_adaboost_exp_bound_is_exp_minus_half_the_sum_of_squared_edges():
     assert np.all(exp >= theory.adaboost_product_bound([0.6, 0.2]))
 
 
-def test_adaboost_rounds_and_004_eq_1_as_printed_is_four_times_too_few():
+def test_adaboost_rounds_and_004s_t_before_eq_1():
     # exp(-T gamma^2 / 2) < 1/m  <=>  T > 2 ln m / gamma^2. m = 100, gamma = 0.2: 2 * 4.605170 / 0.04 = 230.26 -> 231.
     assert theory.adaboost_rounds(100, 0.2) == 231
-    # 004 Eq. 1 prints T = ceil(ln m / (2 gamma^2)) = ceil(4.605170 / 0.08) = ceil(57.56) = 58: a quarter.
+    # 004 sets T = ceil(ln m / (2 gamma^2)) = ceil(4.605170 / 0.08) = ceil(57.56) = 58 for its generalization bound
+    # (Eq. 1), a quarter of the rounds 001's bound needs for training error < 1/m.
     assert theory.adaboost_rounds_as_printed(100, 0.2) == 58
     # at the derived T the exp bound is below 1/m; at the printed T it is not
     assert math.exp(-231 * 0.04 / 2) < 1 / 100 < math.exp(-58 * 0.04 / 2)
@@ -105,6 +106,16 @@ def test_parity_covariance_is_lemma_9s_exact_signal():
     np.testing.assert_allclose(theory.parity_covariance(p, support), brute, atol=1e-12)
     # a factor 2 p_i - 1 = 0 zeroes the other coordinates' signal only
     np.testing.assert_allclose(theory.parity_covariance([0.5, 0.7], [1, 1]), [0.25 * 0.4, 0.0], atol=1e-15)
+
+
+def test_lemma9_is_an_identity_of_every_alpha_c_parity():
+    """000 Lemma 9 holds for every parity whose marginals satisfy its hypotheses: random p_j in (alpha, 1 - alpha) with
+    |p_j - 1/2| >= c, every free j, every restriction's own floor (k' <= k free bits)."""
+    rng = np.random.default_rng(9)
+    for alpha, c, k in ((0.05, 0.1, 4), (0.2, 0.05, 3), (0.01, 0.3, 5)):
+        p = 0.5 + rng.choice([-1, 1], (200, k)) * rng.uniform(c, 0.5 - alpha, (200, k))
+        signal = theory.parity_covariance(p, np.ones(k, bool))
+        assert np.all(signal > theory.lemma9_floor(alpha, c, k))
 
 
 def test_lemma9_floor():
@@ -347,7 +358,8 @@ def test_theorems_7_and_12_forms_fail_where_m90_grows_faster_than_they_allow():
 
     report = learning.JUNTAS.report(_threshold_rows([_junta(0.1, 1024, 0.01), _junta(0.2, 16, 0.02)]))
     assert _bullet(report, "- [form] 000 Thm 7:").endswith("2 Gini cells: 6 [6, 6] against <= 4: CONTRADICTED.")
-    assert _bullet(report, "- [form] 000 Thm 12:").endswith("n = 16, k = 1: 6 [6, 6] against <= 3.85: CONTRADICTED.")
+    assert _bullet(report, "- [form] 000 Thm 12:").endswith(
+        "n = 16, k = 1 (8k = 8): 6 [6, 6] against <= 3.85: CONTRADICTED.")
     fine = learning.JUNTAS.report(_threshold_rows([_junta(0.1, 64, 0.01), _junta(0.2, 16, 0.02)]))
     assert _bullet(fine, "- [form] 000 Thm 7:").endswith("2 [2, 2] against <= 4: consistent.")
 
@@ -369,7 +381,8 @@ def test_theorem10s_form_fails_where_m90_grows_faster_than_4k_minus_4():
     cells = [{"log2_n": 2, "impurity": "gini", "alpha": 0.05, "c": c, "m90": m90, "eps": 0.01}
              for c, m90 in ((0.1, 1024), (0.2, 16))]
     report = learning.PARITY.report(_threshold_rows(cells))
-    assert _bullet(report, "- [form] 000 Thm 10:").endswith("n = 4, alpha = 0.05: 6 [6, 6] against <= 4: CONTRADICTED.")
+    assert _bullet(report, "- [form] 000 Thm 10:").endswith(
+        "n = 4, alpha = 0.05 (as printed: 12): 6 [6, 6] against <= 4: CONTRADICTED.")
 
 
 def test_lemma11_fails_where_the_signal_is_small_too_often():

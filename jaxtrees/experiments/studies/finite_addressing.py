@@ -5,7 +5,8 @@ sample when every estimate is accurate to O((2/5)^(2k)), which 2^(O(h + k)) exam
 size <= h; so a greedy tree grown on m examples queries memory bits only down to a depth that grows with log2 m.
 Each trial draws a c-smoothed distribution and m_max examples of f_{c,k}, grows a greedy tree (empirical gains) on
 every prefix m and records the shallowest depth at which it queries an addressing bit, in the whole tree and on a
-random input's path, beside the remark's line (:func:`~jaxtrees.experiments.studies.theory.remark15_depth`).
+random input's path; the report tests the remark by its form, log2 m = Theta(h + k), and the project's derivation of
+its O(h) by the lightest restriction's slope (:func:`~jaxtrees.experiments.studies.theory.remark15_depth`).
 """
 
 from __future__ import annotations
@@ -145,8 +146,9 @@ def _report(rows):
                       ("" if hyp["k0"] is None else f", k0 = {hyp['k0']:.2f}") + ")",
                       2 ** info["k"], max_depth({**info, "m_max": int(rows["m"].max())}), grown["trials"],
                       _depth_list(log2_m, median), _depth_list(log2_m, paths),
-                      f"{slope:.2f}, {path_slope:.2f} (remark: {1 / np.log2(1 / hyp['delta']):.2f})",
-                      f"{zero:.1f} (remark: {4 * info['k'] * theory.LOG2_FIVE_HALVES:.1f})", f"{grown['mean']:.2f}"])
+                      f"{slope:.2f} (lightest restriction: {1 / np.log2(1 / hyp['delta']):.2f}), {path_slope:.2f}",
+                      f"{zero:.1f} (project's constants: {4 * info['k'] * theory.LOG2_FIVE_HALVES:.1f})",
+                      f"{grown['mean']:.2f}"])
     header = [*BY, "n", "Lemmas 12, 14 hold", "2^k", "depth bound", "trials",
               "median first addressing depth, tree (log2 m: depth)", "the same on a random input's path",
               "slope per doubling of m: tree, path", "log2 m at depth 0 (tree)", "mean tree depth at max m"]
@@ -155,7 +157,8 @@ def _report(rows):
             "prefix m (empirical gains, ties to the lowest index, depth bound as in the table). First addressing "
             "depth: the shallowest node that queries an addressing bit (`>` : none within the depth bound). Slope and "
             "depth-0 point: least squares of the median over the m where it lies strictly between 0 and 2^k; the "
-            "remark's (constants made explicit, constant 1): 1 / log2(1 / delta) and 4k log2(5/2).")
+            "project's derivation of the remark (constant 1): the lightest restriction's 1 / log2(1 / delta) per "
+            "doubling, against the whole tree (a random path's share halves per level: about 1), and 4k log2(5/2).")
     return summary.section("Finite samples: f_{c,k}'s first addressing depth against log2 m (002 Remark 15)", text,
                            header, table) + "\n" + _theory(rows)
 

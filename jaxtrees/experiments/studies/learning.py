@@ -504,11 +504,13 @@ def c_slopes(cells, m, info, kind) -> dict:
         alpha = np.asarray([info[cell]["alpha"] for cell in members])
         if kind == "parity":
             claim = theory.exponent(theory.theorem10_examples(alpha, c, one["k"], one["n"], DELTA), 1 / c)
-            label = f"n = {one['n']}, alpha = {one['alpha']:g}"
+            printed = theory.exponent(theory.theorem10_examples_as_printed(alpha, c, one["k"], one["n"], DELTA), 1 / c)
+            label = f"n = {one['n']}, alpha = {one['alpha']:g} (as printed: {printed:.3g})"
         else:
             bound = theory.theorem12_examples(alpha, c, one["k"], one["n"], DELTA / 2, DELTA / 2)
             claim = theory.exponent(bound, 1 / c)
-            label = f"n = {one['n']}, k = {one['k']}" + (f", {group[2]}" if group[2] else "")
+            label = f"n = {one['n']}, k = {one['k']}" + (f", {group[2]}" if group[2] else "") + \
+                f" (8k = {theory.theorem12_slope(one['k']):g})"
         out[group] = (_slope({cell: cells[cell] for cell in members}, m,
                              lambda cell, v: np.full(len(v["eps_star"]), 1 / info[cell]["c"]), label, claim), members)
     return out

@@ -50,17 +50,18 @@ def adaboost_exp_bound(gamma, axis: int = -1):
 
 
 def adaboost_rounds(m, gamma):
-    """Rounds after which the training error is < 1/m, so 0, when every edge is >= gamma: exp(-T gamma^2 / 2) < 1/m
-    from T = ceil(2 ln m / gamma^2) (the derivation of 004 Eq. 1 in its own edge gamma = 1 - 2 eps; inf for
-    gamma = 0)."""
+    """Rounds after which 001's bound exp(-T gamma^2 / 2) is < 1/m, so the training error 0, when every edge is >=
+    gamma: T = ceil(2 ln m / gamma^2) in 004's edge gamma = 1 - 2 eps (001's ceil(ln m / (2 gamma'^2)) in its own
+    gamma' = gamma / 2; inf for gamma = 0)."""
     m, gamma = np.asarray(m, np.float64), np.asarray(gamma, np.float64)
     with np.errstate(divide="ignore"):
         return np.ceil(2 * np.log(m) / gamma**2)
 
 
 def adaboost_rounds_as_printed(m, gamma):
-    """004 Eq. 1's T = ceil(ln m / (2 gamma^2)) as printed: right for 001's edge gamma' = 1/2 - eps, a quarter of
-    :func:`adaboost_rounds` (rounded up) under 004's own gamma = 1 - 2 eps."""
+    """004's T = ceil(ln m / (2 gamma^2)) as printed before its Eq. 1: the rounds at which 004 states its
+    generalization bound err(H) <= O~(ln|H| / (m gamma^2) + ln(1/delta)) (not training error < 1/m); in 004's edge a
+    quarter of :func:`adaboost_rounds` (rounded up)."""
     m, gamma = np.asarray(m, np.float64), np.asarray(gamma, np.float64)
     with np.errstate(divide="ignore"):
         return np.ceil(np.log(m) / (2 * gamma**2))
