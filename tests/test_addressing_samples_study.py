@@ -97,9 +97,8 @@ def test_report_counts_remark_15s_points_by_hand():
     # 32 points, less trial 3's censored one and trial 2's depth 32 (not < 2^k): 30, each with m < 0.4^-h 2.5^20,
     # bound / m = 2.5^20 / 64 * 1.25^h: 1.42e6 (h = 0) to 6.78e6 (h = 7)
     assert "- [vacuous] 002 Remark 15 with the project's constants (not the paper's): m >= delta^-h (5/2)^(4k) " \
-           "examples keep every node at depth <= h on memory bits, so m < that at a measured first addressing " \
-               "depth h: " \
-           "bound / measured 1.42e+06 to 6.78e+06 over 30 (trial, m) points: vacuous at this size." in part
+           "examples keep every node at depth <= h on memory bits, so m < that at a measured first addressing depth " \
+           "h: bound / measured 1.42e+06 to 6.78e+06 over 30 (trial, m) points: vacuous at this size." in part
     assert "[outside]" not in part
     entropy = fa.ADDRESSING_SAMPLES.report(_rows().with_columns(impurity=np.full(32, "entropy", object)))
     assert "- [outside] 002 Remark 15: the cells k = 5, c = 5, s = 0.1, entropy: it builds on Lemma 14" in entropy

@@ -83,12 +83,10 @@ def test_addressing_theory_section_tests_the_floor_and_says_the_rest():
             "bound/measured 0.833.") in report
     # k = 6 (invalid) and entropy: outside the hypotheses, not counted
     assert "- [outside] 002 Thm 10 (proof, Sec. 4): the floor delta / 6 at 12 (cell, depth) points: " in report
-    assert "- [identity] 002 Lemma 14 (Lemma 17 coded): every memory bit is queried before any addressing bit, " \
-        "on the " \
-           "paths of the 2 cells where it applies" in report  # k = 6 and k = 8 (gini)
-    assert "- [identity] 002 Thm 3's depth separation: the target's depth (c k^2 + 1, coded c k + 1) is below " \
-        "the 2^k " \
-           "horizon in the cells where Lemma 14 applies: none in these rows" in report
+    assert "- [identity] 002 Lemma 14 (Lemma 17 coded): every memory bit is queried before any addressing bit, on " \
+           "the paths of the 2 cells where it applies" in report  # k = 6 and k = 8 (gini)
+    assert "- [identity] 002 Thm 3's depth separation: the target's depth (c k^2 + 1, coded c k + 1) is below the " \
+           "2^k horizon in the cells where Lemma 14 applies: none in these rows" in report
     separated = ce.ADDRESSING.report(_rows([_cell(k=10)], paths=1))
     assert "block k = 10, c = 7, s = 0.25 (701 < 1024): true by construction" in separated
     low = ce.ADDRESSING.report(_rows([_cell(k=8)], error=0.01))  # the floor can fail: 0.01 < 1/24
@@ -114,15 +112,13 @@ def test_agnostic_theory_section_gates_on_c0_and_names_the_lemmas_of_the_block_t
     assert ce.depths({"k": 5, "c": 7, "eps": 1.0, "s": 0.25, "impurity": "gini"})[-1] == 16
     report = ce.AGNOSTIC.report(_agnostic_rows())
     assert "- [identity] 002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k} (the paper: Lemma 16 for " \
-           "f_{c,k,S}): a path that has queried no addressing bit has error min(mu_d, 1 - mu_d) >= 1/8, and " \
-               "Pr[f_pi != " \
-           "g] <= |A^free| (2^-k + 5^-k) < eps, in the 1 cell with c >= c0 = ln 5 / delta" in report
+           "f_{c,k,S}): a path that has queried no addressing bit has error min(mu_d, 1 - mu_d) >= 1/8, and Pr[f_pi " \
+           "!= g] <= |A^free| (2^-k + 5^-k) < eps, in the 1 cell with c >= c0 = ln 5 / delta" in report
     assert "- [outside] 002 Lemma 14 for f_pi: 1 of the 1 cells: it needs Gini" in report
     assert "Lemma 16 /" not in report and "Lemma 17 (Lemma 14" not in report
     near = ce.AGNOSTIC.report(_agnostic_rows(c=5))  # c0 = ln 5 / 0.25 = 6.44 > 5: the address is not near uniform
-    assert "- [outside] 002 Thm 11's proof (Sec. 6): the 1/8 floor and the distance bound in the 1 cell with c " \
-        "< c0 = " \
-           "ln 5 / delta: Lemma 12 (the address near uniform) needs c >= c0." in near and "[identity] 002 Thm 11" \
+    assert "- [outside] 002 Thm 11's proof (Sec. 6): the 1/8 floor and the distance bound in the 1 cell with c < c0 " \
+           "= ln 5 / delta: Lemma 12 (the address near uniform) needs c >= c0." in near and "[identity] 002 Thm 11" \
         not in near
     assert theory.unkinded(report) == theory.unkinded(near) == []
 
@@ -175,9 +171,8 @@ def test_the_trials_gini_gains_respect_lemma_14s_bounds():
                                                                                                              np.float64))
     report = ce.ADDRESSING.report(rows)
     assert "- [identity] 002 Lemma 14's proof (Gini gains, Lemma 8's kappa): under a memory-only restriction of " \
-        "size < " \
-           "2^k every free memory bit's gain >= 2^(-2k) / (4 kappa) and every addressing bit's <= kappa (2/5)^(2k)" \
-        in report
+           "size < 2^k every free memory bit's gain >= 2^(-2k) / (4 kappa) and every addressing bit's <= kappa " \
+           "(2/5)^(2k)" in report
 
 
 def test_gains_figure(tmp_path):

@@ -88,9 +88,8 @@ def test_fourier_theory_section_says_which_sparsity_the_data_support(tmp_path):
     # against 80, 40, 20: the closest 20, a [vacuous] line
     assert "- [test] 001 approximation theorem, as stated (learned trees): terms of h <= s / eps: holds in 0 of 12 " \
            "(learned tree, eps) points; closest bound/measured 0.222." in part
-    assert "- [vacuous] 001 approximation theorem, as stated (targets): terms of h <= s / eps: bound / measured " \
-        "20 to " \
-           "80 over 6 (target, eps) points: vacuous at this size." in part
+    assert "- [vacuous] 001 approximation theorem, as stated (targets): terms of h <= s / eps: bound / measured 20 " \
+           "to 80 over 6 (target, eps) points: vacuous at this size." in part
     files = fourier._approx_plot(_rows(), str(tmp_path / "fourier_approximation"))
     assert (tmp_path / "fourier_approximation.png").stat().st_size > 5000 and len(files) == 2
 

@@ -78,9 +78,8 @@ def test_report_theory_section_counts_by_hand():
     assert "| 16 | 4 | critical | 0.1 | entropy | 0.7071 | 10 | 0.90 [0.60, 0.98] | 64 | 0.05 | 0.01 |" in table
     # Lemma 11 around p-hat = 2^-1/2, alpha = 0.2929 - 0.1 = 0.1929, uncapped: 81 * 20^4 sqrt(t / 0.0744) / P, at t =
     # 0.01 (P = 0.9): 1.296e7 * 0.3666 / 0.9 = 5.28e6
-    assert "- [vacuous] 000 Lemma 11, union over the 3^k restrictions" in part and "alpha = min(p-hat, 1 - " \
-        "p-hat) - c, " \
-           "uncapped: bound / measured 5.28e+06 to 3.68e+07 over 10 smoothed trials: vacuous at this size." in part
+    assert "- [vacuous] 000 Lemma 11, union over the 3^k restrictions" in part and "alpha = min(p-hat, 1 - p-hat) - " \
+           "c, uncapped: bound / measured 5.28e+06 to 3.68e+07 over 10 smoothed trials: vacuous at this size." in part
     assert "- [outside] 000 Thms 7, 12: the 2 entropy cells: entropy is not Lipschitz" in part
     assert "- [identity] 000 before Thm 2 (why smoothing)" in part and "at most 3e-07" in part
     # Gini: Thm 7 per trial (beta^-2 gamma^2 = 1/4): trials 0-8 need 64 <= 0.01^-6 4 ln 160 / 4; trial 9 is not exact
@@ -88,8 +87,7 @@ def test_report_theory_section_counts_by_hand():
     # that fails, its closest ratio 108.8 / inf = 0)
     gini = smoothed_base.SMOOTHED_BASE.report(_rows().with_columns(impurity=np.full(80, "gini", object)))
     assert "- [test] 000 Thm 7 per trial (constant 1, Gini: beta^-2 gamma^2 = 1/4): examples needed <= eps*^-4 " \
-        "p_min^-2 " \
-           "k ln(n / 0.1) / 4: holds in 9 of 10 smoothed Gini trials; closest bound/measured 0." in gini
+           "p_min^-2 k ln(n / 0.1) / 4: holds in 9 of 10 smoothed Gini trials; closest bound/measured 0." in gini
     assert "- [form] 000 Thm 7: " in gini and "[outside]" not in gini.split("## Theory")[1]
 
 

@@ -403,7 +403,8 @@ def test_gd_scalings_lemma11_fails_where_the_signal_is_small_too_often():
     rows = Table({"family": np.full(4, "parity", object), "k": np.full(4, 2), "c": np.full(4, 0.1),
                   "influence_max": np.full(4, 1e-8)})
     check = gd_scaling_report.lemma11_check(rows)  # 400 sqrt(1e-8 / 0.32) = 0.0707 < P = 1
-    assert (check.respected, check.points, check.kind) == (0, 4, "test") and check.closest == pytest.approx(0.0707, 1e-3)
+    assert (check.respected, check.points, check.kind) == (0, 4, "test")
+    assert check.closest == pytest.approx(0.0707, 1e-3)
 
 
 def _depth_rows(depth_of, k=5, impurity="gini", ms=2 ** np.arange(6, 14), replicates=4, s=0.1):
