@@ -403,10 +403,11 @@ def _addressing_theory(rows) -> str:
     applies = np.asarray([lm["applies"] for lm in lemma], bool)[cell]
     valid = theory.theorem10_floor_valid(k, delta) & (depth <= 2.0**k)
     floor = theory.theorem10_floor(delta)
+    tested = applies & valid
     lines = [theory.check("002 Thm 10 (proof, Sec. 4)", "error of the tree truncated at depth d <= 2^k >= delta / 6 "
-                          "where Lemma 14 applies and 1 - exp(-2^k delta^2 / 8) >= 2/3",
-                          floor[applies & valid], mean[applies & valid], "lower", unit="(cell, depth) points")]
-    outside = int((~(applies & valid)).sum())
+                          "where Lemma 14 applies and 1 - exp(-2^k delta^2 / 8) >= 2/3", floor[tested], mean[tested],
+                          "lower", unit="(cell, depth) points")] if tested.any() else []
+    outside = int((~tested).sum())
     if outside:
         lines.append(theory.outside("002 Thm 10 (proof, Sec. 4)", f"the floor delta / 6 at {outside} (cell, depth) "
                                     "points", "Lemma 14 fails there (not Gini, c < c0 or k < k0; coded: "

@@ -245,7 +245,7 @@ def fourier_terms_stated(s, eps):
 #   [test]      a bound the measured points could violate at this size: the count and the closest bound / measured;
 #   [form]      a statement with unknown constants, tested by a fitted exponent or slope and its bootstrap interval;
 #   [vacuous]   true at every point by more than VACUOUS_FACTOR: the ratio range, no count;
-#   [identity]  true for every instance by construction (its check lives in tests/test_theory.py);
+#   [identity]  true for every instance by construction (its check lives in the tests, named in the line);
 #   [outside]   the cells do not meet the statement's hypotheses: which.
 
 #: The kinds a theory line begins with, in brackets.
@@ -286,8 +286,9 @@ class Check(NamedTuple):
 
 def check(source: str, formula: str, bound, measured, kind: str, unit: str = "points", note: str = "",
           tol: float = 1e-6) -> Check:
-    """A :class:`Check` of ``measured <= bound`` (``kind="upper"``) or ``measured >= bound`` (``"lower"``) over
-    the finite pairs of the arrays, within ``tol`` (float32 sums)."""
+    """A :class:`Check` of ``measured <= bound`` (``kind="upper"``) or ``measured >= bound`` (``"lower"``: the
+    bound's side, not the line's kind, which :attr:`Check.kind` reads from the margin) over the finite pairs of the
+    arrays, within ``tol`` (float32 sums)."""
     bound, measured = np.broadcast_arrays(np.asarray(bound, np.float64), np.asarray(measured, np.float64))
     known = np.isfinite(bound) & ~np.isnan(measured)
     b, v = bound[known], measured[known]
@@ -318,7 +319,7 @@ class Slope(NamedTuple):
 
     @property
     def verdict(self) -> str:
-        """``contradicted``, ``consistent`` or ``no interval`` (fewer than two usable points)."""
+        """``CONTRADICTED`` (the interval lies wholly beyond the claim), ``consistent`` or ``no interval``."""
         if not (np.isfinite(self.low) and np.isfinite(self.high)):
             return "no interval"
         above, below = self.low > self.claim, self.high < self.claim
