@@ -260,20 +260,21 @@ def _checked_part(table, path: str, config: dict, layout: Layout, by_cell: dict)
 
 
 def _check_axis(out: dict, trial: np.ndarray, layout: Layout, path: str) -> None:
-    """ValueError unless each trial's axis column holds its cell's axis values, in order (where the part has it)."""
+    """ValueError unless each trial's axis column holds its cell's axis values, each once (in any order: a part's
+    rows may be interleaved), where the part has the column."""
     from jaxtrees.experiments.store import WAY_OUT
 
     name = None if layout.axis is None or layout.study is None else layout.study.axis.name
     if name is None or name not in out or not trial.size:
         return
-    starts = np.flatnonzero(np.r_[True, trial[1:] != trial[:-1]])
-    position = np.arange(trial.size) - np.repeat(starts, np.diff(np.r_[starts, trial.size]))
     cell = out["cell"].astype(np.int64)
-    fits = position < layout.lengths[cell]  # a trial of more rows than its cell's axis: the row count check says so
-    expected = layout.axis[cell[fits], position[fits]]
-    if np.any(out[name][fits] != expected):
+    width = layout.axis.shape[1]
+    match = (layout.axis[cell] == out[name][:, None]) & (np.arange(width) < layout.lengths[cell][:, None])
+    position = np.argmax(match, axis=1)
+    if not match[np.arange(cell.size), position].all() or \
+            np.unique(trial * width + position).size != trial.size:
         raise ValueError(f"{path}: a row whose {name} is not its trial's (each trial runs along {name} = its cell's "
-                         f"values, in order); {WAY_OUT}")
+                         f"values, each once); {WAY_OUT}")
 
 
 def _scattered(trial: np.ndarray) -> bool:

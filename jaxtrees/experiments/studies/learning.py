@@ -122,8 +122,7 @@ def _juntas_report(rows):
 JUNTAS = Study(
     name="juntas",
     trial=_juntas_trial,
-    grid=({"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"], "m_min": 16,
-           "m_max": 8192},
+    grid=({"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
           {"n": [16, 32, 64], "k": [3, 4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
            "m_min": 16, "m_max": 65536}),
     replicates=(200, 1000),
