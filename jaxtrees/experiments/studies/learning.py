@@ -442,10 +442,11 @@ def lipschitz_lines(cells, m, by, kind) -> list:
                      if not theory.lipschitz(info[cell]["impurity"])})
     if others:
         count = sum(1 for cell in cells if not theory.lipschitz(info[cell]["impurity"]))
+        hint = "" if inside else "; no Gini cell in these rows (`--set impurity=entropy,gini` adds them)"
         lines.append(theory.outside("000 Thms 7, " + ("10" if kind == "parity" else "12"), f"the {count} "
                                     f"{' and '.join(others)} cells", f"{' and '.join(others)} "
                                     f"{'is' if len(others) == 1 else 'are'} not Lipschitz (slope unbounded at q = 0 "
-                                    "and 1), and 000 assumes a strongly concave, Lipschitz impurity (Sec. 1.2)"))
+                                    f"and 1), and 000 assumes a strongly concave, Lipschitz impurity (Sec. 1.2){hint}"))
     return [line for line in lines if line is not None]
 
 
