@@ -205,6 +205,51 @@ m = jax.jit(lambda q: jt.draw(KEY, jnp.full(8, 0.5), f, 64, noise=q).m)(-0.2)
 check(int(m) == 0, "flagged: no examples")
 """)
 py("draw-traced-m", "traced value", F8 + "jax.jit(lambda m: jt.draw(KEY, jnp.full(8, 0.5), f, m))(8)", r"\bm\b")
+# issue 64 item 8: a tree grown on a flagged sample (bad p, bad k, bad weights) is NaN wherever it is scored
+TEST8 = F8 + "test = jt.draw(jax.random.key(2), jnp.full(8, 0.5), f, 256)\n"
+py("draw-traced-p-grow", "traced value", TEST8 + """
+out = jax.jit(lambda q: (lambda t: (t.weight[0], jt.sample_error(t, test), jt.exact_error(t, jnp.full(8, 0.5), f)))(
+    jt.grow(jt.draw(KEY, jnp.full(8, q), f, 64), RULE)))(1.7)
+check(all(np.isnan(float(v)) for v in out), "NaN tree and errors, not every bit 1 and a plausible tree")
+""")
+py("draw-traced-p-vmap", "traced value", TEST8 + """
+err = jax.jit(jax.vmap(lambda q: jt.sample_error(jt.grow(jt.draw(KEY, jnp.full(8, q), f, 64), RULE), test)))(
+    jnp.array([0.5, jnp.nan, -0.1]))
+check(np.isfinite(err[0]) and np.isnan(err[1:]).all(), "NaN only for the bad p")
+""")
+py("junta-traced-k-grow", "traced value", TEST8 + """
+def trial(k):
+    g = jt.random_junta(KEY, n=8, k=k, k_max=3)
+    t = jt.grow(jt.draw(KEY, jnp.full(8, 0.5), g, 64), RULE)
+    return jt.sample_error(t, test), jt.exact_error(t, jnp.full(8, 0.5), f)
+check(all(np.isnan(float(v)) for v in jax.jit(trial)(10)), "k = 10 > n: NaN errors, not a 3-junta's tree")
+""")
+py("grow-traced-weights-negative-in-place", "traced value", """
+d = data()
+t = jax.jit(lambda w: jt.grow(d._replace(weight=w), RULE))(jnp.ones(64).at[3].set(-1.0))
+check(np.isnan(np.asarray(t.weight)).all() and np.isnan(float(jt.sample_error(t, d))), "NaN, not a tree without it")
+""")
+py("grow-traced-weights-nan-exact", "traced value", """
+d = data()
+t = jax.jit(lambda w: jt.grow(d._replace(weight=w), jt.GrowthRule(max_depth=2, exact_weights=True)))(
+    jnp.ones(64).at[0].set(jnp.nan))
+check(np.isnan(np.asarray(t.mean)).all() and np.isnan(float(jt.sample_error(t, d))), "NaN tree with exact_weights")
+""")
+py("grow-traced-int-weights-negative", "traced value", """
+d = data()
+t = jax.jit(lambda w: jt.grow(d._replace(weight=w), RULE))(jnp.ones(64, jnp.int32).at[5].set(-2))
+check(np.isnan(float(jt.sample_error(t, d))), "NaN tree for a negative count")
+""")
+py("grow-weights-negative-in-place", "out-of-range", "jt.grow(data()._replace(weight=-jnp.ones(64)), RULE)",
+   "data.weight")
+py("grow-no-examples", "empty input", "d = data(); jt.grow(d._replace(valid=0 * d.valid), RULE)", r"m >= 1")
+py("grow-y-short", "wrong shape", "d = data(100); jt.grow(d._replace(y=d.y[:1]), RULE)",
+   r"data\.y must be uint32\[4\].*uint32\[6, 4\].*uint32\[1\]")
+py("grow-y-short-jit", "wrong shape", "d = data(100); jax.jit(lambda d: jt.grow(d, RULE))(d._replace(y=d.y[:1]))",
+   r"data\.y must be uint32\[4\].*uint32\[6, 4\].*uint32\[1\]")
+py("grow-weight-short-jit", "wrong shape",
+   "d = data(100); jax.jit(lambda d: jt.grow(d, RULE))(d._replace(weight=jnp.ones(64)))",
+   r"data\.weight .*\(128,\).*uint32\[6, 4\].*\(64,\)")
 py("from-arrays-1d", "wrong shape", "jt.from_arrays(np.array([0, 1, 1]), np.array([0, 1, 1]))", r"\bX\b")
 py("from-arrays-nonbinary", "wrong value", "jt.from_arrays(np.array([[0, 2], [1, 1]]), np.array([0, 1]))",
    r"\bX\b")

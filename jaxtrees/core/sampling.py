@@ -44,6 +44,10 @@ class Data(NamedTuple):
     ``weight`` is None (every example counts once) or one number per bit slot,
     ``float32[32 W]`` (AdaBoost's real weights) or ``int32[32 W]`` (bagging's bootstrap
     counts), zero past m; set it with :func:`with_weights`.
+
+    Poison (issue 64 item 8): bits cannot be NaN, so a sample made from a traced bad value (:func:`draw`,
+    :func:`with_weights`) has no valid example (m = 0, which eager calls refuse): its ``sample_error`` is NaN
+    (0 / 0) and :func:`~jaxtrees.learners.greedy.grow` on it gives a tree whose float fields are NaN.
     """
 
     X: jax.Array  # uint32[n, W]
@@ -160,8 +164,9 @@ def draw(key, p, target, m: int, noise: float = 0.0, *, precision_bits: int | No
 
     Under ``jax.jit`` / ``jax.vmap`` a traced p outside [0, 1] (or NaN), a traced noise outside [0, 1], or a
     target whose traced parameters are out of range (``target.in_range()`` False: a padded junta's k outside
-    [1, k_max]) cannot raise (issue 58): the sample comes back with no valid examples (``valid`` all 0, m = 0),
-    so a learner fits nothing and ``sample_error`` on it is NaN, never a plausible result.
+    [1, k_max]) cannot raise (issue 58): the sample is :class:`Data`'s poison, no valid examples (``valid`` all 0,
+    m = 0; its bits are meaningless): ``sample_error`` on it is NaN and a tree grown on it has NaN
+    float fields, so its errors on any data are NaN, never a plausible result (issue 64 item 8).
     """
     key = checks.key("key", key)
     m = checks.integer("m", m, low=1, high=MAX_EXAMPLES)
@@ -223,8 +228,8 @@ def with_weights(data: Data, weight) -> Data:
     :class:`WeightRangeWarning` naming the range.
 
     A traced bad weight (negative or not finite, issue 58) cannot raise: the weights come back all NaN and
-    ``valid`` empty (m = 0), so a tree grown on them has NaN weights and ``sample_error`` is NaN, never a
-    plausible result.
+    ``valid`` empty (m = 0, :class:`Data`'s poison), so a tree grown on them has NaN float fields and its
+    ``sample_error`` / ``exact_error`` are NaN, never a plausible result.
 
     >>> d = with_weights(from_arrays([[0], [1], [1]], [0, 1, 1]), [0.5, 0.25, 0.25])
     >>> d.weight.shape, d.weight.dtype.name

@@ -50,8 +50,10 @@ class Learner(Protocol):
 def check_data(data) -> None:
     """Raise ValueError naming the field if ``data`` is not one well-formed packed data set.
 
-    Shapes are checked always (also under ``jax.vmap``, where they are per instance); values
-    (m >= 1, weights finite and >= 0) when they are concrete.
+    Shapes are checked always (also under ``jax.jit`` / ``jax.vmap`` at trace time, where they are static and
+    per instance): a ValueError naming the field and both shapes. Values (m >= 1, weights finite and >= 0, one
+    positive) when they are concrete; traced bad values cannot raise and make :func:`~jaxtrees.learners.greedy.grow`
+    return a NaN tree instead (issue 64 item 8).
     """
     if not all(hasattr(data, field) for field in ("X", "y", "valid", "weight")):
         raise ValueError(f"data must be a packed jaxtrees Data (jt.from_arrays(X, y), jt.draw(...)), got "
@@ -65,7 +67,8 @@ def check_data(data) -> None:
         raise ValueError(f"data.X must have n >= 1 features and W >= 1 words, got shape {X.shape}")
     for name, a in (("data.y", y), ("data.valid", valid)):
         if a.shape != (W,) or a.dtype != jnp.uint32:
-            raise ValueError(f"{name} must be uint32[{W}] to match data.X, got {a.dtype}{list(a.shape)}")
+            raise ValueError(f"{name} must be uint32[{W}] to match data.X's W = {W} words (data.X is "
+                             f"uint32{list(X.shape)}), got {a.dtype}{list(a.shape)}")
     # numpy on concrete values: jnp would trace them inside jit (data closed over by a jitted function)
     slots = np.unpackbits(np.asarray(valid).view(np.uint8), bitorder="little") if checks.is_concrete(valid) else None
     if slots is not None and not slots.any():
@@ -73,8 +76,9 @@ def check_data(data) -> None:
     if data.weight is not None:
         w = jnp.asarray(data.weight)
         if w.shape != (W * bits.WORD_BITS,):
-            raise ValueError(f"data.weight must have one entry per bit slot, shape ({W * bits.WORD_BITS},) "
-                             f"(use sampling.with_weights), got {w.shape}")
+            raise ValueError(f"data.weight must have one entry per bit slot, shape ({W * bits.WORD_BITS},) for "
+                             f"data.X's W = {W} words (data.X is uint32{list(X.shape)}; use sampling.with_weights), "
+                             f"got {w.shape}")
         checks.nonnegative("data.weight", w)
         if slots is not None and checks.is_concrete(w):
             arr = np.asarray(w, np.float64)

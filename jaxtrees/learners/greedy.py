@@ -87,6 +87,14 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None, f
     Float weights spanning more than 2^12 are counted exactly unless ``rule.exact_weights`` says otherwise
     (:func:`~jaxtrees.learners.growth.resolve_weights`; traced ones by differences, with a warning).
 
+    ``data`` is checked (:func:`~jaxtrees.learners.base.check_data`): its shapes always, also when traced (y,
+    valid and weights against X's words: a ValueError naming both shapes), its values where concrete. Traced
+    bad values cannot raise (issue 64 item 8): data with no valid example of positive weight (m = 0, the poison
+    of :func:`~jaxtrees.core.sampling.draw` and :func:`~jaxtrees.core.sampling.with_weights` for a bad p,
+    noise, k or weight) or with a negative or non-finite weight on a valid example gives a tree whose
+    ``weight``, ``mean`` and ``gain`` are all NaN (:func:`poisoned`), so ``sample_error`` and ``exact_error`` of it
+    are NaN on any data, never a plausible tree; valid data gives bitwise the tree it always did.
+
     Batch with ``jax.vmap(grow, in_axes=(0, None, 0))`` (the rule is static). Compiled on first
     call for each rule and data shape (``jax.jit``), so an eager call costs one compile, not one per op.
     """
@@ -95,6 +103,7 @@ def grow(data: Data, rule: GrowthRule, key=None, *, depth=None, impurity=None, f
     if not isinstance(data, Data):
         raise ValueError(f"data must be a packed jaxtrees Data (jt.from_arrays(X, y), jt.draw(...)), got "
                          f"{type(data).__name__}")
+    check_data(data)
     check_heap_depth(rule)
     rule = resolve_weights(rule, data.weight)
     if depth is not None:
@@ -162,7 +171,26 @@ def _grow(data: Data, rule: GrowthRule, key, depth=None, impurity=None, dense=No
 
     tree = grow_levels(root, mask[None], children, rule, key, min_count=True, purity_tol=0.0, depth=depth,
                        impurity=impurity, features=features, chunk=chunk)
-    return tree if unit is None else tree._replace(weight=tree.weight * unit)
+    tree = tree if unit is None else tree._replace(weight=tree.weight * unit)
+    return nan_where(poisoned(data, mask), tree)
+
+
+def poisoned(data: Data, mask):
+    """A bool scalar: ``data`` holds no example that counts (``mask``, :func:`counting`'s, is empty: m = 0 or no
+    positive weight) or a valid example's weight is negative or not finite; what eager calls refuse."""
+    bad = ~jnp.any(mask != 0)
+    if data.weight is not None:
+        w = data.weight
+        ok = (w >= 0) if jnp.issubdtype(w.dtype, jnp.integer) else jnp.isfinite(w) & (w >= 0)
+        bad |= jnp.any(bits.unpack(data.valid, w.shape[-1]) & ~ok)
+    return bad
+
+
+def nan_where(bad, tree: Tree) -> Tree:
+    """``tree`` with its float fields (weight, mean, gain) all NaN where ``bad``; a select, so bitwise unchanged
+    elsewhere."""
+    nan = lambda a: jnp.where(bad, jnp.nan, a)  # noqa: E731
+    return tree._replace(weight=nan(tree.weight), mean=nan(tree.mean), gain=nan(tree.gain))
 
 
 def node_stats(count, totals, masks, with_features=True) -> LevelStats:

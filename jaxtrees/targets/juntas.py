@@ -276,7 +276,9 @@ def random_junta(key, n: int, k, *, nondegenerate: bool = True, k_max: int | Non
     table, as ``random_junta(key, n, k)`` (the draws of the shorter arrays are prefixes of the longer).
     A traced k outside [1, k_max] cannot raise; the junta keeps ``size = k`` and is flagged
     (:meth:`Junta.in_range` False): NaN exact means (so ``exact_error`` is NaN), an empty support mask,
-    and ``draw`` gives no valid examples, never a plausible k_max-junta.
+    and ``draw`` gives no valid examples (m = 0), so a tree grown on them has NaN float fields and NaN
+    errors on any data (issue 64 item 8), never a plausible k_max-junta. Its labels (``f(x)``, ``f.bits``)
+    are integers, which cannot be NaN: read ``in_range()`` before trusting them.
     """
     if k_max is not None:
         return _random_padded_junta(key, checks.integer("n", n, low=1), k,
