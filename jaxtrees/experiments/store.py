@@ -362,6 +362,7 @@ def _parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
             table = reader.read(columns=columns if _CRC.search(name) else None)
             if columns is not None:
                 table = table.select([c for c in columns if c in table.column_names])
+                _numeric_schema(reader.schema_arrow, columns)
             if stamp.get("rows") != reader.metadata.num_rows or table.num_rows != stamp["rows"]:
                 raise OSError(f"it holds {table.num_rows} rows where it records {stamp.get('rows')}")
         except FileNotFoundError:
@@ -375,6 +376,16 @@ def _parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
                 continue
             raise
         yield path, table, stamp.get("config")
+
+
+def _numeric_schema(schema, read: list) -> None:
+    """OSError unless every column not ``read`` (a run's outputs and axis, left unread by planning) holds numbers."""
+    import pyarrow as pa
+
+    for field in schema:
+        if field.name not in read and not (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+                                           or pa.types.is_boolean(field.type)):
+            raise OSError(f"column {field.name} must hold numbers, got {field.type}")
 
 
 def _verified(path: str):
