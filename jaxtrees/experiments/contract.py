@@ -193,12 +193,5 @@ def group_changes(recorded: dict, groups: dict) -> list[str]:
             for name, g in (recorded.get("groups") or {}).items() if name in groups and groups[name] != g]
 
 
-def digest(terms_: dict) -> str:
-    """A short digest of a contract (for messages comparing processes)."""
-    import json
-
-    return hashlib.sha256(json.dumps(terms_, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
 __all__ = ["JAX_SETTINGS", "PRESENTATION", "terms", "declaration", "differences", "group_changes", "source_digest",
-           "cpu_features", "study_files", "digest"]
+           "cpu_features", "study_files"]

@@ -64,14 +64,9 @@ def settings(args) -> dict:
                 config = hashlib.sha256(fh.read()).hexdigest()[:16]
         except OSError:
             config = "unreadable"
-    versions = {}
-    for name in ("jax", "jaxlib", "numpy", "optax"):
-        try:
-            from importlib.metadata import version
+    from jaxtrees.experiments.store import _version
 
-            versions[name] = version(name)
-        except Exception:  # noqa: BLE001 - metadata only
-            versions[name] = "unknown"
+    versions = {name: _version(name) for name in ("jax", "jaxlib", "numpy", "optax")}
     return {"study": args.study, "--quick": args.quick, "--set": sorted(args.set), "--config": config,
             "--seed": args.seed, "--chunk": args.chunk, "--group": args.group, "--out": os.path.abspath(args.out),
             "--allow-changes": args.allow_changes, "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),

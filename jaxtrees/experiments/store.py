@@ -310,17 +310,7 @@ def export_csv(directory: str, path: str | None = None, partial: bool = False) -
         sys.stdout.buffer.write(memoryview(buffer.getvalue()))
         sys.stdout.buffer.flush()
         return path
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        pcsv.write_csv(table, tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    fsync_directory(os.path.dirname(os.path.abspath(path)))
+    _atomically(path, lambda fh: pcsv.write_csv(table, fh))
     return path
 
 
@@ -444,10 +434,16 @@ def environment() -> dict:
 def write_atomic(path: str, data, mode: str = "w"):
     """Write ``path`` through a temporary file, fsync, rename and a directory fsync: readers see the
     old or the new contents, and a crash after the call loses neither."""
+    _atomically(path, lambda fh: fh.write(data), mode)
+
+
+def _atomically(path: str, write, mode: str = "wb"):
+    """``write(file)`` into a temporary beside ``path``, fsync, rename, directory fsync; the temporary removed on
+    any failure."""
     tmp = f"{path}.p{os.getpid()}.tmp"
     try:
         with open(tmp, mode, **({"newline": ""} if "b" not in mode else {})) as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -455,7 +451,7 @@ def write_atomic(path: str, data, mode: str = "w"):
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
-    fsync_directory(os.path.dirname(path) or ".")
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 def fsync_directory(path: str):
