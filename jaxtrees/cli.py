@@ -15,6 +15,7 @@ import argparse
 import errno
 import json
 import os
+import signal
 import sys
 import time
 
@@ -87,10 +88,10 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"jaxtrees {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         again = " (rerun the same command to resume: every part written is whole)" if args.command == "run" else ""
         print(f"jaxtrees {args.command}: interrupted{again}", file=sys.stderr)
-        return 130
+        return 128 + getattr(e, "signal", signal.SIGINT)  # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports
     except OSError as e:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT):
             print(f"jaxtrees {args.command}: error: {_os_error(e)}", file=sys.stderr)

@@ -62,6 +62,22 @@ def test_out_of_memory_names_group_and_chunk(tmp_path, capsys, monkeypatch):
     assert "out of device or host memory" in err and "--group" in err and "--chunk" in err
 
 
+def test_ctrl_c_while_jaxtrees_loads_is_one_line():
+    """The command's entry point (_jaxtrees_console, outside the package) loads before JAX: Ctrl-C during the
+    imports (about a second) ends the command with exit 130 and one line, no traceback."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.Popen([sys.executable, "-c", "import _jaxtrees_console as c; c.console()", "list"], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.15)  # past the interpreter's start (its SIGINT handler is set), before jax has loaded
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the imports finished before the interrupt reached them")
+    assert proc.returncode == 130 and err.strip() == "jaxtrees: interrupted while loading", err
+    assert time.perf_counter() - sent < 2
+
+
 def test_ctrl_c_stops_with_130_and_the_run_resumes(tmp_path):
     """SIGINT is held until the calls made are written (a KeyboardInterrupt inside a device-to-host copy once
     aborted the process): exit 130 with "rerun the same command to resume", and rerunning finishes the rows."""

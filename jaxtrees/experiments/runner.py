@@ -157,17 +157,30 @@ class _deferred_interrupt:
 
     def __enter__(self):
         self.flag = threading.Event()
+        self.number = signal.SIGINT
         self.previous = {}
         if threading.current_thread() is threading.main_thread():
-            self.previous = {s: signal.signal(s, lambda *_: self.flag.set()) for s in self.SIGNALS}
+            self.previous = {s: signal.signal(s, self._held) for s in self.SIGNALS}
         return self.flag
+
+    def _held(self, number, _frame):
+        self.number = number
+        self.flag.set()
 
     def __exit__(self, *exc):
         for number, handler in self.previous.items():
             signal.signal(number, handler)
         if self.flag.is_set() and exc[0] is None:
-            raise KeyboardInterrupt
+            raise Interrupted(self.number)
         return False
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run ended by a signal (SIGINT or SIGTERM) after its calls in flight were written; ``signal``: which."""
+
+    def __init__(self, number: int):
+        super().__init__(signal.Signals(number).name)
+        self.signal = int(number)
 
 
 def _placed(per_device: int, groups: int, devices: int, group: int) -> np.ndarray:
