@@ -53,6 +53,61 @@ def test_an_older_peer_or_an_extra_setting_is_a_difference(theirs):
     assert distributed._differences({"a": 1}, theirs, 1)
 
 
+class _Coordinator:
+    """The coordination service's key-value store and live-process barrier, for threads standing for processes."""
+
+    def __init__(self, alive, dead=()):
+        self.values, self.dead = {}, set(dead)
+        self.barrier = threading.Barrier(alive)
+
+    def client(self):
+        return types.SimpleNamespace(key_value_set=self.values.__setitem__,
+                                     blocking_key_value_get=lambda key, ms: self.values[key],
+                                     get_live_nodes=self.live)
+
+    def live(self, ids):
+        self.barrier.wait(10)
+        return {i: 1 for i in ids if i not in self.dead}
+
+
+@pytest.mark.parametrize("theirs, said", [
+    ({"backend": "gpu"}, "process 1 would compute other rows than process 0: the backend: process 0 'cpu', process 1 'gpu'"),
+    ({"groups": {"prog": 8}}, "the group of program prog: process 0 4, process 1 8"),
+])
+def test_a_process_whose_contract_differs_ends_every_process_naming_it(monkeypatch, theirs, said):
+    """After JAX starts, each process's contract (device kind, CPU features, compiler options, groups, ...) is
+    compared with process 0's before the first call: every process ends with the same sentence."""
+    coordinator, errors = _Coordinator(2), {}
+    monkeypatch.setattr(distributed, "_client", coordinator.client)
+    mine = {"backend": "cpu", "device_kind": "cpu", "groups": {"prog": 4}}
+
+    def agree(pid, terms):
+        try:
+            distributed.agree(pid, 2, terms)
+        except ValueError as e:
+            errors[pid] = str(e)
+
+    other = threading.Thread(target=agree, args=(1, {**mine, **theirs}))
+    other.start()
+    agree(0, mine)
+    other.join(30)
+    assert set(errors) == {0, 1} and all(said in e for e in errors.values()), errors
+    errors.clear()
+    coordinator = _Coordinator(2)
+    monkeypatch.setattr(distributed, "_client", coordinator.client)
+    other = threading.Thread(target=agree, args=(1, {**mine, "groups": {"other program": 16}}))
+    other.start()
+    agree(0, mine)  # the same contract (programs of other groups are no difference): no error
+    other.join(30)
+    assert errors == {}
+
+
+def test_a_dead_process_ends_the_others_with_a_sentence(monkeypatch):
+    monkeypatch.setattr(distributed, "_client", _Coordinator(1, dead={1, 2}).client)
+    with pytest.raises(ValueError, match="process\\(es\\) 1, 2 of 3 stopped before the end of the run"):
+        distributed.finish(3)
+
+
 def test_a_dead_compile_worker_is_one_sentence(monkeypatch, tmp_path, capsys):
     from jaxtrees import cli
     from jaxtrees.experiments import runner, workers

@@ -244,14 +244,16 @@ def test_a_full_disk_is_one_sentence_and_the_run_resumes_once_space_is_freed(tmp
 
 def test_four_processes_write_the_rows_of_one_and_resume_after_one_is_killed(tmp_path, reference):
     """jax.distributed on loopback (CPU, gloo), four processes: the rows of one process; process 2 killed
-    mid-run, the other three stopped, all four rerun: the rows of one process again."""
+    mid-run, the other three end with a sentence naming it (no abort) within --distributed-timeout, all four
+    rerun: the rows of one process again."""
     def start(out, kill=None):
         with socket.socket() as s:
             s.bind(("localhost", 0))
             port = s.getsockname()[1]
         tiny = [a if not a.startswith("replicates=") else "replicates=48" for a in TINY]
         args = [sys.executable, "-m", "jaxtrees.cli", "run", "juntas", "--quick", "--out", str(out), *tiny, "--chunk",
-                "8", "--group", "4", "--coordinator", f"localhost:{port}", "--num-processes", "4", "--process-id"]
+                "8", "--group", "4", "--coordinator", f"localhost:{port}", "--num-processes", "4",
+                "--distributed-timeout", "20", "--process-id"]
         env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXTREES_CPU_DEVICES": "1", "JAXTREES_FLUSH_SECONDS": "0"}
         return [subprocess.Popen([*args, str(i)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for i in range(4)]
@@ -271,12 +273,13 @@ def test_four_processes_write_the_rows_of_one_and_resume_after_one_is_killed(tmp
     while time.time() < deadline and not any(n.name.split("-")[2] == "0002" for n in rows.glob("part-*.parquet")):
         time.sleep(0.05)
     procs[2].send_signal(signal.SIGKILL)
-    for p in procs:
-        try:
-            p.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.communicate()
+    killed_at = time.time()
+    ends = [p.communicate(timeout=120) for p in (procs[0], procs[1], procs[3])]  # within the heartbeats' timeout
+    assert time.time() - killed_at < 20 + 30, ends
+    for p, (_, err) in zip((procs[0], procs[1], procs[3]), ends):  # each survivor: one sentence, no abort
+        assert p.returncode == 2 and "process(es) 2 of 4 stopped before the end of the run" in err, err
+        assert "Traceback" not in err and "Check failure" not in err, err
+    procs[2].communicate()
     procs = start(killed)
     outputs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs

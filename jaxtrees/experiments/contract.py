@@ -159,9 +159,11 @@ def cpu_features() -> str:
     return f"unknown ({platform.machine()})"
 
 
-def differences(recorded: dict, now: dict) -> list[str]:
+def differences(recorded: dict, now: dict, words: tuple = ("recorded", "now")) -> list[str]:
     """One clause per term that differs between a recorded contract and this run's (groups aside): what it is,
-    recorded and now; a term the recorded contract lacks (an earlier version's) counts as a difference."""
+    recorded and now (``words``: how the two are named); a term the recorded contract lacks (an earlier version's)
+    counts as a difference."""
+    was, is_ = words
     out = []
     for key in sorted(set(recorded) | set(now)):
         if key == "groups" or recorded.get(key) == now.get(key):
@@ -170,14 +172,14 @@ def differences(recorded: dict, now: dict) -> list[str]:
             out.append(f"{NAMES.get(key, key)}: not recorded by the run that started the directory (an earlier "
                        f"jaxtrees), now {_short(now[key])}")
         elif key == "declaration" and isinstance(recorded[key], dict) and isinstance(now.get(key), dict):
-            out += [f"the study's {field}: recorded {_short(recorded[key].get(field))}, now "
+            out += [f"the study's {field}: {was} {_short(recorded[key].get(field))}, {is_} "
                     f"{_short(now[key].get(field))}" for field in sorted(set(recorded[key]) | set(now[key]))
                     if recorded[key].get(field) != now[key].get(field)]
         elif key == "study_code":
             out.append(f"the study's own code ({', '.join(sorted({**(recorded[key] or {}), **(now[key] or {})}))}) "
                        f"was edited")
         else:
-            out.append(f"{NAMES.get(key, key.replace('_', ' '))}: recorded {_short(recorded[key])}, now "
+            out.append(f"{NAMES.get(key, key.replace('_', ' '))}: {was} {_short(recorded[key])}, {is_} "
                        f"{_short(now.get(key))}")
     return out
 
@@ -187,9 +189,9 @@ def _short(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def group_changes(recorded: dict, groups: dict) -> list[str]:
+def group_changes(recorded: dict, groups: dict, words: tuple = ("recorded", "now")) -> list[str]:
     """The programs whose vmapped group differs from the recorded one (the group is part of the arithmetic)."""
-    return [f"the group of program {name}: recorded {g}, now {groups[name]}"
+    return [f"the group of program {name}: {words[0]} {g}, {words[1]} {groups[name]}"
             for name, g in (recorded.get("groups") or {}).items() if name in groups and groups[name] != g]
 
 

@@ -1,6 +1,6 @@
 """Several processes (``jax.distributed``): a rendezvous of every process before JAX's coordination service starts,
 so that a process that never comes, a wrong count or a taken port is one sentence (no C++ abort), then
-``jax.distributed.initialize``.
+``jax.distributed.initialize``; at the end, :func:`finish` waits for every process still alive.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ def initialize(args) -> None:
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU processes (no effect on GPU / TPU)
+    jax.config.update("jax_enable_recoverability", True)  # a peer's death: a sentence at the end, not an abort of all
     where = f" at {args.coordinator}" if args.coordinator else ""
     try:
-        jax.distributed.initialize(*explicit, initialization_timeout=timeout)
+        jax.distributed.initialize(*explicit, initialization_timeout=timeout, heartbeat_timeout_seconds=timeout)
     except ValueError as e:
         if args.distributed and "coordinator" in str(e):
             raise ValueError("--distributed found no cluster to join (it reads SLURM, Open MPI and Cloud TPU settings); "
@@ -43,6 +44,58 @@ def initialize(args) -> None:
         raise ValueError(f"process {args.process_id} could not join the run{where} within {timeout} s ({e}); check "
                          f"that every process was started with the same --coordinator and --num-processes and its "
                          f"own --process-id, and that HOST:PORT is reachable from each") from None
+
+
+def agree(process: int, processes: int, terms: dict) -> None:
+    """Every process's contract (what can change a row: :func:`~jaxtrees.experiments.contract.terms` with its
+    programs' groups) against process 0's, before the first call: the same ValueError on every process, naming
+    the first process and the settings in which it differs."""
+    from jaxtrees.experiments import contract
+
+    client = _client()
+    if client is None:
+        return
+    client.key_value_set(f"jaxtrees/contract/{process}", json.dumps(terms, sort_keys=True, default=str))
+    _stopped(client, processes)  # a barrier: every live process has set its key
+    for pid in range(1, processes):
+        theirs = json.loads(client.blocking_key_value_get(f"jaxtrees/contract/{pid}", 60_000))
+        mine = terms if process == 0 else json.loads(client.blocking_key_value_get("jaxtrees/contract/0", 60_000))
+        words = ("process 0", f"process {pid}")
+        changed = contract.differences(mine, theirs, words) + contract.group_changes(mine, theirs.get("groups", {}),
+                                                                                    words)
+        if changed:
+            raise ValueError(f"process {pid} would compute other rows than process 0: {'; '.join(changed)}; start "
+                             f"every process with the same installation, environment and arguments")
+
+
+def finish(processes: int) -> None:
+    """Wait until every process has reached the end of the run (its parts on disk). A process that stopped first
+    (killed, or ended by an error) is found by the coordination service's heartbeats within --distributed-timeout
+    (the run is recoverable): ValueError naming it, so that the survivors end with a sentence and release the lock."""
+    client = _client()
+    if client is None:  # a JAX without it: a plain barrier
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices("jaxtrees run")
+        return
+    _stopped(client, processes)
+
+
+def _client():
+    """JAX's coordination client, where it can tell the live processes (None otherwise)."""
+    from jax._src import distributed as state
+
+    client = state.global_state.client
+    return client if client is not None and hasattr(client, "get_live_nodes") else None
+
+
+def _stopped(client, processes: int) -> None:
+    """A barrier of the live processes; ValueError naming those that stopped (found by their heartbeats)."""
+    missing = sorted(set(range(processes)) - set(client.get_live_nodes(list(range(processes)))))
+    if missing:
+        raise ValueError(f"process(es) {', '.join(map(str, missing))} of {processes} stopped before the end of the "
+                         f"run (killed, or ended by an error: see their output); the parts every process wrote are "
+                         f"whole: rerun the same command on every process to run the missing trials")
 
 
 #: The first line a process sends process 0 in :func:`_rendezvous` (then P, its id and its :func:`settings`).

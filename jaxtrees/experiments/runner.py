@@ -355,6 +355,10 @@ class _Job:
         terms = contract(self.study, self.devices[0])
         recorded = self.metadata.get("contract")
         groups = {**(recorded or {}).get("groups", {}), **{p.name: p.group for p in work}}
+        if self.processes > 1:  # every process computes the rows process 0 would
+            from jaxtrees.experiments import distributed
+
+            distributed.agree(self.process, self.processes, {**terms, "groups": {p.name: p.group for p in work}})
         if recorded is not None:
             changed = contracts.differences(recorded, terms) + contracts.group_changes(recorded, groups)
             if changed and not self.allow_changes:
@@ -487,6 +491,6 @@ class _Job:
         self.record["seconds"] = seconds
         self.store.write_metadata(self.metadata)
         if self.processes > 1:
-            from jax.experimental import multihost_utils
+            from jaxtrees.experiments import distributed
 
-            multihost_utils.sync_global_devices(f"jaxtrees run {self.study.name}")
+            distributed.finish(self.processes)
