@@ -178,7 +178,10 @@ class Pool:
             code = worker.exitcode()
             how = (f"was killed by signal {-code} ({signal.Signals(-code).name})" if code is not None and code < 0
                    else f"exited with code {code}" if code is not None else f"stopped answering ({e})")
-            raise WorkerDied(f"the compile worker (pid {worker.pid}) for program {what} {how} before it "
+            memory = (" (SIGABRT or SIGKILL: most often the host ran out of memory, XLA's std::bad_alloc or the "
+                      "kernel's OOM killer; a smaller --group compiles a smaller program)"
+                      if code in (-signal.SIGABRT, -signal.SIGKILL) else "")
+            raise WorkerDied(f"the compile worker (pid {worker.pid}) for program {what} {how}{memory} before it "
                              f"finished; no cache entry is half-written. Rerun the same command to resume (the "
                              f"parts written are kept), with JAXTREES_COMPILE_WORKERS=threads to compile in this "
                              f"process") from None
