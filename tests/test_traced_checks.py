@@ -217,3 +217,21 @@ def test_valid_values_give_bitwise_the_eager_outputs():
     weighted, exact = in_place(jnp.asarray(np.random.default_rng(1).uniform(0.1, 3.0, M), jnp.float32)), \
         jt.GrowthRule(max_depth=2, exact_weights=True)
     same_bits(grow(weighted, exact), jt.grow(weighted, exact))
+
+
+def test_exact_error_of_a_good_tree_under_traced_bad_marginals_is_nan():
+    """exact_error and error_by_depth called directly with a traced p outside [0, 1] (or NaN): NaN, not an error
+    computed from impossible probabilities; valid p bitwise the eager value."""
+    tree = jt.grow(jt.draw(KEY, HALF, F, M), RULE)
+    ps = jnp.stack([HALF, HALF.at[0].set(1.7), HALF.at[3].set(-0.1), HALF.at[5].set(jnp.nan)])
+    errors = jax.jit(jax.vmap(lambda p: jt.exact_error(tree, p, F)))(ps)
+    by_depth = jax.jit(jax.vmap(lambda p: jt.error_by_depth(tree, p, F)))(ps)
+    assert errors[0] == jt.exact_error(tree, HALF, F) and np.isnan(errors[1:]).all()
+    assert np.array_equal(by_depth[0], jt.error_by_depth(tree, HALF, F)) and np.isnan(by_depth[1:]).all()
+
+
+def test_random_subset_refuses_a_concrete_k_outside_0_to_n():
+    for k in (N + 1, -1):
+        with pytest.raises(ValueError, match=f"k must be in \\[0, {N}\\], got {k}"):
+            jt.targets.random_subset(KEY, N, k)
+    assert int(jt.targets.random_subset(KEY, N, jnp.int32(3)).sum()) == 3

@@ -260,14 +260,20 @@ def node_errors(tree: Tree, p, target):
 
 
 def exact_error(tree: Tree, p, target):
-    """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32); NaN for a tree grown on flagged data (root weight NaN)."""
+    """Pr_{x ~ p}[tree(x) != f(x)], exactly (float32); NaN for a tree grown on flagged data (root weight NaN) or a
+    traced ``p`` outside [0, 1]."""
     return flag_nan_root(tree, _exact_error(tree, checked_marginals(tree.feature, p, target), target))
 
 
 @jax.jit
 def _exact_error(tree: Tree, p, target):
     leaf = reached(tree) & (tree.feature < 0)
-    return jnp.sum(jnp.where(leaf, node_errors(tree, p, target), 0.0))
+    return _unless_bad(p, jnp.sum(jnp.where(leaf, node_errors(tree, p, target), 0.0)))
+
+
+def _unless_bad(p, value):
+    """``value``, NaN where a (traced) marginal of ``p`` is outside [0, 1] or NaN: never a plausible error."""
+    return jnp.where(jnp.all((p >= 0) & (p <= 1), axis=-1, keepdims=jnp.ndim(value) > 0), value, jnp.nan)
 
 
 def error_by_depth(tree: Tree, p, target):
@@ -286,7 +292,7 @@ def _error_by_depth(tree: Tree, p, target):
     leaf = node & (tree.feature < 0)
     d = jnp.arange(tree.max_depth + 1)[:, None]
     counted = node & ((levels == d) | (leaf & (levels < d)))
-    return jnp.sum(jnp.where(counted, errors, 0.0), axis=-1)
+    return _unless_bad(p, jnp.sum(jnp.where(counted, errors, 0.0), axis=-1))
 
 
 def checked_marginals(feature, p, target=None):

@@ -181,7 +181,10 @@ class MaskParity(NamedTuple):
 
 def random_subset(key, n: int, k):
     """``bool[n]``: a uniformly random subset of size ``k`` (k may be traced): the k smallest of
-    n i.i.d. uniforms."""
+    n i.i.d. uniforms. A concrete k outside [0, n] is refused; a traced one is clipped to it (a mask has no NaN:
+    callers that trace k check it, as :func:`random_junta` does)."""
+    if checks.is_concrete(k):
+        checks.integer("k", np.asarray(k).item() if np.ndim(k) == 0 else k, low=0, high=n)
     u = jax.random.uniform(key, (n,))
     return jnp.argsort(jnp.argsort(u)) < k
 
