@@ -59,6 +59,7 @@ _LAZY = {
     "sample_sizes": ("jaxtrees.experiments.trials", "sample_sizes"),
     "learn_on_prefixes": ("jaxtrees.experiments.trials", "learn_on_prefixes"),
     "check_sample_grid": ("jaxtrees.experiments.trials", "check_sample_grid"),
+    "exact_invariants": ("jaxtrees.experiments.trials", "exact_invariants"),
     "DecisionTreeClassifier": ("jaxtrees.sklearn", "DecisionTreeClassifier"),
     "LowDegreeClassifier": ("jaxtrees.sklearn", "LowDegreeClassifier"),
     "FindMinClassifier": ("jaxtrees.sklearn", "FindMinClassifier"),

@@ -129,12 +129,35 @@ def study_of(directory: str):
     return study, spec(study)
 
 
+def check_invariants(study, rows, directory: str) -> None:
+    """ValueError where the rows break one of the study's ``invariants``: which, in how many trials, the first."""
+    if study is None or study.invariants is None:
+        return
+    try:
+        holds = study.invariants(rows)
+    except KeyError as e:
+        raise ValueError(_lacking(directory, study.name, e)) from None
+    for statement, ok in holds.items():
+        ok = np.asarray(ok)
+        if ok.shape != (len(rows),) or ok.dtype != bool:
+            raise ValueError(f"study {study.name!r}: invariants(rows)[{statement!r}] must be a bool array of one value "
+                             f"per row ({len(rows):,}), got {ok.dtype} of shape {ok.shape}")
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            cells, replicates = np.asarray(rows["cell"])[bad], np.asarray(rows["replicate"])[bad]
+            trials = np.unique(cells.astype(np.int64) * (int(replicates.max()) + 1) + replicates).size
+            raise ValueError(f"{directory}: {trials:,} trial(s) break the study's invariant {statement!r} (the first: "
+                             f"cell {cells[0]}, replicate {replicates[0]}): their outputs contradict each other (a bug "
+                             f"in the trial, or rows edited by hand), so no figures or report are made from them")
+
+
 def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> list[str]:
     """The study's figures (PNG and SVG) in ``directory``: its own ``plot``, else the generic one."""
     from jaxtrees.experiments import generic, store
 
     if rows is None:
         rows = store.read_results(directory, metadata(directory)["config"])
+    check_invariants(study, rows, directory)
     spec_ = spec_ or spec(study)
     stem = os.path.join(directory, spec_["name"])
     try:
@@ -154,6 +177,7 @@ def write_report(study, directory: str, rows=None, spec_: dict | None = None) ->
     recorded = metadata(directory)
     if rows is None:
         rows = store.read_results(directory, recorded["config"])
+    check_invariants(study, rows, directory)
     spec_ = spec_ or spec(study)
     done, total = store.completeness(directory, rows)
     incomplete = "" if done == total else (

@@ -142,6 +142,9 @@ class Study:
         metadata.json (:attr:`columns`, see :func:`column_descriptions`).
       check: ``check(params)`` raises ValueError for a bad cell, before any heavy work (None: no check
         beyond the grid's types).
+      invariants: ``invariants(rows) -> {statement: bool array, True where it holds}`` on the rows (a
+        :class:`~jaxtrees.experiments.table.Table`), e.g. success exactly where exact_error <= 1e-6: rows that
+        break one are refused by the figures and report (:func:`~jaxtrees.experiments.reporting.check_invariants`).
       plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``; both
         see the results as a :class:`~jaxtrees.experiments.table.Table` (columns, never row dicts; a
         list of row dicts given by a caller becomes one). None: the generic figures and report.
@@ -157,6 +160,7 @@ class Study:
     shared: tuple = ()
     meanings: dict = dataclasses.field(default_factory=dict)
     check: Callable | None = None
+    invariants: Callable | None = None
     plot: Callable | None = None
     report: Callable | None = None
     compile: Compile = dataclasses.field(default_factory=Compile)
@@ -174,7 +178,7 @@ class Study:
                                             *_strings(self.grid, self.compile.choices)])))
         if self.axis is not None:
             set_("axis", _axis(self.name, self.axis, self.full))
-        for name in ("check", "plot", "report"):
+        for name in ("check", "invariants", "plot", "report"):
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise ValueError(f"study {self.name!r}: {name} must be callable or None, got {getattr(self, name)!r}")
         for name in ("plot", "report"):  # both see a Table, however they are called

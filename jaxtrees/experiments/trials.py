@@ -199,3 +199,12 @@ def check_sample_grid(params, n: int) -> None:
     if n * m_max > 2**31:
         raise ValueError(f"m_max must be <= 2^31 / n = {2**31 // n} for n = {n} (n * m_max sample bits per trial "
                          f"<= 2^31), got m_max = {m_max}")
+
+
+def exact_invariants(rows) -> dict:
+    """A :class:`~jaxtrees.experiments.study.Study`'s ``invariants`` for rows holding ``exact_error`` and ``success``
+    (``exact_error <= SUCCESS_TOL``, compared in float32 as the trial does): a probability, and success exactly there."""
+    error = np.asarray(rows["exact_error"], np.float32)
+    return {"0 <= exact_error <= 1": (error >= 0) & (error <= np.float32(1 + 2**-20)),  # float32 sums of leaf errors
+            f"success exactly where exact_error <= {SUCCESS_TOL:g}":
+                (np.asarray(rows["success"]) != 0) == (error <= np.float32(SUCCESS_TOL))}
