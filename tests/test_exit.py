@@ -36,12 +36,12 @@ def test_exit_now_waits_for_a_running_thread():
 
 
 def test_the_command_is_console_and_ends_with_exit_now(tmp_path):
-    """``python -m jaxtrees.cli`` and the installed command run :func:`cli.console`: a whole study's files are written
-    and its exit code kept when the process ends at once."""
+    """``python -m jaxtrees.cli`` and the installed command (through _jaxtrees_console) run :func:`cli.console`: a
+    whole study's files are written and its exit code kept when the process ends at once."""
     import tomllib
 
     with open(os.path.join(os.path.dirname(cli.__file__), "..", "pyproject.toml"), "rb") as fh:
-        assert tomllib.load(fh)["project"]["scripts"]["jaxtrees"] == "jaxtrees.cli:console"
+        assert tomllib.load(fh)["project"]["scripts"]["jaxtrees"] == "_jaxtrees_console:console"  # it calls cli's
     args = ["run", "juntas", "--quick", "--out", str(tmp_path), "--no-progress", "--set", "k=3", "--set", "c=0.1",
             "--set", "m_max=64", "--set", "replicates=4"]
     env = {**os.environ, "JAXTREES_CACHE_DIR": "", "JAXTREES_CPU_DEVICES": "1"}
