@@ -64,7 +64,7 @@ PHASES = """
 import json, os, sys, time
 t0 = time.perf_counter()
 from jaxtrees import cli
-from jaxtrees.experiments import runner, store
+from jaxtrees.experiments import reporting, runner, store
 marks = {}
 def timed(owner, name, label):
     function = getattr(owner, name)
@@ -77,7 +77,7 @@ def timed(owner, name, label):
             marks[label] = marks.get(label, 0.0) + time.perf_counter() - start
     setattr(owner, name, wrapper)
 for owner, name, label in ((runner, "run", "run"), (cli, "_after_run", "post_run"), (store, "read_results", "read"),
-                           (cli, "_plot_files", "figures"), (cli, "_write_report", "report")):
+                           (reporting, "plot_files", "figures"), (reporting, "write_report", "report")):
     timed(owner, name, label)
 code = cli.main(sys.argv[1:])
 marks["total"] = time.perf_counter() - t0
