@@ -21,6 +21,14 @@ size), ``peak_rss_mb_1e6``, ``peak_rss_mb_1e7`` and ``disk_bytes_per_row``.
 
     python scripts/bench_store.py                         # 10^6 and 10^7 rows (~8 min on 2 cores)
     python scripts/bench_store.py --small 1250 --large 12500   # 10^5 and 10^6 rows
+
+``--grouping TRIALS`` measures instead a report's group-by over that many trials (a table as ``read_results``
+returns it, grouped by (k, c, impurity, cell, replicate) as smoothed-base's report groups them), side by side: keys
+as one tuple per group (``table.groups``, the only way before issue 64) against codes only
+(``table.group_codes``) and keys as columns (``table.group_columns``); seconds (best of ``--reps``) and peak traced
+MiB of each, on a fresh table each time.
+
+    python scripts/bench_store.py --grouping 1000000      # 10^6 trials
 """
 
 from __future__ import annotations
@@ -86,16 +94,65 @@ def _write_alone(directory: str, run: dict) -> float:
     return len(table) / seconds
 
 
+def grouping(trials: int, rows_per_trial: int, reps: int) -> dict:
+    """Seconds and peak traced MiB of grouping ``trials`` trials by trial, per way (see the module's docstring)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from jaxtrees.experiments import table as tables
+
+    per_cell = [(k, c) for k in (3, 4) for c in (0.0, 0.05, 0.1, 0.2)]
+    replicates = -(-trials // len(per_cell))
+    cell = np.repeat(np.arange(len(per_cell), dtype=np.int32), replicates * rows_per_trial)
+    replicate = np.tile(np.repeat(np.arange(replicates, dtype=np.int32), rows_per_trial), len(per_cell))
+    columns = {"cell": cell, "replicate": replicate,
+               "k": tables.ByCell([3, 4], [k == 4 for k, _ in per_cell]),
+               "c": tables.ByCell([0.0, 0.05, 0.1, 0.2], [[0.0, 0.05, 0.1, 0.2].index(c) for _, c in per_cell]),
+               "impurity": tables.ByCell(np.asarray(["entropy"], object), np.zeros(len(per_cell), np.int32))}
+    by = ["k", "c", "impurity", "cell", "replicate"]
+    ways = {"keys": tables.groups, "codes": tables.group_codes, "columns": tables.group_columns}
+    out = {"trials": len(per_cell) * replicates, "rows": cell.size}
+    for name, way in ways.items():
+        best = np.inf
+        for _ in range(reps):
+            table = tables.Table(columns)
+            started = time.perf_counter()
+            way(table, by)
+            best = min(best, time.perf_counter() - started)
+        table = tables.Table(columns)
+        tracemalloc.start()
+        way(table, by)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        out[f"grouping_s_{name}"], out[f"grouping_mib_{name}"] = best, peak / 2**20
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", type=int, default=12_500, help="replicates of the small size (80 rows each)")
     ap.add_argument("--large", type=int, default=125_000, help="replicates of the large size")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--grouping", type=int, help="measure a group-by over this many trials instead (see above)")
+    ap.add_argument("--rows-per-trial", type=int, default=1, help="with --grouping: rows per trial")
+    ap.add_argument("--reps", type=int, default=3, help="with --grouping: timed rounds per way")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
         print(json.dumps(child(args.child, args.out)))
+        return
+    if args.grouping:
+        r = grouping(args.grouping, args.rows_per_trial, args.reps)
+        print(f"{r['trials']:,} trials ({r['rows']:,} rows) grouped by trial, on "
+              f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores")
+        for name, value in r.items():
+            if name.startswith("grouping_"):
+                print(f"{name}: {value:.3f}")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(r, fh, indent=2)
         return
     env = {**os.environ, "JAXTREES_CACHE_DIR": ""}
     results = {}

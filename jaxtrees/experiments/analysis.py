@@ -329,8 +329,8 @@ def group_quartiles(rows, by, column: str = "steps") -> tuple[list[tuple], np.nd
 def group_first(rows, by, column: str) -> list:
     """Per group of ``by`` (sorted as :func:`~jaxtrees.experiments.table.groups`), the column's value in the
     group's first row (a per-cell constant such as ``max_steps``)."""
-    codes, keys = tables.groups(rows, by)
-    first = np.full(len(keys), -1, np.int64)
+    codes, size = tables.group_codes(rows, by)
+    first = np.full(size, -1, np.int64)
     first[codes[::-1]] = np.arange(len(codes))[::-1]
     return np.asarray(rows[column])[first].tolist()
 

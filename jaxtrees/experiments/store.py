@@ -24,7 +24,7 @@ import zlib
 import numpy as np
 
 from jaxtrees.experiments.layout import Layout, check_columns, columns_table
-from jaxtrees.experiments.table import Table
+from jaxtrees.experiments.table import Table, factorize
 
 #: What a damaged or doubled part asks the user to do.
 WAY_OUT = ("move the file out of rows/ (its trials then run again), or delete the results directory to "
@@ -302,7 +302,7 @@ def export_csv(directory: str, path: str | None = None, partial: bool = False) -
         raise ValueError(f"{directory} holds {done:,} of its {total:,} trials (a run unfinished or still running); "
                          f"rerun `jaxtrees run` with the same arguments to finish it, or pass --partial to export "
                          f"the trials done")
-    table = pa.table(rows.to_dict())
+    table = _arrow(rows)
     if path == "-":
         buffer = pa.BufferOutputStream()
         pcsv.write_csv(table, buffer)
@@ -312,6 +312,20 @@ def export_csv(directory: str, path: str | None = None, partial: bool = False) -
         return path
     _atomically(path, lambda fh: pcsv.write_csv(table, fh))
     return path
+
+
+def _arrow(rows: Table):
+    """The rows as a pyarrow table, columns of strings dictionary-encoded from their codes (no object per row)."""
+    import pyarrow as pa
+
+    arrays = {}
+    for name in rows.names:
+        codes, uniques = factorize(rows, name) if rows.dtype(name) == object else (None, ())
+        if codes is not None and all(isinstance(value, str) for value in uniques):
+            arrays[name] = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(list(uniques), pa.string()))
+        else:
+            arrays[name] = pa.array(rows[name])
+    return pa.table(arrays)
 
 
 def completeness(directory: str, rows: Table) -> tuple[int, int]:

@@ -126,6 +126,11 @@ class Table:
         mine = {name: self[name] if "cell" in columns and isinstance(v, ByCell) else v for name, v in self._columns.items()}
         return Table({**mine, **columns}, factors)
 
+    def dtype(self, name) -> np.dtype:
+        """The column's dtype (a :class:`ByCell` column's, without making it)."""
+        values = self._columns[name]
+        return values.values.dtype if isinstance(values, ByCell) else values.dtype
+
     def unique(self, name) -> list:
         """The distinct values the column holds, ascending, as Python values."""
         codes, uniques = factorize(self, name)
@@ -162,7 +167,8 @@ def _column(name, values) -> np.ndarray:
     if values.ndim != 1:
         raise ValueError(f"Table: column {name!r} must be 1-d, got shape {values.shape}")
     if values.dtype.kind in "US":  # strings as objects: one shared str per distinct value (from_rows, a user)
-        values = values.astype(object)
+        uniques, codes = np.unique(values, return_inverse=True)
+        values = uniques.astype(object)[codes.reshape(-1)]
     return values
 
 
@@ -219,25 +225,72 @@ def on_cells(table: Table, fn, *names) -> np.ndarray:
 
 def groups(table: Table, by) -> tuple[np.ndarray, list[tuple]]:
     """``(codes, keys)``: the rows' group (the distinct values of the ``by`` columns) as an index
-    into ``keys``, the groups' values as tuples of Python values, sorted column by column."""
+    into ``keys``, the groups' values as tuples of Python values, sorted column by column (one tuple
+    per group: for groups as many as the trials, :func:`group_codes` or :func:`group_columns`)."""
     by = list(by)
     if not by:
         return np.zeros(len(table), np.int64), [()]
-    known = table._groups.get(tuple(by))
-    if known is None:
-        known = _groups(table, by)
-        known[0].flags.writeable = False  # shared by the callers that group the same rows alike
-        while len(table._groups) >= GROUPINGS_KEPT:
-            table._groups.pop(next(iter(table._groups)))
-        table._groups[tuple(by)] = known
-    return known[0], list(known[1])
+    known = _known(table, by)
+    if known.keys is None:
+        known.keys = list(zip(*[values.tolist() for values in _key_columns(known)]))
+    return known.codes, list(known.keys)
+
+
+def group_codes(table: Table, by) -> tuple[np.ndarray, int]:
+    """``(codes, size)``: the rows' group as :func:`groups` numbers them, and the number of groups (no keys made)."""
+    by = list(by)
+    if not by:
+        return np.zeros(len(table), np.int64), 1
+    known = _known(table, by)
+    return known.codes, known.size
+
+
+def group_columns(table: Table, by) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``(codes, columns)``: the rows' group as :func:`groups` numbers them, and the groups' keys as columns
+    (``columns[name][g]``: the ``by`` column ``name``'s value in group g, an array over the groups)."""
+    by = list(by)
+    if not by:
+        return np.zeros(len(table), np.int64), {}
+    known = _known(table, by)
+    return known.codes, dict(zip(by, _key_columns(known)))
 
 
 #: Groupings a table keeps (a plot and its report group the same rows by the same columns several times).
 GROUPINGS_KEPT = 4
 
 
-def _groups(table: Table, by: list) -> tuple[np.ndarray, list[tuple]]:
+class _Grouping:
+    """A table's grouping by some columns: ``codes``, ``size`` groups, and their keys made on first use (``columns``
+    from ``make``, then ``keys`` as tuples)."""
+
+    def __init__(self, codes, size, make):
+        self.codes, self.size, self.make, self.columns, self.keys = codes, size, make, None, None
+
+
+def _known(table: Table, by: list) -> _Grouping:
+    """The grouping of ``table`` by ``by``, computed once per table (the last :data:`GROUPINGS_KEPT` kept)."""
+    known = table._groups.get(tuple(by))
+    if known is None:
+        known = _Grouping(*_groups(table, by))
+        known.codes.flags.writeable = False  # shared by the callers that group the same rows alike
+        while len(table._groups) >= GROUPINGS_KEPT:
+            table._groups.pop(next(iter(table._groups)))
+        table._groups[tuple(by)] = known
+    return known
+
+
+def _key_columns(known: _Grouping) -> list[np.ndarray]:
+    """The grouping's keys as columns (one array per ``by`` column), made once."""
+    if known.columns is None:
+        known.columns, known.make = known.make(), None
+        for values in known.columns:
+            values.flags.writeable = False
+    return known.columns
+
+
+def _groups(table: Table, by: list):
+    """``(codes, size, columns)``: each row's group, the number of groups, and a function giving each ``by``
+    column's value per group (groups sorted)."""
     cellwise = [name for name in by if isinstance(table._columns.get(name), ByCell)]
     sequence = cellwise + [name for name in by if name not in cellwise]  # cells' columns: combined per cell first
     factors = [(c.per_cell, c.values) for c in map(table._columns.get, cellwise)] + \
@@ -254,16 +307,19 @@ def _groups(table: Table, by: list) -> tuple[np.ndarray, list[tuple]]:
         combined += codes
     codes, present = _factorize(combined, math.prod(sizes) if math.prod(sizes) < DENSE_RANGE else None)
     del combined
-    digits = {}
-    for name, size in zip(reversed(sequence), reversed(sizes)):
-        digits[name], present = present % size, present // size
-    if sequence != by:  # groups sorted by the columns in the order asked
-        rank = np.lexsort([digits[name] for name in reversed(by)])
-        codes = np.argsort(rank).astype(codes.dtype)[codes]
-        digits = {name: d[rank] for name, d in digits.items()}
     values = dict(zip(sequence, (uniques for _, uniques in factors)))
-    keys = list(zip(*[values[name][digits[name]].tolist() for name in by]))
-    return codes, keys
+
+    def digits(present) -> dict:
+        out = {}
+        for name, size in zip(reversed(sequence), reversed(sizes)):
+            out[name], present = present % size, present // size
+        return out
+
+    if sequence != by:  # groups sorted by the columns in the order asked
+        at = digits(present)
+        rank = np.lexsort([at[name] for name in reversed(by)])
+        codes, present = np.argsort(rank).astype(codes.dtype)[codes], present[rank]
+    return codes, len(present), lambda: [values[name][d] for name, d in zip(by, map(digits(present).get, by))]
 
 
 def split(table: Table, by) -> dict[tuple, Table]:

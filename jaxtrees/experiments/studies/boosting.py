@@ -170,26 +170,26 @@ def _bounds_plot(rows, stem) -> list[str]:
     from matplotlib.lines import Line2D
 
     b = bounds(rows)
-    codes, keys = tables.groups(rows, ["data", "round"])
-    count = np.bincount(codes, minlength=len(keys))
+    codes, points = tables.group_columns(rows, ["data", "round"])
+    count = np.bincount(codes, minlength=len(points["data"]))
     names = rows.unique("data")
     fig, axes = summary.figure(len(names))
     t = np.asarray(rows["round"], np.float64)
     for ax, name in zip(axes, names):
-        mine = np.asarray([key[0] == name for key in keys])
-        x = np.asarray([key[1] for key in keys], np.float64)[mine]
+        mine = points["data"] == name
+        x = np.asarray(points["round"], np.float64)[mine]
         for weak, arrays in b.items():
             look = summary.series_style(ax)
             for column, ls, label in (("train", "-", WEAK[weak]), ("product", "--", None), ("exp", ":", None)):
-                mean = np.bincount(codes, arrays[column], minlength=len(keys)) / np.maximum(count, 1)
+                mean = np.bincount(codes, arrays[column], minlength=len(count)) / np.maximum(count, 1)
                 ax.plot(x, mean[mine], ls=ls, color=look["color"], lw=1.2, label=label or "_")
             at = t >= arrays["rounds"]
             split = [n_ for n_ in ("cell", "replicate") if n_ in rows] or ["data"]
-            first_codes, first_keys = tables.groups(rows.take(at), ["data", *split])
-            if len(first_keys):
-                firsts = np.full(len(first_keys), np.inf)
+            first_codes, first_keys = tables.group_columns(rows.take(at), ["data", *split])
+            if len(first_keys["data"]):
+                firsts = np.full(len(first_keys["data"]), np.inf)
                 np.minimum.at(firsts, first_codes, t[at])
-                here = np.asarray([key[0] == name for key in first_keys])
+                here = first_keys["data"] == name
                 if here.any():
                     ax.plot([np.median(firsts[here])], [1 / _data(name).train_size], marker=look["marker"],
                             color=look["color"], ms=8, ls="none")
@@ -261,8 +261,8 @@ def _trials_by_round(rows) -> list[np.ndarray]:
     """The rows of each trial (split) in round order, as index blocks ``[trials, R]``, one block per distinct
     number of rounds R (a trial's rows are written whole)."""
     by = [name for name in ("cell", "replicate") if name in rows] or ["data"]
-    codes, keys = tables.groups(rows, by)
-    count = np.bincount(codes, minlength=len(keys))
+    codes, size = tables.group_codes(rows, by)
+    count = np.bincount(codes, minlength=size)
     blocks = []
     for R in np.unique(count):
         sel = np.flatnonzero(count[codes] == R)
@@ -328,11 +328,11 @@ def _eq1_line(rows, b) -> str:
     gamma^2) + ln(1/delta)), whose ln(1/delta) term alone (constant 1) exceeds 1: bound / test error at round T."""
     t = np.asarray(rows["round"], np.float64)
     split = [name for name in ("data", "cell", "replicate") if name in rows]
-    codes, keys = tables.groups(rows, split)
+    codes, splits = tables.group_codes(rows, split)
     parts = []
     for weak, arrays in b.items():
         at = t >= arrays["printed"]
-        first = np.full(len(keys), np.inf)
+        first = np.full(splits, np.inf)
         np.minimum.at(first, codes[at], t[at])
         hit = at & (t == first[codes])
         error = np.asarray(rows[f"{weak}_test_error"], np.float64)[hit]
@@ -340,7 +340,7 @@ def _eq1_line(rows, b) -> str:
             with np.errstate(divide="ignore"):
                 ratio = math.log(1 / EQ1_DELTA) / error
             span = f"{ratio.min():.3g}" + (f" to {ratio.max():.3g}" if ratio.max() > ratio.min() else "")
-            parts.append(f"{WEAK[weak]}: {span} in the {error.size} of {len(keys)} splits that reach T")
+            parts.append(f"{WEAK[weak]}: {span} in the {error.size} of {splits} splits that reach T")
     return ("- [vacuous] 004 Eq. 1 as 004 states it: after T = ceil(ln m / (2 gamma^2)) rounds err(H) <= O~(ln|H| / "
             "(m gamma^2) + ln(1/delta)), a generalization bound (004 sets T for it, not for training error < 1/m); "
             f"with O~'s constant 1 its ln(1/delta) term alone is {math.log(1 / EQ1_DELTA):.2f} at delta = "
@@ -352,11 +352,11 @@ def _eq1_line(rows, b) -> str:
 def _reached(rows, b) -> str:
     """How many splits reach the derived round within their rounds, per boosted learner."""
     by = [name for name in ("data", "cell", "replicate") if name in rows]
-    codes, keys = tables.groups(rows, by)
+    codes, splits = tables.group_codes(rows, by)
     t = np.asarray(rows["round"], np.float64)
-    parts = [f"{WEAK[weak]} {int((np.bincount(codes, t >= arrays['rounds'], minlength=len(keys)) > 0).sum())}"
+    parts = [f"{WEAK[weak]} {int((np.bincount(codes, t >= arrays['rounds'], minlength=splits) > 0).sum())}"
              for weak, arrays in b.items()]
-    return f"Splits that reach that round, of {len(keys)}: " + ", ".join(parts) + "."
+    return f"Splits that reach that round, of {splits}: " + ", ".join(parts) + "."
 
 
 BOOSTING = Study(

@@ -66,26 +66,26 @@ def at_max(rows, by, column: str):
     [32, 64]
     """
     v = _values(rows, column)
-    codes, _, top = _maxima(rows, by, v)
+    codes, top = _maxima(rows, by, v)
     return rows.take(v == top[codes])
 
 
 def group_max(rows, by, values) -> dict:
     """Per group of ``by``: the largest of ``values`` (a column name, or an array over the rows) as a
     Python value, groups sorted."""
-    _, keys, top = _maxima(rows, by, _values(rows, values))
-    return dict(zip(keys, top.tolist()))
+    _, top = _maxima(rows, by, _values(rows, values))
+    return dict(zip(tables.groups(rows, by)[1] if len(top) else [], top.tolist()))
 
 
 def _maxima(rows, by, v: np.ndarray):
-    """``(codes, keys, top)``: :func:`~jaxtrees.experiments.table.groups` and each group's largest value."""
-    codes, keys = tables.groups(rows, by)
+    """``(codes, top)``: :func:`~jaxtrees.experiments.table.group_codes` and each group's largest value."""
+    codes, size = tables.group_codes(rows, by)
     if not len(v):
-        return codes, [], v[:0]
-    top = np.empty(len(keys), v.dtype)
+        return codes, v[:0]
+    top = np.empty(size, v.dtype)
     top[codes] = v  # a value of each group, then the largest (NaN where the group has one)
     np.maximum.at(top, codes, v)
-    return codes, keys, top
+    return codes, top
 
 
 def group_sums(rows, by, values) -> dict:

@@ -262,15 +262,13 @@ def _gains_plot(rows, stem):
     if "memory_gain_min" not in rows:
         return []
     trial = [name for name in ("cell", "replicate") if name in rows]
-    codes, keys = tables.groups(rows, [*trial, "code", "k", "c", "s"])
-    memory = np.full(len(keys), np.inf)
-    addr = np.full(len(keys), -np.inf)
+    names = ["code", "k", "c", "s"]
+    codes, per_trial = tables.group_columns(rows, [*trial, *names])
+    memory = np.full(len(per_trial["code"]), np.inf)
+    addr = np.full(len(per_trial["code"]), -np.inf)
     np.fmin.at(memory, codes, np.asarray(rows["memory_gain_min"], np.float64))
     np.fmax.at(addr, codes, np.asarray(rows["address_gain_max"], np.float64))
-    names = ["code", "k", "c", "s"]
-    per_path = tables.Table({**{name: np.asarray([key[len(trial) + i] for key in keys],
-                                                 dtype=object if name == "code" else None)
-                                for i, name in enumerate(names)}, "memory": memory, "address": addr})
+    per_path = tables.Table({**{name: per_trial[name] for name in names}, "memory": memory, "address": addr})
     per_path = per_path.take(np.isfinite(memory) & np.isfinite(addr))
     fig, axes = summary.figure(1, width=6.5, height=4.8)
     ax = axes[0]
@@ -380,13 +378,13 @@ def _cell_params(rows, by) -> tuple[list[dict], np.ndarray]:
 
 
 def _floor_points(rows, by):
-    """Per (cell of ``by``, depth): the mean error over paths, with each cell's parameters: ``(cells, keys, mean)``
-    where ``keys[g] = (cell index, depth)``."""
+    """Per (cell of ``by``, depth): the mean error over paths, with each cell's parameters: ``(cells, cell, depth,
+    mean)``, ``cell[g]`` and ``depth[g]`` point g's cell index and depth."""
     cells, codes = _cell_params(rows, by)
-    combined, keys = tables.groups(rows.with_columns(_cell=codes), ["_cell", "depth"])
-    count = np.bincount(combined, minlength=len(keys))
-    mean = np.bincount(combined, np.asarray(rows["error"], np.float64), minlength=len(keys)) / np.maximum(count, 1)
-    return cells, keys, mean
+    combined, points = tables.group_columns(rows.with_columns(_cell=codes), ["_cell", "depth"])
+    count = np.bincount(combined, minlength=len(points["depth"]))
+    mean = np.bincount(combined, np.asarray(rows["error"], np.float64), minlength=len(count)) / np.maximum(count, 1)
+    return cells, points["_cell"].astype(np.int64), points["depth"].astype(np.float64), mean
 
 
 def _addressing_theory(rows) -> str:
@@ -394,10 +392,8 @@ def _addressing_theory(rows) -> str:
     condition hold), Lemma 14 and its gain bounds (identities of the exact gains where it applies), the depth
     separation, Lemmas 16-17's distance (a hypothesis of the coded cells), and the cells outside."""
     by = ["code", "k", "c", "s", "impurity"]
-    cells, keys, mean = _floor_points(rows, by)
+    cells, cell, depth, mean = _floor_points(rows, by)
     lemma = [lemma14(c) for c in cells]
-    cell = np.asarray([g for g, _ in keys], np.int64)
-    depth = np.asarray([d for _, d in keys], np.float64)
     k = np.asarray([c["k"] for c in cells], np.float64)[cell]
     delta = np.asarray([lm["delta"] for lm in lemma], np.float64)[cell]
     applies = np.asarray([lm["applies"] for lm in lemma], bool)[cell]

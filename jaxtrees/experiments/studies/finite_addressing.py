@@ -293,7 +293,7 @@ def _plot(rows, stem):
             info = dict(zip(BY, cell))
             panels.setdefault((info["s"], info["impurity"], where), []).append((info, points))
     fig, axes = summary.figure(len(panels))
-    counts = np.bincount(tables.groups(rows, [*BY, "m"])[0]).tolist()
+    counts = np.bincount(tables.group_codes(rows, [*BY, "m"])[0]).tolist()
     top = int(rows["m"].max())
     form = _form_line(rows)
     constants = "Remark 15, the project's constants" + (": vacuous at this size" if _constants(rows).kind == "vacuous"

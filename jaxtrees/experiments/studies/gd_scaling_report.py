@@ -180,7 +180,7 @@ def _cells_table(exact, names, loose) -> list[list]:
     the quartiles of the steps (and of ``steps_eps`` in each looser criterion's trials ``loose``), the
     median step J separated and the median min_j |I(D, j)|; one group-by per column."""
     keys, q = analysis.group_quartiles(exact, names)
-    codes, _ = tables.groups(exact, names)
+    codes, _ = tables.group_codes(exact, names)
     trials = np.bincount(codes, minlength=len(keys))
     learned = np.bincount(codes, np.isfinite(analysis.censored_steps(exact)).astype(np.float64), minlength=len(keys))
     budgets = analysis.group_first(exact, names, "max_steps")

@@ -378,7 +378,7 @@ def _signal_theory(rows, by, kind) -> str:
 def lemma11_check(trials, by, alpha, c, k, which: str):
     """000 Lemma 11 with a union over the 3^k restrictions, uncapped, against each smoothed trial's cell's empirical
     P[eps* <= t] at its own t = eps* > 0 (trials with eps* = 0 count in every point's P, not as points)."""
-    codes, _ = tables.groups(trials, by)
+    codes, _ = tables.group_codes(trials, by)
     eps = np.asarray(trials["eps_star"], np.float64)
     cdf = theory.empirical_cdf(codes, eps)
     bound = theory.lemma11_union_probability(eps, alpha, c, k, capped=False)
@@ -407,22 +407,24 @@ def trials_by_cell(rows, by, columns=(), matrix: str = "success") -> tuple[dict,
     m_all = np.asarray(rows["m"], np.float64)
     m = np.unique(m_all)
     if trial:
-        codes, keys = tables.groups(rows, [*by, *trial])
+        codes, size = tables.group_codes(rows, [*by, *trial])
     else:  # a trial's rows are consecutive, one per m
-        codes = np.cumsum(np.r_[True, np.diff(m_all) <= 0]) - 1
-        keys = [tuple(rows[name][i] for name in by) for i in np.flatnonzero(np.r_[True, np.diff(m_all) <= 0])]
-        keys = [(*key, g) for g, key in enumerate(keys)]
-    values = np.full((len(keys), m.size), np.nan)
+        starts = np.r_[True, np.diff(m_all) <= 0]
+        codes, size = np.cumsum(starts) - 1, int(np.count_nonzero(starts))
+    values = np.full((size, m.size), np.nan)
     values[codes, np.searchsorted(m, m_all)] = np.asarray(rows[matrix], np.float64)
-    last = np.zeros(len(keys), np.int64)
+    last = np.zeros(size, np.int64)
     last[codes] = np.arange(len(codes))  # a row of each trial (its values are per trial)
-    cells = {}
-    for g, key in enumerate(keys):
-        cells.setdefault(tuple(key[:len(by)]), []).append(g)
+    cell_codes, keys = tables.groups(rows, by)
+    cell = cell_codes[last]  # each trial's cell
+    count = np.bincount(cell, minlength=len(keys))
+    ends, order = np.cumsum(count), np.argsort(cell, kind="stable")
+    first = np.full(len(keys), size)
+    np.minimum.at(first, cell, np.arange(size))
     out = {}
-    for cell, members in cells.items():
-        members = np.asarray(members)
-        out[cell] = (values[members], {name: np.asarray(rows[name], np.float64)[last[members]] for name in columns})
+    for g in np.argsort(first, kind="stable")[:np.count_nonzero(count)]:  # cells in their first trial's order
+        members = order[ends[g] - count[g]:ends[g]]
+        out[keys[g]] = (values[members], {name: np.asarray(rows[name], np.float64)[last[members]] for name in columns})
     return out, m
 
 

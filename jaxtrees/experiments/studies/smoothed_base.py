@@ -102,9 +102,9 @@ def _trials(rows):
     """One row per trial (its largest m) with its examples needed: the smallest m of the grid from which every
     larger m is exact (+inf: not exact at m_max)."""
     trial = [name for name in ("cell", "replicate") if name in rows]
-    codes, _ = tables.groups(rows, [*BY, *trial])
+    codes, size = tables.group_codes(rows, [*BY, *trial])
     m = np.asarray(rows["m"], np.float64)
-    last_fail = np.zeros(codes.max() + 1 if codes.size else 0)
+    last_fail = np.zeros(size)
     np.maximum.at(last_fail, codes, np.where(np.asarray(rows["success"]) > 0, 0.0, m))
     m_min = np.full(last_fail.shape, np.inf)
     np.minimum.at(m_min, codes, m)
