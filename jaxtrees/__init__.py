@@ -52,7 +52,7 @@ _LAZY = {
     "runner": ("jaxtrees.experiments.runner", None),
     "studies": ("jaxtrees.experiments.studies", None), "summary": ("jaxtrees.experiments.summary", None),
     "Study": ("jaxtrees.experiments.study", "Study"), "Axis": ("jaxtrees.experiments.study", "Axis"),
-    "Compile": ("jaxtrees.experiments.study", "Compile"),
+    "Compile": ("jaxtrees.experiments.study", "Compile"), "Checks": ("jaxtrees.experiments.study", "Checks"),
     "run": ("jaxtrees.experiments.api", "run"),
     "trials": ("jaxtrees.experiments.trials", None),
     "trial_keys": ("jaxtrees.experiments.trials", "trial_keys"),

@@ -1,4 +1,4 @@
-"""A study's declared invariants (issue 64 item 3): rows whose outputs contradict each other (success without
+"""A study's declared invariants (issue 64 item 3; ``check=Checks(cell=, rows=)``): rows whose outputs contradict each other (success without
 exact_error <= 1e-6, an error outside [0, 1] or NaN) are refused by the figures and report, naming the invariant,
 how many trials break it and the first."""
 
@@ -55,7 +55,7 @@ def test_a_run_whose_trial_contradicts_its_invariant_writes_rows_but_no_report(t
         return {"exact_error": jnp.float32(0.5) + 0 * params["c"], "success": jnp.bool_(True)}
 
     study = jt.Study(name="contradicts", trial=trial, grid={"c": [0.0, 0.1]}, replicates=2,
-                     invariants=jt.exact_invariants)
+                     check=jt.Checks(rows=jt.exact_invariants))
     with pytest.raises(ValueError, match="4 trial\\(s\\) break the study's invariant 'success exactly where"):
         jt.run(study, out=str(tmp_path), quick=True)
     assert len(jt.experiments.store.read_results(str(tmp_path / "contradicts"))) == 4

@@ -118,6 +118,16 @@ COMPILE_KNOBS = tuple(f.name for f in dataclasses.fields(Compile))
 
 
 @dataclasses.dataclass(frozen=True)
+class Checks:
+    """A study's checks: ``cell(params)`` raises ValueError for a bad cell before any heavy work; ``rows(rows) ->
+    {statement: bool array, True where it holds}`` states the rows' invariants (e.g.
+    :func:`~jaxtrees.experiments.trials.exact_invariants`), whose breach the figures and report refuse, naming it."""
+
+    cell: Callable | None = None
+    rows: Callable | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Study:
     """A Monte Carlo study: its name, trial, grid and replicates; the rest is optional.
 
@@ -141,10 +151,7 @@ class Study:
         (:attr:`parameters`; a parameter left out falls back to :data:`PARAMETER_MEANINGS`) and
         metadata.json (:attr:`columns`, see :func:`column_descriptions`).
       check: ``check(params)`` raises ValueError for a bad cell, before any heavy work (None: no check
-        beyond the grid's types).
-      invariants: ``invariants(rows) -> {statement: bool array, True where it holds}`` on the rows (a
-        :class:`~jaxtrees.experiments.table.Table`), e.g. success exactly where exact_error <= 1e-6: rows that
-        break one are refused by the figures and report (:func:`~jaxtrees.experiments.reporting.check_invariants`).
+        beyond the grid's types); or :class:`Checks` ``(cell=, rows=)``, also the rows' invariants.
       plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``; both
         see the results as a :class:`~jaxtrees.experiments.table.Table` (columns, never row dicts; a
         list of row dicts given by a caller becomes one). None: the generic figures and report.
@@ -159,8 +166,7 @@ class Study:
     static: tuple = ()
     shared: tuple = ()
     meanings: dict = dataclasses.field(default_factory=dict)
-    check: Callable | None = None
-    invariants: Callable | None = None
+    check: Callable | Checks | None = None
     plot: Callable | None = None
     report: Callable | None = None
     compile: Compile = dataclasses.field(default_factory=Compile)
@@ -178,7 +184,14 @@ class Study:
                                             *_strings(self.grid, self.compile.choices)])))
         if self.axis is not None:
             set_("axis", _axis(self.name, self.axis, self.full))
-        for name in ("check", "invariants", "plot", "report"):
+        if isinstance(self.check, Checks):
+            for name in ("cell", "rows"):
+                if getattr(self.check, name) is not None and not callable(getattr(self.check, name)):
+                    raise ValueError(f"study {self.name!r}: check.{name} must be callable or None, got "
+                                     f"{getattr(self.check, name)!r}")
+        for name in ("check", "plot", "report"):
+            if name == "check" and isinstance(self.check, Checks):
+                continue
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise ValueError(f"study {self.name!r}: {name} must be callable or None, got {getattr(self, name)!r}")
         for name in ("plot", "report"):  # both see a Table, however they are called
@@ -243,6 +256,16 @@ class Study:
     def meaning(self, name: str) -> str | None:
         """What parameter ``name`` means: the study's ``meanings`` entry, else :data:`PARAMETER_MEANINGS`'."""
         return self.parameters.get(name, PARAMETER_MEANINGS.get(name))
+
+    @property
+    def check_cell(self) -> Callable | None:
+        """``check(params)`` of a cell (``check``, or ``check.cell`` of a :class:`Checks`)."""
+        return self.check.cell if isinstance(self.check, Checks) else self.check
+
+    @property
+    def invariants(self) -> Callable | None:
+        """``invariants(rows) -> {statement: bool per row}`` (``check.rows`` of a :class:`Checks`; else None)."""
+        return self.check.rows if isinstance(self.check, Checks) else None
 
     def declaration(self) -> dict:
         """What decides the rows besides the code and the grid's values (JSON): the parameters' names, the
@@ -453,7 +476,7 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
     >>> from jaxtrees.experiments import studies
     >>> config = configure(studies.get("juntas"), quick=True, overrides={"c": "0,0.2", "k": 3})
     >>> config.grid["c"], config.trials
-    ([0.0, 0.2], 400)
+    ([0.0, 0.2], 800)
     """
     seed = checks.integer("seed", seed, low=0, high=2**31 - 1)
     base = study.quick if quick else study.full
@@ -480,9 +503,9 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
     config = Config(study.name, grid, 1, seed, quick)
     cells = config.cells()
     replicates = checks.integer("replicates", replicates, low=1, high=max(1, MAX_TRIALS // len(cells)))
-    for cell in cells if study.check is not None else ():
+    for cell in cells if study.check_cell is not None else ():
         try:
-            study.check(cell)
+            study.check_cell(cell)
         except ValueError as e:  # the cell names the other parameters a bound came from (m_max >= m_min)
             raise ValueError(f"{e} (in the cell {', '.join(f'{k}={v}' for k, v in cell.items())})") from None
     for name, values in grid.items():
