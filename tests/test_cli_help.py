@@ -37,7 +37,7 @@ def test_run_juntas_help_lists_each_parameter_with_its_quick_and_full_values(cap
     assert "the number of input bits" in blocks["n"]
     assert "quick: 3, 4    full: 3, 4, 5, 6" in blocks["k"] and "traced: one program serves every value" in blocks["k"]
     assert "quick: 0.0, 0.05, 0.1, 0.2    full: 0.0, 0.05, 0.1, 0.2" in blocks["c"] and "traced" in blocks["c"]
-    assert "quick: entropy    full: entropy, gini" in blocks["impurity"]
+    assert "quick: entropy, gini    full: entropy, gini" in blocks["impurity"]
     assert "traced; one of entropy, gini, kearns_mansour, error" in blocks["impurity"]
     assert "quick: 200    full: 1000" in blocks["replicates"]
     study = studies.get("juntas")

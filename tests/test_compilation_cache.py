@@ -16,8 +16,8 @@ import numpy as np
 
 from jaxtrees.experiments import cache
 
-TINY = ["--set", "n=8,10", "--set", "k=2", "--set", "c=0.2", "--set", "m_min=16", "--set", "m_max=64",
-        "--set", "replicates=4", "--no-progress"]
+TINY = ["--set", "n=8,10", "--set", "k=2", "--set", "c=0.2", "--set", "impurity=entropy", "--set", "m_min=16",
+        "--set", "m_max=64", "--set", "replicates=4", "--no-progress"]
 
 
 def _entry(payload: bytes) -> bytes:
@@ -128,7 +128,7 @@ how = json.load(open(directory + "/metadata.json"))["runs"][-1]["compiled_or_loa
 print(json.dumps({"traces": len(traces), "how": {json.loads(k)["n"]: v for k, v in how.items()}}))
 """
 
-GRID = {"n": "8,10", "k": 2, "c": 0.2, "m_min": 16, "m_max": 64, "replicates": 4}
+GRID = {"n": "8,10", "k": 2, "c": 0.2, "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 4}
 
 
 def _traced_run(cache_dir, out, workers="threads", **change):

@@ -16,7 +16,7 @@ import pytest
 
 from jaxtrees.experiments import cache, runner, studies, workers
 
-GRID = {"n": "8,10", "k": 2, "c": 0.2, "m_min": 16, "m_max": 64, "replicates": 4}
+GRID = {"n": "8,10", "k": 2, "c": 0.2, "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 4}
 
 
 def _rows(directory):

@@ -13,7 +13,7 @@ import pytest
 from jaxtrees import cli
 from jaxtrees.experiments import runner, store, studies
 
-OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 3}
+OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 3}
 
 
 @pytest.fixture(scope="module")

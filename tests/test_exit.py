@@ -43,7 +43,7 @@ def test_the_command_is_console_and_ends_with_exit_now(tmp_path):
     with open(os.path.join(os.path.dirname(cli.__file__), "..", "pyproject.toml"), "rb") as fh:
         assert tomllib.load(fh)["project"]["scripts"]["jaxtrees"] == "_jaxtrees_console:console"  # it calls cli's
     args = ["run", "juntas", "--quick", "--out", str(tmp_path), "--no-progress", "--set", "k=3", "--set", "c=0.1",
-            "--set", "m_max=64", "--set", "replicates=4"]
+            "--set", "impurity=entropy", "--set", "m_max=64", "--set", "replicates=4"]
     env = {**os.environ, "JAXTREES_CACHE_DIR": "", "JAXTREES_CPU_DEVICES": "1"}
     proc = subprocess.run([sys.executable, "-m", "jaxtrees.cli", *args], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr

@@ -9,7 +9,7 @@ import pytest
 
 from jaxtrees.experiments import contract, runner, store, studies
 
-BASE = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64}
+BASE = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64}
 
 
 def _run(out, replicates=2, **changes):

@@ -90,7 +90,8 @@ def test_juntas_theory_section_and_signal_figure(tmp_path):
            "vacuous at this size." in part
     assert "- [outside] 000 Thms 7, 12: the 2 entropy cells: entropy is not Lipschitz" in part
     assert "[form]" not in part  # entropy only: no count, no fit of a Lipschitz theorem
-    assert "no Gini cell in these rows (`--set impurity=entropy,gini` adds them)." in part
+    assert "no smoothed Gini cell in these rows (the default grids have them; `--set impurity=entropy,gini` with a " \
+           "c > 0 adds them)." in part
     gini = learning.JUNTAS.report(_gini(rows)).split("## Theory")[1]
     # Theorem 12: m90 = 256 at 1/c = 10, 64 at 1/c = 5: exponent ln 4 / ln 2 = 2, every resample alike; the bound's own
     # exponent between c = 0.1 and 0.2 (alpha = 0.4, 0.3), c^-16 alpha^-12: 16 - 12 log2(4/3) = 11.0

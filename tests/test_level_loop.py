@@ -133,8 +133,8 @@ def test_the_loop_is_set_per_thread():
 def test_the_runner_loops_only_for_few_trials_and_the_rows_agree(tmp_path, monkeypatch):
     from jaxtrees import cli
 
-    args = ["run", "juntas", "--quick", "--set", "n=8", "--set", "k=3", "--set", "c=0.2", "--set", "m_min=16",
-            "--set", "m_max=128", "--set", "replicates=6", "--no-progress"]
+    args = ["run", "juntas", "--quick", "--set", "n=8", "--set", "k=3", "--set", "c=0.2", "--set", "impurity=entropy",
+            "--set", "m_min=16", "--set", "m_max=128", "--set", "replicates=6", "--no-progress"]
     seen = []
     level_loop = growth.level_loop
 

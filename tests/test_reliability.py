@@ -13,8 +13,8 @@ import helpers
 from jaxtrees import cli
 from jaxtrees.experiments import store
 
-TINY = ["--quick", "--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16", "--set", "m_max=64",
-        "--set", "replicates=6", "--no-progress"]
+TINY = ["--quick", "--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "impurity=entropy", "--set", "m_min=16",
+        "--set", "m_max=64", "--set", "replicates=6", "--no-progress"]
 
 
 def _run(out, *extra, **values):

@@ -73,8 +73,8 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-TINY = ["--quick", "--set", "n=8", "--set", "k=2", "--set", "c=0", "--set", "m_min=16", "--set", "m_max=32",
-        "--set", "replicates=2", "--no-progress"]
+TINY = ["--quick", "--set", "n=8", "--set", "k=2", "--set", "c=0", "--set", "impurity=entropy", "--set", "m_min=16",
+        "--set", "m_max=32", "--set", "replicates=2", "--no-progress"]
 
 
 def test_process_0_whose_peers_never_come_says_so_in_one_sentence(tmp_path, capsys):

@@ -23,8 +23,8 @@ from jaxtrees.experiments import compiled, runner, studies
 from jaxtrees.experiments.study import Compile, Study
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY_JUNTAS = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16", "--set", "m_max=64",
-               "--set", "replicates=6", "--no-progress"]
+TINY_JUNTAS = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "impurity=entropy", "--set", "m_min=16",
+               "--set", "m_max=64", "--set", "replicates=6", "--no-progress"]
 TINY = {
     "juntas": TINY_JUNTAS,
     "parity": ["--set", "log2_n=3", "--set", "c=0,0.2", "--set", "impurity=gini", "--set", "m_min=32",
@@ -316,7 +316,8 @@ def test_a_given_group_is_recorded_and_a_resumed_run_keeps_it(tmp_path, referenc
     group is part of the arithmetic, so metadata records it and a resumed run keeps it)."""
     study = studies.get("juntas")
     config = runner.configure(study, quick=True,
-                              overrides={"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6})
+                              overrides={"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64,
+                                         "replicates": 6})
     results = runner.run(study, config, str(tmp_path), group=64, progress=False, max_trials=5)
     runner.run(study, config, str(tmp_path), progress=False)
     metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())
@@ -329,7 +330,8 @@ def test_a_resumed_run_under_other_compiler_options_is_refused_or_recorded(tmp_p
     from -O2): a resume under other options is refused, naming them; ``allow_changes`` resumes and records it."""
     study = studies.get("juntas")
     config = runner.configure(study, quick=True,
-                              overrides={"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6})
+                              overrides={"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64,
+                                         "replicates": 6})
     first = runner.compiler_options(study, jax.devices()[0])  # the reference's
     runner.run(study, config, str(tmp_path), progress=False, max_trials=5)
     monkeypatch.setattr(runner, "compiler_options", lambda study, device: {runner.OPT_LEVEL_FLAG: 1})
@@ -347,8 +349,8 @@ def test_a_killed_run_keeps_the_timings_of_its_finished_programs(tmp_path, monke
     """metadata.json is rewritten after every compiled program: killed while compiling the second
     of two programs (n = 8, 10), the run's entry has the first program's compile and run seconds."""
     study = studies.get("juntas")
-    config = runner.configure(study, quick=True, overrides={"n": "8,10", "k": 2, "c": 0.2, "m_min": 16, "m_max": 64,
-                                                            "replicates": 2})
+    config = runner.configure(study, quick=True, overrides={"n": "8,10", "k": 2, "c": 0.2, "impurity": "entropy",
+                                                            "m_min": 16, "m_max": 64, "replicates": 2})
     compile_ = compiled.build
     calls = []
 
@@ -371,8 +373,8 @@ def test_programs_compiled_ahead_give_the_rows_of_one_at_a_time(tmp_path):
     """Three programs (n = 8, 10, 12) compiled one ahead or all at once on background threads: the same
     rows; each program's compile seconds (its thread's) and the run's wait for it are recorded."""
     study = studies.get("juntas")
-    config = runner.configure(study, quick=True, overrides={"n": "8,10,12", "k": 2, "c": 0.2, "m_min": 16,
-                                                            "m_max": 64, "replicates": 3})
+    config = runner.configure(study, quick=True, overrides={"n": "8,10,12", "k": 2, "c": 0.2, "impurity": "entropy",
+                                                            "m_min": 16, "m_max": 64, "replicates": 3})
     rows = []
     for threads in (1, 3):
         out = tmp_path / str(threads)
@@ -389,8 +391,8 @@ def test_a_program_that_fails_to_compile_raises_after_the_earlier_ones_ran(tmp_p
     """An error while tracing the second of two programs (on its background thread) is raised in the
     run when that program's turn comes, after the first program's rows are written."""
     study = studies.get("juntas")
-    config = runner.configure(study, quick=True, overrides={"n": "8,10", "k": 2, "c": 0.2, "m_min": 16, "m_max": 64,
-                                                            "replicates": 2})
+    config = runner.configure(study, quick=True, overrides={"n": "8,10", "k": 2, "c": 0.2, "impurity": "entropy",
+                                                            "m_min": 16, "m_max": 64, "replicates": 2})
     compile_ = compiled.build
 
     def fails_for_n10(study_, static, *args, **kwargs):
@@ -466,7 +468,7 @@ def test_after_runs_once_outside_the_branches_and_gives_the_rows_of_the_inline_t
 
 def test_partial_run_then_resume(tmp_path, reference):
     study = studies.get("juntas")
-    overrides = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6}
+    overrides = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 6}
     config = runner.configure(study, quick=True, overrides=overrides)
     results = runner.run(study, config, str(tmp_path), chunk=4, progress=False, max_trials=5)
     assert len(runner.read_results(results)) == 5 * 3  # 5 of 12 trials done
@@ -634,7 +636,8 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path, cap
     from jaxtrees.experiments.store import Store
 
     config = runner.configure(studies.get("juntas"), quick=True,
-                              overrides={"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6})
+                              overrides={"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64,
+                                         "replicates": 6})
     first = Store(str(tmp_path), "juntas")
     first.open(config.as_json())
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY_JUNTAS]) == 2
@@ -648,7 +651,8 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path, cap
 def test_a_killed_runs_temporaries_are_removed_and_a_partial_report_says_so(tmp_path, capsys):
     study = studies.get("juntas")
     config = runner.configure(study, quick=True,
-                              overrides={"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6})
+                              overrides={"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64,
+                                         "replicates": 6})
     directory = tmp_path / "juntas"
     (directory / "rows").mkdir(parents=True)
     leftovers = [directory / "metadata.json.p4242.tmp", directory / "report.md.p4242.tmp",

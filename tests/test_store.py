@@ -19,9 +19,9 @@ from jaxtrees import cli
 from jaxtrees.experiments import runner, store, studies
 from jaxtrees.experiments.table import Table
 
-TINY = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "m_min=16", "--set", "m_max=64",
-        "--set", "replicates=6", "--no-progress"]
-OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "m_min": 16, "m_max": 64, "replicates": 6}
+TINY = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "impurity=entropy", "--set", "m_min=16",
+        "--set", "m_max=64", "--set", "replicates=6", "--no-progress"]
+OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 6}
 
 
 def _columns(directory) -> dict:

@@ -122,7 +122,8 @@ def _juntas_report(rows):
 JUNTAS = Study(
     name="juntas",
     trial=_juntas_trial,
-    grid=({"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy", "m_min": 16, "m_max": 8192},
+    grid=({"n": 16, "k": [3, 4], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"], "m_min": 16,
+           "m_max": 8192},
           {"n": [16, 32, 64], "k": [3, 4, 5, 6], "c": [0.0, 0.05, 0.1, 0.2], "impurity": ["entropy", "gini"],
            "m_min": 16, "m_max": 65536}),
     replicates=(200, 1000),
@@ -444,7 +445,8 @@ def lipschitz_lines(cells, m, by, kind) -> list:
                      if not theory.lipschitz(info[cell]["impurity"])})
     if others:
         count = sum(1 for cell in cells if not theory.lipschitz(info[cell]["impurity"]))
-        hint = "" if inside else "; no Gini cell in these rows (`--set impurity=entropy,gini` adds them)"
+        hint = "" if inside else ("; no smoothed Gini cell in these rows (the default grids have them; `--set "
+                                  "impurity=entropy,gini` with a c > 0 adds them)")
         lines.append(theory.outside("000 Thms 7, " + ("10" if kind == "parity" else "12"), f"the {count} "
                                     f"{' and '.join(others)} cells", f"{' and '.join(others)} "
                                     f"{'is' if len(others) == 1 else 'are'} not Lipschitz (slope unbounded at q = 0 "

@@ -318,8 +318,8 @@ def _c_panel(ax, slopes, info, m90):
 SMOOTHED_BASE = Study(
     name="smoothed-base",
     trial=_trial,
-    grid=({"n": 16, "k": [2, 4], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.2], "impurity": "entropy",
-           "m_min": 16, "m_max": 8192},
+    grid=({"n": 16, "k": [2, 4], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.2],
+           "impurity": ["entropy", "gini"], "m_min": 16, "m_max": 8192},
           {"n": [16, 64], "k": [2, 4, 6], "base": ["critical", "half"], "c": [0.0, 0.05, 0.1, 0.15, 0.2],
            "impurity": ["entropy", "gini"], "m_min": 16, "m_max": 131072}),
     replicates=(200, 1000),
