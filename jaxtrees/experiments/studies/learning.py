@@ -24,6 +24,7 @@ from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import at_max
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, bytes_per_trial,
                                                  check_sample_grid, learn_on_prefixes, sample_sizes, trial_keys)
+from jaxtrees.experiments.trials import exact_invariants
 from jaxtrees.learners import MAX_DEPTH
 
 #: What the sample-complexity studies' output columns mean.
@@ -132,6 +133,7 @@ JUNTAS = Study(
     meanings={**COLUMNS, **SIGNAL_COLUMNS,
               "support_recovered": "1 if the features the tree tests are exactly the junta's support"},
     check=_juntas_check,
+    invariants=exact_invariants,
     plot=_juntas_plot,
     report=_juntas_report,
     compile=Compile(uniform=("impurity",), bounds=("k",), choices={"impurity": IMPURITY_NAMES},
@@ -194,6 +196,7 @@ PARITY = Study(
     axis=("m", sample_sizes),
     meanings={**COLUMNS, **SIGNAL_COLUMNS},
     check=_parity_check,
+    invariants=exact_invariants,
     plot=_parity_plot,
     report=_parity_report,
     compile=Compile(uniform=("impurity",), choices={"impurity": IMPURITY_NAMES}, cpu_opt_level=CPU_OPT_LEVEL,
@@ -253,6 +256,7 @@ TREES = Study(
     axis=("m", sample_sizes),
     meanings=COLUMNS,
     check=_trees_check,
+    invariants=exact_invariants,
     plot=_trees_plot,
     report=_trees_report,
     compile=Compile(uniform=("impurity",), bounds=("extra_depth",), choices={"impurity": IMPURITY_NAMES},

@@ -24,6 +24,7 @@ from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS,
 from jaxtrees.experiments.studies.learning import (CPU_OPT_LEVEL, c_slopes, draw_form, eps_panel, lemma11_check,
                                                    lipschitz_cells, lipschitz_lines, restriction_signal,
                                                    trials_by_cell)
+from jaxtrees.experiments.trials import exact_invariants
 
 #: The bases: ``critical`` p-hat = 2^(-2/k) (the target's root signal vanishes), ``half`` p-hat = 1/2 (the control).
 BASES = ("critical", "half")
@@ -326,6 +327,7 @@ SMOOTHED_BASE = Study(
     static=("n", "m_min", "m_max"),
     axis=("m", sample_sizes),
     check=_check,
+    invariants=exact_invariants,
     plot=_plot,
     report=_report,
     compile=Compile(uniform=("impurity",), bounds=("k",), choices={"impurity": IMPURITY_NAMES, "base": BASES},
