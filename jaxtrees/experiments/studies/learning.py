@@ -19,7 +19,7 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import analysis, summary
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.study import Compile, Study
+from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import at_max
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, bytes_per_trial,
@@ -132,8 +132,7 @@ JUNTAS = Study(
     axis=("m", sample_sizes),
     meanings={**COLUMNS, **SIGNAL_COLUMNS,
               "support_recovered": "1 if the features the tree tests are exactly the junta's support"},
-    check=_juntas_check,
-    invariants=exact_invariants,
+    check=Checks(cell=_juntas_check, rows=exact_invariants),
     plot=_juntas_plot,
     report=_juntas_report,
     compile=Compile(uniform=("impurity",), bounds=("k",), choices={"impurity": IMPURITY_NAMES},
@@ -195,8 +194,7 @@ PARITY = Study(
     static=("log2_n", "m_min", "m_max"),
     axis=("m", sample_sizes),
     meanings={**COLUMNS, **SIGNAL_COLUMNS},
-    check=_parity_check,
-    invariants=exact_invariants,
+    check=Checks(cell=_parity_check, rows=exact_invariants),
     plot=_parity_plot,
     report=_parity_report,
     compile=Compile(uniform=("impurity",), choices={"impurity": IMPURITY_NAMES}, cpu_opt_level=CPU_OPT_LEVEL,
@@ -255,8 +253,7 @@ TREES = Study(
     static=("log2_n", "m_min", "m_max"),
     axis=("m", sample_sizes),
     meanings=COLUMNS,
-    check=_trees_check,
-    invariants=exact_invariants,
+    check=Checks(cell=_trees_check, rows=exact_invariants),
     plot=_trees_plot,
     report=_trees_report,
     compile=Compile(uniform=("impurity",), bounds=("extra_depth",), choices={"impurity": IMPURITY_NAMES},

@@ -17,7 +17,7 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments import summary
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.study import Compile, Study
+from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, at_max, bytes_per_trial,
                                                  check_sample_grid, chosen, learn_on_prefixes, sample_sizes, trial_keys)
@@ -326,8 +326,7 @@ SMOOTHED_BASE = Study(
     replicates=(200, 1000),
     static=("n", "m_min", "m_max"),
     axis=("m", sample_sizes),
-    check=_check,
-    invariants=exact_invariants,
+    check=Checks(cell=_check, rows=exact_invariants),
     plot=_plot,
     report=_report,
     compile=Compile(uniform=("impurity",), bounds=("k",), choices={"impurity": IMPURITY_NAMES, "base": BASES},
