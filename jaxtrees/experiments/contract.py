@@ -55,7 +55,7 @@ def study_terms(study) -> dict:
     """The study's part of the contract: its declaration and the digest of its own code outside the package (its
     files; a function of no file, e.g. a notebook cell's: its compiled code)."""
     code = {os.path.basename(f): _file_digest(f) for f in study_files(study)}
-    for f in (study.trial, getattr(study, "check", None), getattr(study, "after", None)):
+    for f in (study.trial, getattr(study, "check_cell", None), getattr(study, "after", None)):
         if f is not None and _outside(f) and not _file_of(f):
             code[f"{getattr(f, '__qualname__', 'function')} (no file)"] = _code_digest(f)
     return {"declaration": declaration(study), "study_code": code or None}
@@ -117,7 +117,7 @@ def _outside(f) -> bool:
 
 def study_files(study) -> list[str]:
     """The source files of the study's own functions that lie outside the jaxtrees package (a user's study)."""
-    return sorted({_file_of(f) for f in (study.trial, getattr(study, "check", None), getattr(study, "after", None))
+    return sorted({_file_of(f) for f in (study.trial, getattr(study, "check_cell", None), getattr(study, "after", None))
                    if f is not None and _file_of(f) and _outside(f)})
 
 
