@@ -62,8 +62,8 @@ SCRIPT = textwrap.dedent('''
     config = runner.configure(slow_study.STUDY, replicates=int(sys.argv[4]))
     try:
         runner.run(slow_study.STUDY, config, sys.argv[2], group=GROUP)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        sys.exit(128 + getattr(e, "signal", 2))  # as the command: 130 for SIGINT, 143 for SIGTERM
 ''')
 GROUP = 2  # trials vmapped per group: one group sleeps GROUP x SLOW_DELAY
 DELAY = 0.05  # a group: 0.1 s; 8 groups (the default's most): 0.8 s
