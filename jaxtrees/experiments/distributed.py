@@ -57,9 +57,9 @@ def agree(process: int, processes: int, terms: dict) -> None:
         return
     client.key_value_set(f"jaxtrees/contract/{process}", json.dumps(terms, sort_keys=True, default=str))
     _stopped(client, processes)  # a barrier: every live process has set its key
+    mine = terms if process == 0 else json.loads(client.blocking_key_value_get("jaxtrees/contract/0", 60_000))
     for pid in range(1, processes):
         theirs = json.loads(client.blocking_key_value_get(f"jaxtrees/contract/{pid}", 60_000))
-        mine = terms if process == 0 else json.loads(client.blocking_key_value_get("jaxtrees/contract/0", 60_000))
         words = ("process 0", f"process {pid}")
         changed = contract.differences(mine, theirs, words) + contract.group_changes(mine, theirs.get("groups", {}),
                                                                                     words)

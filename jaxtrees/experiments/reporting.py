@@ -155,9 +155,9 @@ def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> l
     """The study's figures (PNG and SVG) in ``directory``: its own ``plot``, else the generic one."""
     from jaxtrees.experiments import generic, store
 
-    if rows is None:
+    if rows is None:  # (rows given: :func:`after_run` has checked them)
         rows = store.read_results(directory, metadata(directory)["config"])
-    check_invariants(study, rows, directory)
+        check_invariants(study, rows, directory)
     spec_ = spec_ or spec(study)
     stem = os.path.join(directory, spec_["name"])
     try:
@@ -177,7 +177,7 @@ def write_report(study, directory: str, rows=None, spec_: dict | None = None) ->
     recorded = metadata(directory)
     if rows is None:
         rows = store.read_results(directory, recorded["config"])
-    check_invariants(study, rows, directory)
+        check_invariants(study, rows, directory)
     spec_ = spec_ or spec(study)
     done, total = store.completeness(directory, rows)
     incomplete = "" if done == total else (
@@ -242,6 +242,7 @@ def after_run(study, directory: str):
         print(f"run incomplete ({done:,} of {total:,} trials); rerun the same command to resume ({directory})",
               file=sys.stderr)
         return None
+    check_invariants(study, rows, directory)  # once, for both
     figures_imported()
     figures = plot_files(study, directory, rows)
     text = write_report(study, directory, rows)
