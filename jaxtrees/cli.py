@@ -103,8 +103,14 @@ def main(argv=None) -> int:
         return 1
     except Exception as e:  # noqa: BLE001 - XLA's out-of-memory error or a dead compile worker, re-raised otherwise
         if type(e).__name__ == "WorkerDied":
-            print(f"jaxtrees {args.command}: error: {e}", file=sys.stderr)
+            print(f"jaxtrees {args.command}: error: {e}{_address_space()}", file=sys.stderr)
             return 1
+        if isinstance(e, ImportError) and "failed to map segment" in str(e):  # a library's turn to be loaded
+            print(f"jaxtrees {args.command}: error: out of memory while loading a library ({e}){_address_space()}",
+                  file=sys.stderr)
+            return 1
+        if isinstance(e, MemoryError) or (isinstance(e, RuntimeError) and "can't start new thread" in str(e)):
+            e = RuntimeError(f"RESOURCE_EXHAUSTED: {type(e).__name__}: {e}{_address_space()}")
         if "RESOURCE_EXHAUSTED" not in str(e):
             raise
         print(f"jaxtrees {args.command}: error: out of device or host memory ({str(e).splitlines()[0][:200]}); "
@@ -138,6 +144,14 @@ def exit_now(code: int) -> None:
         except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
             pass
     os._exit(code)
+
+
+def _address_space() -> str:
+    """"; address space limited to N MB (ulimit -v)" where it is, else ""."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return "" if limit == resource.RLIM_INFINITY else f"; address space limited to {limit // 2**20:,} MB (ulimit -v)"
 
 
 def _os_error(e: OSError) -> str:

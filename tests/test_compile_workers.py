@@ -104,10 +104,14 @@ def _cpu_seconds(pid: int) -> float:
 
 def test_threads_or_processes_by_backend(monkeypatch):
     monkeypatch.delenv("JAXTREES_COMPILE_WORKERS", raising=False)
+    monkeypatch.setattr(workers, "address_limited", lambda: False)
     juntas = studies.get("juntas")
     for platform in ("cpu", "gpu"):  # threads measured GIL-bound on both
         assert workers.choose(None, juntas, platform, programs=2) == "processes"
         assert workers.choose("auto", juntas, platform, programs=1) == "threads"  # nothing to compile beside it
+        monkeypatch.setattr(workers, "address_limited", lambda: True)  # ulimit -v: XLA's bad_alloc ends a worker
+        assert workers.choose("auto", juntas, platform, programs=1) == "processes"
+        monkeypatch.setattr(workers, "address_limited", lambda: False)
         assert workers.choose("auto", juntas, platform, processes=2, programs=3) == "threads"
     assert workers.choose("auto", juntas, "tpu", programs=3) == "threads"
     assert workers.choose("processes", juntas, "cpu") == "processes"
@@ -160,6 +164,49 @@ def test_under_auto_a_failing_worker_leaves_the_program_to_this_process(tmp_path
                                                 compile_workers="threads"))
     with pytest.raises(workers.WorkerDied, match="was killed"):
         runner.run(study, config, str(tmp_path / "explicit"), progress=False, compile_workers="processes")
+
+
+def test_under_auto_a_worker_aborted_by_xla_is_not_compiled_again_in_process(tmp_path, monkeypatch):
+    """A worker ended by SIGABRT (XLA's std::bad_alloc under ``ulimit -v``, a check failure) is the run's error
+    even under "auto": compiling that program in this process would abort the run the same way."""
+    study = studies.get("juntas")
+    config = runner.configure(study, quick=True, overrides=GRID)
+    monkeypatch.setattr(workers, "choose", lambda mode, *args: "processes")
+
+    def aborted(self, request, what, cancelled=None):
+        raise workers.WorkerDied(f"the compile worker for program {what} was killed by signal 6", aborted=True)
+
+    monkeypatch.setattr(workers.Pool, "compile", aborted)
+    monkeypatch.setattr(workers, "_Worker", lambda settings: types.SimpleNamespace(pid=0))
+    monkeypatch.setattr(workers.Pool, "close", lambda self: None)
+    with pytest.raises(workers.WorkerDied, match="signal 6"):
+        runner.run(study, config, str(tmp_path / "auto"), progress=False, compile_workers="auto")
+
+
+@pytest.mark.parametrize("megabytes", [1000, 1600, 2100])
+def test_a_run_under_a_small_address_space_is_one_sentence(tmp_path, megabytes):
+    """Under ``ulimit -v``: below 2,048 MB the command refuses to start, naming the limit (below it loading JAX
+    failed in glibc or XLA, out of Python's reach: exit 127 or 134); above, a run of two cold programs (no
+    cache) runs whole or stops with one sentence naming the limit (XLA's std::bad_alloc in a compile worker, a
+    thread that cannot start, a MemoryError), never a traceback or an abort."""
+    import resource
+    import subprocess
+    import sys
+
+    limit = megabytes * 2**20
+    cmd = [sys.executable, "-c", "from _jaxtrees_console import console; console()", "run", "juntas", "--quick",
+           "--out", str(tmp_path), "--no-progress", *[f"--set={k}={v}" for k, v in GRID.items()]]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXTREES_CACHE_DIR": ""}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    if megabytes < 2048:
+        assert proc.returncode == 1 and proc.stderr == (
+            f"jaxtrees: error: the address space is limited to {megabytes:,} MB (ulimit -v); loading JAX and compiling "
+            f"a program needs at least 2,048 MB: raise the limit (ulimit -v 2097152 or more)\n")
+        return
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-3000:])
+    if proc.returncode == 1:
+        assert f"address space limited to {megabytes:,} MB (ulimit -v)" in proc.stderr, proc.stderr[-3000:]
 
 
 def test_a_warm_run_with_workers_loads_every_program_with_the_same_rows(tmp_path):

@@ -119,3 +119,36 @@ def test_a_dead_compile_worker_is_one_sentence(monkeypatch, tmp_path, capsys):
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert "jaxtrees run: error: the compile worker (pid 1)" in err and "Traceback" not in err
+
+
+_LEAVE = """
+import sys, time, types
+from jaxtrees.experiments import distributed
+pid, port, late = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+args = types.SimpleNamespace(distributed=False, coordinator=f"localhost:{port}", num_processes=3, process_id=pid,
+                             distributed_timeout=20, study="juntas", quick=True, set=[], config=None, seed=0,
+                             chunk=None, group=None, out=".", allow_changes=False)
+distributed.initialize(args)
+distributed.finish(3)
+time.sleep(late)  # process 1 leaves 2 s after process 0 has reached its exit
+print("left", pid, flush=True)
+"""
+
+
+def test_process_0_leaves_after_the_others(tmp_path):
+    """Recoverable tasks have no shutdown barrier: a process whose shutdown came after process 0 (the coordination
+    service) had exited aborted ("Failed to disconnect from coordination service", exit -6). Process 0 now waits at
+    its exit until the others have disconnected: every process exits 0, none aborts."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "leave.py"
+    script.write_text(_LEAVE)
+    port = _port()
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    procs = [subprocess.Popen([sys.executable, str(script), str(pid), str(port), "2" if pid == 1 else "0"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for pid in range(3)]
+    ends = [p.communicate(timeout=120) for p in procs]
+    for pid, (p, (out, err)) in enumerate(zip(procs, ends)):
+        assert p.returncode == 0 and f"left {pid}" in out and "Check failure" not in err, (pid, p.returncode, err)

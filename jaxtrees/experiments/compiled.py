@@ -208,7 +208,7 @@ def compile_program(job, program, cancelled: threading.Event | None = None, pool
         except concurrent.futures.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 (chosen by "auto": compiled here, where a study's error is raised as ever)
-            if not pool.fallback:
+            if not pool.fallback or getattr(e, "aborted", False):  # XLA aborted the worker: it would abort the run
                 raise
             if not pool.fell_back.is_set():  # said once, with or without the progress line
                 import sys

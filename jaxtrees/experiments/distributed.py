@@ -5,9 +5,13 @@ so that a process that never comes, a wrong count or a taken port is one sentenc
 
 from __future__ import annotations
 
+import atexit
 import json
 import sys
 import time
+
+#: Set by :func:`finish` on process 0: the run reached its end, so at exit process 0 waits for the others to leave.
+_ENDED = []
 
 
 def initialize(args) -> None:
@@ -44,6 +48,7 @@ def initialize(args) -> None:
         raise ValueError(f"process {args.process_id} could not join the run{where} within {timeout} s ({e}); check "
                          f"that every process was started with the same --coordinator and --num-processes and its "
                          f"own --process-id, and that HOST:PORT is reachable from each") from None
+    atexit.register(_leave, timeout)  # runs before JAX's own exit handler (registered when jax was imported)
 
 
 def agree(process: int, processes: int, terms: dict) -> None:
@@ -78,7 +83,32 @@ def finish(processes: int) -> None:
 
         multihost_utils.sync_global_devices("jaxtrees run")
         return
+    _ENDED.append(processes)
     _stopped(client, processes)
+
+
+def _leave(timeout: float) -> None:
+    """At exit, before JAX shuts its client down: the coordination service lives in process 0, and a process whose
+    shutdown finds it gone aborts (recoverable tasks have no shutdown barrier). So process 0, at the end of a run,
+    waits until every other process has disconnected (a query of the live processes returns once each has either
+    asked too or left), at most ``timeout`` + 5 s; one that died meanwhile is found by its heartbeats within it."""
+    import threading
+
+    from jax._src import distributed as state
+
+    client = _client()
+    if client is None or state.global_state.process_id != 0 or not _ENDED:
+        return
+
+    def wait():
+        try:
+            client.get_live_nodes(list(range(_ENDED[0])))
+        except Exception:  # noqa: BLE001 - the service is going away: nothing left to wait for
+            pass
+
+    waiting = threading.Thread(target=wait, daemon=True)
+    waiting.start()
+    waiting.join(timeout + 5)
 
 
 def _client():

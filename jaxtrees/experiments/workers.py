@@ -40,19 +40,26 @@ CONFIG = ("jax_enable_x64", "jax_default_prng_impl", "jax_threefry_partitionable
 
 
 class WorkerDied(RuntimeError):
-    """A compile worker ended before it answered (killed, out of memory, a crash in XLA)."""
+    """A compile worker ended before it answered (killed, out of memory, a crash in XLA); ``aborted``: by
+    SIGABRT (XLA's std::bad_alloc or a check failure), which compiling in the run's process would repeat."""
+
+    def __init__(self, message: str, aborted: bool = False):
+        super().__init__(message)
+        self.aborted = aborted
 
 
 def choose(mode: str | None, study, platform: str, processes: int = 1, programs: int | None = None) -> str:
     """"threads" or "processes" for ``mode`` ("auto", "threads", "processes"; None: ``$JAXTREES_COMPILE_WORKERS``,
     default "auto") on a backend of ``platform`` for a run of ``programs`` programs (None: not yet known):
     "auto" is processes on a CPU or GPU for a registered study of two or more programs in a single-process
-    run, threads otherwise (one program has nothing to compile beside it). "processes" where workers
-    cannot serve is a ValueError saying why."""
+    run (also of one program where the address space is limited: ``ulimit -v``), threads otherwise (one program
+    has nothing to compile beside it). "processes" where workers cannot serve is a ValueError saying why."""
     mode = os.environ.get("JAXTREES_COMPILE_WORKERS", "auto") if mode is None else mode
     if mode not in MODES:
         raise ValueError(f"compile_workers must be one of {', '.join(MODES)} (JAXTREES_COMPILE_WORKERS), got {mode!r}")
-    few = programs is not None and programs < 2  # one program (or none to compile) has nothing beside it
+    # one program (or none to compile) has nothing beside it, unless the address space is limited (ulimit -v),
+    # where XLA's std::bad_alloc in a cold compile aborts the process that compiles: a worker, not the run
+    few = programs is not None and programs < 2 and not address_limited()
     if mode == "threads" or (mode == "auto" and (platform not in ("cpu", "gpu") or few)):
         return "threads"
     from jaxtrees.experiments import studies
@@ -78,6 +85,13 @@ def default_workers(programs: int, ahead: int) -> int:
     memory = _available_memory()
     by_memory = max(1, memory // WORKER_MEMORY) if memory else cores
     return max(1, min(programs, ahead, cores, by_memory))
+
+
+def address_limited() -> bool:
+    """Whether this process's address space is limited (``ulimit -v``, RLIMIT_AS)."""
+    import resource
+
+    return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
 
 
 def _available_memory() -> int | None:
@@ -184,7 +198,7 @@ class Pool:
             raise WorkerDied(f"the compile worker (pid {worker.pid}) for program {what} {how}{memory} before it "
                              f"finished; no cache entry is half-written. Rerun the same command to resume (the "
                              f"parts written are kept), with JAXTREES_COMPILE_WORKERS=threads to compile in this "
-                             f"process") from None
+                             f"process", aborted=code == -signal.SIGABRT) from None
         self._idle.put(worker)
         if status == "error":
             raise value
