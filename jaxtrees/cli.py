@@ -53,13 +53,14 @@ def main(argv=None) -> int:
                           "XLA_FLAGS, versions, ...); the run records them as overrides")
     hosts = run.add_argument_group("several processes (jax.distributed; each takes every P-th trial)")
     hosts.add_argument("--distributed", action="store_true",
-                       help="call jax.distributed.initialize(), which finds the processes itself under SLURM, "
-                            "Open MPI and on Cloud TPU pods")
+                       help="find the coordinator, P and this process's index as JAX does under SLURM, Open MPI "
+                            "and on Cloud TPU pods")
     hosts.add_argument("--coordinator", metavar="HOST:PORT", help="elsewhere: process 0's address ...")
     hosts.add_argument("--num-processes", type=int, metavar="P", help="... the number of processes ...")
     hosts.add_argument("--process-id", type=int, metavar="I", help="... and this one's index, 0 <= I < P")
     hosts.add_argument("--distributed-timeout", type=int, default=60, metavar="S",
-                       help="seconds to wait for the coordinator and every process (default 60)")
+                       help="seconds to wait for the coordinator and every process, and after which a silent "
+                            "process counts as dead (default 60)")
 
     for name, text in (("plot", "figures (PNG and SVG) from a results directory"),
                        ("report", "a markdown report with the key numbers")):

@@ -121,34 +121,67 @@ def test_a_dead_compile_worker_is_one_sentence(monkeypatch, tmp_path, capsys):
     assert "jaxtrees run: error: the compile worker (pid 1)" in err and "Traceback" not in err
 
 
-_LEAVE = """
-import sys, time, types
+
+_PROCESS = """
+import os, sys, time, types
 from jaxtrees.experiments import distributed
-pid, port, late = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-args = types.SimpleNamespace(distributed=False, coordinator=f"localhost:{port}", num_processes=3, process_id=pid,
-                             distributed_timeout=20, study="juntas", quick=True, set=[], config=None, seed=0,
+pid, port, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+slurm = mode == "slurm"
+args = types.SimpleNamespace(distributed=slurm, coordinator=None if slurm else f"localhost:{port}",
+                             num_processes=None if slurm else 3, process_id=None if slurm else pid,
+                             distributed_timeout=5, study="juntas", quick=True, set=[], config=None, seed=0,
                              chunk=None, group=None, out=".", allow_changes=False)
 distributed.initialize(args)
-distributed.finish(3)
-time.sleep(late)  # process 1 leaves 2 s after process 0 has reached its exit
+if mode == "kill0" and pid == 0:
+    os._exit(9)  # process 0 dies mid-run (it started the keeper, which serves the coordination)
+try:
+    distributed.finish(args.num_processes)
+except ValueError as e:
+    print(e, flush=True)
+    sys.exit(2)
+time.sleep(2 if pid == 1 else 0)  # process 1 leaves 2 s after process 0 has reached its exit
 print("left", pid, flush=True)
 """
 
 
-def test_process_0_leaves_after_the_others(tmp_path):
-    """Recoverable tasks have no shutdown barrier: a process whose shutdown came after process 0 (the coordination
-    service) had exited aborted ("Failed to disconnect from coordination service", exit -6). Process 0 now waits at
-    its exit until the others have disconnected: every process exits 0, none aborts."""
+def _processes(tmp_path, mode: str, count: int = 3, env=None) -> list:
     import os
     import subprocess
     import sys
 
-    script = tmp_path / "leave.py"
-    script.write_text(_LEAVE)
+    script = tmp_path / "process.py"
+    script.write_text(_PROCESS)
     port = _port()
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    procs = [subprocess.Popen([sys.executable, str(script), str(pid), str(port), "2" if pid == 1 else "0"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for pid in range(3)]
-    ends = [p.communicate(timeout=120) for p in procs]
-    for pid, (p, (out, err)) in enumerate(zip(procs, ends)):
+    procs = [subprocess.Popen([sys.executable, str(script), str(pid), str(port), mode],
+                              env={**os.environ, "JAX_PLATFORMS": "cpu", **(env(pid, port) if env else {})},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for pid in range(count)]
+    return [(p, *p.communicate(timeout=120)) for p in procs]
+
+
+def test_process_0_leaves_before_the_others(tmp_path):
+    """Recoverable tasks have no shutdown barrier: a process whose shutdown came after process 0 (which served the
+    coordination) had exited aborted ("Failed to disconnect from coordination service", exit -6; CI, 4 processes).
+    The keeper serves it until every process has left: every process exits 0, none aborts."""
+    for pid, (p, out, err) in enumerate(_processes(tmp_path, "leave")):
         assert p.returncode == 0 and f"left {pid}" in out and "Check failure" not in err, (pid, p.returncode, err)
+        assert "experimental recoverable task" not in err  # the keeper's service starts without its warning
+
+
+def test_the_death_of_process_0_ends_the_others_with_a_sentence(tmp_path):
+    """Process 0 killed mid-run: before, every other process aborted at once (XLA's client polls the service,
+    which lived in process 0); now the others end with the sentence naming it, within the heartbeats' timeout."""
+    for pid, (p, out, err) in enumerate(_processes(tmp_path, "kill0")[1:], start=1):
+        assert p.returncode == 2 and "process(es) 0 of 3 stopped before the end of the run" in out, (pid, out, err)
+        assert "Check failure" not in err and "Terminating process" not in err, err
+
+
+def test_distributed_finds_a_slurm_step_and_meets_at_the_keeper(tmp_path):
+    """``--distributed`` under SLURM (its variables faked on one host): JAX's cluster detection gives the
+    coordinator, count and ids, which then go through the same rendezvous, keeper and checks."""
+    def slurm(pid, port):
+        return {"SLURM_JOB_ID": "4242", "SLURM_STEP_NODELIST": "localhost", "SLURM_NTASKS": "2",
+                "SLURM_PROCID": str(pid), "SLURM_LOCALID": str(pid), "JAX_COORDINATOR_PORT": str(port)}
+
+    for pid, (p, out, err) in enumerate(_processes(tmp_path, "slurm", 2, slurm)):
+        assert p.returncode == 0 and f"left {pid}" in out, (pid, p.returncode, err)
+        assert ("waiting for 1 other" if pid == 0 else "joining process 0 at localhost:") in err, err

@@ -108,7 +108,9 @@ def test_a_peer_of_another_run_is_refused_by_name():
     assert "refused it: process 1 was started with --num-processes 3" in errors["peer"]
 
 
-def test_the_rendezvous_lets_every_process_go_and_frees_the_port():
+def test_the_rendezvous_lets_every_process_go_and_the_keeper_stays_until_all_have_left():
+    """Process 0 starts the keeper, which serves the rendezvous, then the coordination service on the same port,
+    until every process's connection has closed (process 0's death is then a peer's death like any other)."""
     port = _port()
     done = []
     threads = [threading.Thread(target=lambda i=i: done.append(distributed._rendezvous(f"localhost:{port}", 3, i, 20)))
@@ -118,9 +120,15 @@ def test_the_rendezvous_lets_every_process_go_and_frees_the_port():
     distributed._rendezvous(f"localhost:{port}", 3, 0, 20)
     for t in threads:
         t.join(30)
-    assert len(done) == 2
-    with socket.create_server(("", port)):  # the coordination service can bind it next
-        pass
+    assert len(done) == 2 and len(distributed._KEPT) == 3
+    keeper = distributed._KEEPER.pop()
+    for conn in distributed._KEPT[:2]:
+        conn.close()
+    time.sleep(0.5)
+    assert keeper.poll() is None  # one process still runs: the keeper serves on
+    distributed._KEPT.pop().close()
+    assert keeper.wait(timeout=20) == 0
+    distributed._KEPT.clear()
 
 
 # ---------------------------------------------------------------- the sweep's findings, public API

@@ -1,54 +1,96 @@
 """Several processes (``jax.distributed``): a rendezvous of every process before JAX's coordination service starts,
 so that a process that never comes, a wrong count or a taken port is one sentence (no C++ abort), then
 ``jax.distributed.initialize``; at the end, :func:`finish` waits for every process still alive.
+
+The rendezvous and then JAX's coordination service run in a keeper process of their own (:func:`keep`, started by
+process 0), which stays until every process of the run has exited (each keeps its rendezvous connection open). So
+process 0's death is a peer's death like any other (the others end with a sentence), not an abort of every process:
+a client whose connection to the service closes aborts at once (XLA polls it for errors), and jaxlib's binding of
+the only hook (``missed_heartbeat_callback``) fails with std::bad_cast.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import sys
 import time
 
-#: Set by :func:`finish` on process 0: the run reached its end, so at exit process 0 waits for the others to leave.
-_ENDED = []
+#: Each process's connection to the keeper (:func:`keep`), open until the process exits; process 0's keeper.
+_KEPT: list = []
+_KEEPER: list = []
 
 
 def initialize(args) -> None:
     """``jax.distributed.initialize`` before any JAX computation, when asked for (``args``: the command line's
-    ``distributed``, ``coordinator``, ``num_processes``, ``process_id`` and ``distributed_timeout``)."""
+    ``distributed``, ``coordinator``, ``num_processes``, ``process_id`` and ``distributed_timeout``). With
+    ``--distributed`` the cluster (SLURM, Open MPI, Cloud TPU) gives the three, as JAX finds them."""
     explicit = (args.coordinator, args.num_processes, args.process_id)
     if not args.distributed and all(v is None for v in explicit):
         return
     if any(v is None for v in explicit) and any(v is not None for v in explicit):
         raise ValueError("--coordinator, --num-processes and --process-id go together (or use --distributed alone)")
-    if args.num_processes is not None:
-        if args.num_processes < 1:
-            raise ValueError(f"--num-processes must be >= 1, got {args.num_processes}")
-        if not 0 <= args.process_id < args.num_processes:
-            raise ValueError(f"--process-id must be in [0, {args.num_processes - 1}], got {args.process_id}")
     timeout = args.distributed_timeout
     if timeout < 1:
         raise ValueError(f"--distributed-timeout must be >= 1 second, got {timeout}")
-    if args.num_processes is not None and args.num_processes > 1:
+    local_devices = None
+    if args.distributed and args.num_processes is None:
+        *explicit, local_devices = _cluster(timeout)
+        args.coordinator, args.num_processes, args.process_id = explicit
+    if args.num_processes < 1:
+        raise ValueError(f"--num-processes must be >= 1, got {args.num_processes}")
+    if not 0 <= args.process_id < args.num_processes:
+        raise ValueError(f"--process-id must be in [0, {args.num_processes - 1}], got {args.process_id}")
+    kept = args.num_processes > 1
+    if kept:
         _rendezvous(args.coordinator, args.num_processes, args.process_id, timeout, settings(args))
     import jax
+    from jax._src import distributed as state
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU processes (no effect on GPU / TPU)
     jax.config.update("jax_enable_recoverability", True)  # a peer's death: a sentence at the end, not an abort of all
     where = f" at {args.coordinator}" if args.coordinator else ""
+    real = state._jax
+    if kept and args.process_id == 0:
+        state._jax = _ServedElsewhere(real)  # the keeper serves the coordination
     try:
-        jax.distributed.initialize(*explicit, initialization_timeout=timeout, heartbeat_timeout_seconds=timeout)
-    except ValueError as e:
-        if args.distributed and "coordinator" in str(e):
-            raise ValueError("--distributed found no cluster to join (it reads SLURM, Open MPI and Cloud TPU settings); "
-                             "elsewhere give --coordinator HOST:PORT --num-processes P --process-id I") from None
-        raise
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id, local_devices,
+                                   initialization_timeout=timeout, heartbeat_timeout_seconds=timeout)
     except Exception as e:  # noqa: BLE001 - the coordination service's errors
         raise ValueError(f"process {args.process_id} could not join the run{where} within {timeout} s ({e}); check "
                          f"that every process was started with the same --coordinator and --num-processes and its "
                          f"own --process-id, and that HOST:PORT is reachable from each") from None
-    atexit.register(_leave, timeout)  # runs before JAX's own exit handler (registered when jax was imported)
+    finally:
+        state._jax = real
+
+
+def _cluster(timeout: float) -> tuple:
+    """(coordinator, processes, process id, local device ids) from the cluster's environment, as JAX finds them."""
+    from jax._src import clusters
+
+    found = clusters.ClusterEnv.auto_detect_unset_distributed_params(None, None, None, None, None, int(timeout))
+    if any(v is None for v in found[:3]):
+        raise ValueError("--distributed found no cluster to join (it reads SLURM, Open MPI and Cloud TPU settings); "
+                         "elsewhere give --coordinator HOST:PORT --num-processes P --process-id I")
+    return found
+
+
+class _ServedElsewhere:
+    """JAX's extension module, but for the coordination service, which the keeper process runs (:func:`keep`)."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    @staticmethod
+    def get_distributed_runtime_service(*args, **kwargs):
+        return _NoService()
+
+
+class _NoService:
+    def shutdown(self):
+        pass
 
 
 def agree(process: int, processes: int, terms: dict) -> None:
@@ -83,32 +125,7 @@ def finish(processes: int) -> None:
 
         multihost_utils.sync_global_devices("jaxtrees run")
         return
-    _ENDED.append(processes)
     _stopped(client, processes)
-
-
-def _leave(timeout: float) -> None:
-    """At exit, before JAX shuts its client down: the coordination service lives in process 0, and a process whose
-    shutdown finds it gone aborts (recoverable tasks have no shutdown barrier). So process 0, at the end of a run,
-    waits until every other process has disconnected (a query of the live processes returns once each has either
-    asked too or left), at most ``timeout`` + 5 s; one that died meanwhile is found by its heartbeats within it."""
-    import threading
-
-    from jax._src import distributed as state
-
-    client = _client()
-    if client is None or state.global_state.process_id != 0 or not _ENDED:
-        return
-
-    def wait():
-        try:
-            client.get_live_nodes(list(range(_ENDED[0])))
-        except Exception:  # noqa: BLE001 - the service is going away: nothing left to wait for
-            pass
-
-    waiting = threading.Thread(target=wait, daemon=True)
-    waiting.start()
-    waiting.join(timeout + 5)
 
 
 def _client():
@@ -170,90 +187,144 @@ def _rendezvous(address: str, processes: int, process_id: int, timeout: float, m
     """Meet every process at ``address`` before ``jax.distributed.initialize``; ValueError after ``timeout`` s.
 
     XLA's coordination client ends the process with a C++ abort (SIGABRT, DEADLINE_EXCEEDED) when a peer has not
-    registered within the timeout, which Python cannot catch. So process 0 first listens on HOST:PORT itself, the
-    others connect and say P and their id; when all are there it says "go", closes the port, and each calls
-    ``initialize`` (whose client retries until process 0's coordination service takes the port over)."""
+    registered within the timeout, which Python cannot catch. So process 0 first starts the keeper (:func:`keep`),
+    which listens on HOST:PORT; every process connects and says P, its id and its settings; when all are there and
+    agree, the keeper says "go" and starts the coordination service on the same port, and each process calls
+    ``initialize`` (whose client retries until the service is up), keeping its connection open until it exits."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(f"--coordinator must be HOST:PORT, got {address!r}")
-    deadline = time.monotonic() + timeout
     mine = mine or {}
     if process_id == 0:
         print(f"process 0: waiting for {processes - 1} other process(es) at {address} (--distributed-timeout "
               f"{timeout:g} s)", file=sys.stderr)
-        _gather(int(port), address, processes, timeout, deadline, mine)
+        _start_keeper(int(port), address, processes, timeout)
+        host, timeout = "localhost", timeout + GRACE + 5  # the keeper's own deadline, then its answer
     else:
         print(f"process {process_id}: joining process 0 at {address} (--distributed-timeout {timeout:g} s)",
               file=sys.stderr)
-        _join(host.strip("[]"), int(port), address, processes, process_id, timeout, deadline, mine)
+    _join(host.strip("[]"), int(port), address, processes, process_id, timeout, time.monotonic() + timeout, mine)
 
 
-def _gather(port: int, address: str, processes: int, timeout: float, deadline: float, mine: dict) -> None:
-    """Process 0's side of :func:`_rendezvous`: accept the P - 1 others, then tell each to go."""
+def _start_keeper(port: int, address: str, processes: int, timeout: float) -> None:
+    """Start :func:`keep` in a process of its own session (a Ctrl-C of process 0's terminal leaves it to the others)
+    and wait until it listens; ValueError with its sentence where it cannot."""
+    import os
+    import subprocess
+
+    command = [sys.executable, "-c", "import sys; from jaxtrees.experiments.distributed import keep; "
+               "keep(*sys.argv[1:])", str(port), address, str(processes), repr(float(timeout))]
+    keeper = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+                              start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    _KEEPER.append(keeper)
+    line = keeper.stdout.readline().strip()
+    keeper.stdout.close()
+    if line != "ready":
+        keeper.wait()
+        raise ValueError(line.removeprefix("error ") if line.startswith("error ") else
+                         f"process 0 could not start the coordinator of {address} (exit {keeper.returncode})")
+
+
+def keep(port: str, address: str, processes: str, timeout: str) -> None:
+    """The keeper: the rendezvous on ``port``, then JAX's coordination service on it, until every process has
+    closed its connection (exited, or died); a refusal or a timeout is said to every process that joined."""
+    import os
     import socket
+
+    port, processes, timeout = int(port), int(processes), float(timeout)
+    deadline = time.monotonic() + timeout
+    from jax._src.lib import _jax
 
     try:
         server = (socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True)
                   if socket.has_dualstack_ipv6() else socket.create_server(("", port)))
     except OSError as e:
-        raise ValueError(f"process 0 cannot serve the coordinator on port {port} of --coordinator {address} "
-                         f"({e.strerror or e}); choose a free port and give every process the same one") from None
-    peers: dict = {}
+        print(f"error process 0 cannot serve the coordinator on port {port} of --coordinator {address} "
+              f"({e.strerror or e}); choose a free port and give every process the same one", flush=True)
+        os._exit(1)
+    print("ready", flush=True)
+    peers = _gather(server, address, processes, timeout, deadline)
+    if peers is None:
+        os._exit(1)
+    for conn in peers.values():
+        _say(conn, "go")
+    server.close()
+    quiet, said = os.open(os.devnull, os.O_WRONLY), os.dup(2)
+    os.dup2(quiet, 2)  # without its warning that recoverable tasks are experimental (absl, at construction)
     try:
-        with server:
-            while len(peers) < processes - 1:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    missing = sorted(set(range(1, processes)) - set(peers))
-                    raise ValueError(
-                        f"process 0: process(es) {', '.join(map(str, missing))} of {processes} did not join at "
-                        f"{address} within {timeout:g} s (--distributed-timeout); start each with --coordinator "
-                        f"{address} --num-processes {processes} and its own --process-id, on hosts that can reach "
-                        f"this one")
-                server.settimeout(left)
-                try:
-                    conn, _ = server.accept()
-                except TimeoutError:
-                    continue
-                conn.settimeout(max(0.1, min(5.0, deadline - time.monotonic())))
-                try:
-                    words = conn.makefile("r").readline().split(" ", 3)
-                except OSError:
-                    conn.close()
-                    continue
-                words = [w.strip() for w in words]
-                if len(words) < 3 or words[0] != HELLO or not words[1].isdigit() or not words[2].isdigit():
-                    conn.close()  # not one of ours (a port scanner, a health check)
-                    continue
-                theirs, pid = int(words[1]), int(words[2])
-                try:
-                    told = json.loads(words[3]) if len(words) > 3 and words[3] else {}
-                except ValueError:
-                    told = {"settings": "unreadable"}
-                problem = (f"process {pid} was started with --num-processes {theirs}, process 0 with {processes}"
-                           if theirs != processes else
-                           f"two processes were started with --process-id {pid}" if pid in peers or pid == 0 else "")
-                advice = "give every process the same --num-processes and each its own --process-id"
-                if not problem:
-                    problem = _differences(mine, told, pid)
-                    advice = "start every process with the same arguments, environment and installation"
-                if problem:
-                    for other in [conn, *peers.values()]:  # every process ends, with the difference named
-                        _say(other, f"refused {problem}")
-                    _refuse_late(server, f"refused {problem}", processes - 2 - len(peers), deadline)
-                    raise ValueError(f"process 0 at {address}: {problem}; {advice}")
-                peers[pid] = conn
-            for conn in peers.values():
-                _say(conn, "go")
-            for conn in peers.values():  # the peers close first, so that the port is free for the coordinator
-                try:
-                    conn.settimeout(5.0)
-                    conn.recv(1)
-                except OSError:
-                    pass
+        service = _jax.get_distributed_runtime_service(f"[::]:{port}", processes, heartbeat_timeout=int(timeout),
+                                                       recoverable=True)
     finally:
-        for conn in peers.values():
+        os.dup2(said, 2)
+    import selectors
+
+    watch = selectors.DefaultSelector()
+    for conn in peers.values():
+        conn.setblocking(False)
+        watch.register(conn, selectors.EVENT_READ)
+    while watch.get_map():
+        for found, _ in watch.select():
+            try:
+                ended = not found.fileobj.recv(64)
+            except BlockingIOError:
+                ended = False
+            except OSError:
+                ended = True
+            if ended:
+                watch.unregister(found.fileobj)
+                found.fileobj.close()
+    service.shutdown()
+    os._exit(0)
+
+
+def _gather(server, address: str, processes: int, timeout: float, deadline: float) -> dict | None:
+    """The keeper's side of :func:`_rendezvous`: every process's connection by id once all P have joined and agree
+    with process 0; None once it has told those that joined why not."""
+    hellos: dict = {}
+    while len(hellos) < processes:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            missing = sorted(set(range(processes)) - set(hellos))
+            line = (f"timeout process(es) {', '.join(map(str, missing))} of {processes} did not join at {address} "
+                    f"within {timeout:g} s (--distributed-timeout); start each with --coordinator {address} "
+                    f"--num-processes {processes} and its own --process-id, on hosts that can reach process 0's")
+            for conn, _ in hellos.values():
+                _say(conn, line)
+            return None
+        server.settimeout(left)
+        try:
+            conn, _ = server.accept()
+        except TimeoutError:
+            continue
+        conn.settimeout(max(0.1, min(5.0, deadline - time.monotonic())))
+        try:
+            words = [w.strip() for w in conn.makefile("r").readline().split(" ", 3)]
+        except OSError:
             conn.close()
+            continue
+        if len(words) < 3 or words[0] != HELLO or not words[1].isdigit() or not words[2].isdigit():
+            conn.close()  # not one of ours (a port scanner, a health check)
+            continue
+        theirs, pid = int(words[1]), int(words[2])
+        try:
+            told = json.loads(words[3]) if len(words) > 3 and words[3] else {}
+        except ValueError:
+            told = {"settings": "unreadable"}
+        problem = (f"process {pid} was started with --num-processes {theirs}, process 0 with {processes}"
+                   if theirs != processes else
+                   f"two processes were started with --process-id {pid}" if pid in hellos else "")
+        advice = "give every process the same --num-processes and each its own --process-id"
+        hellos[pid] = (conn, told)
+        if not problem and 0 in hellos:  # each against process 0's settings, once it is there
+            problem = next(filter(None, (_differences(hellos[0][1], t, p) for p, (_, t) in sorted(hellos.items()))),
+                           "")
+            advice = "start every process with the same arguments, environment and installation"
+        if problem:
+            for other, _ in [(conn, told), *hellos.values()]:  # every process ends, with the difference named
+                _say(other, f"refused {problem}; {advice}")
+            _refuse_late(server, f"refused {problem}; {advice}", processes - len(hellos), deadline)
+            return None
+    return {pid: conn for pid, (conn, _) in hellos.items()}
 
 
 #: Seconds process 0 stays to tell processes still joining that the run was refused.
@@ -281,29 +352,14 @@ def _refuse_late(server, line: str, left: int, deadline: float) -> None:
 
 def _join(host: str, port: int, address: str, processes: int, process_id: int, timeout: float,
           deadline: float, mine: dict | None = None) -> None:
-    """Process I's side of :func:`_rendezvous`: reach process 0, say who it is, wait for "go"."""
+    """Each process's side of :func:`_rendezvous`: reach the keeper, say who it is, wait for "go"; the connection
+    then stays open (:data:`_KEPT`) until the process exits."""
     import socket
 
+    hello = f"{HELLO} {processes} {process_id} {json.dumps(mine or {}, separators=(',', ':'))}\n".encode()
     while True:
         try:
-            with socket.create_connection((host, port), timeout=2) as conn:
-                conn.sendall(f"{HELLO} {processes} {process_id} {json.dumps(mine or {}, separators=(',', ':'))}\n".encode())
-                conn.settimeout(max(0.1, deadline - time.monotonic()))
-                try:
-                    reply = conn.makefile("r").readline().strip()
-                except TimeoutError:
-                    raise ValueError(f"process {process_id}: the coordinator at {address} is up but not every process "
-                                     f"joined within {timeout:g} s (--distributed-timeout); start the others with "
-                                     f"the same --coordinator and --num-processes {processes}") from None
-            if reply == "go":
-                return
-            if reply.startswith("refused "):
-                raise ValueError(f"process {process_id}: the coordinator at {address} refused it: "
-                                 f"{reply.removeprefix('refused ')}")
-            raise ValueError(f"process {process_id}: the coordinator at {address} gave up waiting for the other "
-                             f"processes (see process 0's message)" if not reply else
-                             f"process {process_id}: {address} answered {reply[:60]!r}, not a jaxtrees process 0; "
-                             f"check the address")
+            conn = socket.create_connection((host, port), timeout=2)
         except OSError as e:
             if time.monotonic() >= deadline:
                 raise ValueError(f"process {process_id}: no coordinator at {address} after {timeout:g} s "
@@ -311,6 +367,34 @@ def _join(host: str, port: int, address: str, processes: int, process_id: int, t
                                  f"(it serves the coordinator), or check the address and that the port is "
                                  f"reachable") from None
             time.sleep(0.5)
+            continue
+        try:
+            conn.sendall(hello)
+            conn.settimeout(max(0.1, deadline - time.monotonic()))
+            reply = conn.makefile("r").readline().strip()
+        except TimeoutError:
+            conn.close()
+            raise ValueError(f"process {process_id}: the coordinator at {address} is up but not every process "
+                             f"joined within {timeout:g} s (--distributed-timeout); start the others with "
+                             f"the same --coordinator and --num-processes {processes}") from None
+        except OSError:
+            conn.close()
+            time.sleep(0.5)
+            continue
+        if reply == "go":
+            conn.settimeout(None)
+            _KEPT.append(conn)
+            return
+        conn.close()
+        if reply.startswith("refused "):
+            raise ValueError(f"process {process_id}: the coordinator at {address} refused it: "
+                             f"{reply.removeprefix('refused ')}")
+        if reply.startswith("timeout "):
+            raise ValueError(f"process {process_id}: {reply.removeprefix('timeout ')}")
+        raise ValueError(f"process {process_id}: the coordinator at {address} gave up waiting for the other "
+                         f"processes (see process 0's message)" if not reply else
+                         f"process {process_id}: {address} answered {reply[:60]!r}, not a jaxtrees process 0; "
+                         f"check the address")
 
 
 def _say(conn, line: str) -> None:
