@@ -104,15 +104,25 @@ def agree(process: int, processes: int, terms: dict) -> None:
         return
     client.key_value_set(f"jaxtrees/contract/{process}", json.dumps(terms, sort_keys=True, default=str))
     _stopped(client, processes)  # a barrier: every live process has set its key
-    mine = terms if process == 0 else json.loads(client.blocking_key_value_get("jaxtrees/contract/0", 60_000))
+    mine = terms if process == 0 else _contract_of(client, 0, processes)
     for pid in range(1, processes):
-        theirs = json.loads(client.blocking_key_value_get(f"jaxtrees/contract/{pid}", 60_000))
+        theirs = _contract_of(client, pid, processes)
         words = ("process 0", f"process {pid}")
         changed = contract.differences(mine, theirs, words) + contract.group_changes(mine, theirs.get("groups", {}),
                                                                                     words)
         if changed:
             raise ValueError(f"process {pid} would compute other rows than process 0: {'; '.join(changed)}; start "
                              f"every process with the same installation, environment and arguments")
+
+
+def _contract_of(client, pid: int, processes: int) -> dict:
+    """Process ``pid``'s contract from the key-value store; a process that died since the barrier: its sentence."""
+    try:
+        return json.loads(client.blocking_key_value_get(f"jaxtrees/contract/{pid}", 60_000))
+    except Exception:  # noqa: BLE001 - the coordination service's error: the process has gone
+        _stopped(client, processes)
+        raise ValueError(f"process {pid} of {processes} did not publish its contract within 60 s; rerun the same "
+                         f"command on every process") from None
 
 
 def finish(processes: int) -> None:
