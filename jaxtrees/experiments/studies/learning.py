@@ -423,10 +423,11 @@ def trials_by_cell(rows, by, columns=(), matrix: str = "success") -> tuple[dict,
     ends, order = np.cumsum(count), np.argsort(cell, kind="stable")
     first = np.full(len(keys), size)
     np.minimum.at(first, cell, np.arange(size))
+    per_trial = {name: np.asarray(rows[name], np.float64)[last] for name in columns}  # each column read once
     out = {}
     for g in np.argsort(first, kind="stable")[:np.count_nonzero(count)]:  # cells in their first trial's order
         members = order[ends[g] - count[g]:ends[g]]
-        out[keys[g]] = (values[members], {name: np.asarray(rows[name], np.float64)[last[members]] for name in columns})
+        out[keys[g]] = (values[members], {name: v[members] for name, v in per_trial.items()})
     return out, m
 
 
