@@ -12,7 +12,8 @@ line runs it) with the compilation cache off. Printed per size, from the run's m
                             rows_per_s_write_in_run is the writer thread's wall rate during the trials (sharing
                             the cores with XLA's threads)
   post_run_s_per_million    read back, checks, figures and report after the last trial, per million rows
-  peak_rss_mb               the process's peak resident memory (its largest child's, a figure drawn in a forked
+  peak_rss_mb               the process's peak resident memory (``peak_rss_mb_trials``: as the figures and report
+                            begin, i.e. of the start and the trials; its largest child's, a figure drawn in a forked
                             child, beside it: ``peak_rss_mb_children``, the pages it shares with the parent included)
   disk_bytes_per_row        bytes of rows/ per row
 
@@ -58,6 +59,7 @@ def child(replicates: int, out: str) -> dict:
     from jaxtrees import cli
     from jaxtrees.experiments import reporting
 
+    peaks = _peak_before(reporting, "after_run")
     started = time.perf_counter()
     args = ["run", "juntas", "--quick", "--set", f"replicates={replicates}", "--out", out, "--no-progress"]
     code = cli.main(args)
@@ -76,9 +78,21 @@ def child(replicates: int, out: str) -> dict:
             "post_run_s": reporting.LAST_POST_RUN_SECONDS,
             "host_us_per_row": 1e6 * (run["host_seconds"] + run["handover_seconds"]) / rows,
             "rows_per_s_write_in_run": rows / max(run["write_seconds"], 1e-9), "rows_per_s_write": write_alone,
-            "peak_rss_mb": peak, "peak_rss_mb_children": peak_children,
+            "peak_rss_mb": peak, "peak_rss_mb_trials": peaks.get("after_run"), "peak_rss_mb_children": peak_children,
             "disk_bytes_per_row": disk / rows, "device": run["environment"]["device_kind"],
             "devices": run["environment"]["local_device_count"]}
+
+
+def _peak_before(module, name: str) -> dict:
+    """``module.name`` wrapped to note this process's peak RSS (MB) as it is called, in the returned dict."""
+    peaks, wrapped = {}, getattr(module, name)
+
+    def noted(*args, **kwargs):
+        peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return wrapped(*args, **kwargs)
+
+    setattr(module, name, noted)
+    return peaks
 
 
 def _write_alone(directory: str, run: dict) -> float:
@@ -175,7 +189,8 @@ def main(argv=None):
               f"wall {r['wall_s']:.1f} s, trials {r['run_s']:.1f} s, after them {r['post_run_s']:.2f} s; "
               f"host {r['host_us_per_row']:.3f} us/row, write {r['rows_per_s_write']:,.0f} rows/s "
               f"({r['rows_per_s_write_in_run']:,.0f} during the trials), "
-              f"peak RSS {r['peak_rss_mb']:,.0f} MB (its largest child, a figure drawn beside: "
+              f"peak RSS {r['peak_rss_mb']:,.0f} MB ({r['peak_rss_mb_trials'] or 0:,.0f} before the figures and "
+              f"report; its largest child, a figure drawn beside: "
               f"{r['peak_rss_mb_children']:,.0f} MB, pages shared with it included), "
               f"{r['disk_bytes_per_row']:.2f} bytes/row", flush=True)
     large = results["1e7"]
