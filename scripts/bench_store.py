@@ -1,9 +1,9 @@
 """Benchmark: the results store's host side, the juntas study at two sizes of rows.
 
-Workload: ``jaxtrees run juntas --quick`` (n = 16, k = 3, 4, c = 0, 0.05, 0.1, 0.2, m = 16 .. 8192: 80
-rows per replicate) at ``--small`` replicates (12,500 by default: 10^6 rows) and ``--large`` (125,000:
-10^7 rows), each in a fresh process (``jaxtrees.cli.main``, as the command line runs it) with the
-compilation cache off. Printed per size, from the run's metadata and the child's own clocks:
+Workload: ``jaxtrees run juntas --quick`` (n = 16, k = 3, 4, c = 0, 0.05, 0.1, 0.2, impurity = entropy, gini,
+m = 16 .. 8192: 160 rows per replicate, counted from the grid) at ``--small`` replicates (10^6 rows' worth by
+default: 6,250) and ``--large`` (10^7 rows: 62,500), each in a fresh process (``jaxtrees.cli.main``, as the command
+line runs it) with the compilation cache off. Printed per size, from the run's metadata and the child's own clocks:
 
   host_us_per_row           the main thread's seconds building calls' inputs and handing their outputs to
                             the writer, per row (the writer's thread does the rest, while trials run)
@@ -12,7 +12,8 @@ compilation cache off. Printed per size, from the run's metadata and the child's
                             rows_per_s_write_in_run is the writer thread's wall rate during the trials (sharing
                             the cores with XLA's threads)
   post_run_s_per_million    read back, checks, figures and report after the last trial, per million rows
-  peak_rss_mb               the process's peak resident memory (its largest child's, a figure drawn in a forked
+  peak_rss_mb               the process's peak resident memory (``peak_rss_mb_trials``: as the figures and report
+                            begin, i.e. of the start and the trials; its largest child's, a figure drawn in a forked
                             child, beside it: ``peak_rss_mb_children``, the pages it shares with the parent included)
   disk_bytes_per_row        bytes of rows/ per row
 
@@ -20,7 +21,7 @@ The last lines are ``host_us_per_row``, ``rows_per_s_write``, ``post_run_s_per_m
 size), ``peak_rss_mb_1e6``, ``peak_rss_mb_1e7`` and ``disk_bytes_per_row``.
 
     python scripts/bench_store.py                         # 10^6 and 10^7 rows (~8 min on 2 cores)
-    python scripts/bench_store.py --small 1250 --large 12500   # 10^5 and 10^6 rows
+    python scripts/bench_store.py --small 625 --large 6250     # 10^5 and 10^6 rows
 
 ``--grouping TRIALS`` measures instead a report's group-by over that many trials (a table as ``read_results``
 returns it, grouped by (k, c, impurity, cell, replicate) as smoothed-base's report groups them), side by side: keys
@@ -43,7 +44,14 @@ import sys
 import tempfile
 import time
 
-ROWS_PER_REPLICATE = 80  # the quick juntas grid: 8 cells x 10 sample sizes
+def rows_per_replicate() -> int:
+    """Rows of one replicate of the quick juntas grid: its cells' sample sizes (16 cells x 10 m since its Gini
+    cells; 8 x 10 before, when the defaults were 12,500 and 125,000 replicates)."""
+    from jaxtrees.experiments import studies
+    from jaxtrees.experiments.study import configure
+    from jaxtrees.experiments.trials import sample_sizes
+
+    return sum(len(sample_sizes(cell)) for cell in configure(studies.get("juntas"), quick=True).cells())
 
 
 def child(replicates: int, out: str) -> dict:
@@ -51,6 +59,7 @@ def child(replicates: int, out: str) -> dict:
     from jaxtrees import cli
     from jaxtrees.experiments import reporting
 
+    peaks = _peak_before(reporting, "after_run")
     started = time.perf_counter()
     args = ["run", "juntas", "--quick", "--set", f"replicates={replicates}", "--out", out, "--no-progress"]
     code = cli.main(args)
@@ -69,9 +78,21 @@ def child(replicates: int, out: str) -> dict:
             "post_run_s": reporting.LAST_POST_RUN_SECONDS,
             "host_us_per_row": 1e6 * (run["host_seconds"] + run["handover_seconds"]) / rows,
             "rows_per_s_write_in_run": rows / max(run["write_seconds"], 1e-9), "rows_per_s_write": write_alone,
-            "peak_rss_mb": peak, "peak_rss_mb_children": peak_children,
+            "peak_rss_mb": peak, "peak_rss_mb_trials": peaks.get("after_run"), "peak_rss_mb_children": peak_children,
             "disk_bytes_per_row": disk / rows, "device": run["environment"]["device_kind"],
             "devices": run["environment"]["local_device_count"]}
+
+
+def _peak_before(module, name: str) -> dict:
+    """``module.name`` wrapped to note this process's peak RSS (MB) as it is called, in the returned dict."""
+    peaks, wrapped = {}, getattr(module, name)
+
+    def noted(*args, **kwargs):
+        peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return wrapped(*args, **kwargs)
+
+    setattr(module, name, noted)
+    return peaks
 
 
 def _write_alone(directory: str, run: dict) -> float:
@@ -131,8 +152,8 @@ def grouping(trials: int, rows_per_trial: int, reps: int) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--small", type=int, default=12_500, help="replicates of the small size (80 rows each)")
-    ap.add_argument("--large", type=int, default=125_000, help="replicates of the large size")
+    ap.add_argument("--small", type=int, help="replicates of the small size (default: 10^6 rows' worth)")
+    ap.add_argument("--large", type=int, help="replicates of the large size (default: 10^7 rows' worth)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--grouping", type=int, help="measure a group-by over this many trials instead (see above)")
     ap.add_argument("--rows-per-trial", type=int, default=1, help="with --grouping: rows per trial")
@@ -155,8 +176,9 @@ def main(argv=None):
                 json.dump(r, fh, indent=2)
         return
     env = {**os.environ, "JAXTREES_CACHE_DIR": ""}
+    per = rows_per_replicate() if args.small is None or args.large is None else 0
     results = {}
-    for label, replicates in (("1e6", args.small), ("1e7", args.large)):
+    for label, replicates in (("1e6", args.small or -(-10**6 // per)), ("1e7", args.large or -(-10**7 // per))):
         with tempfile.TemporaryDirectory() as out:
             proc = subprocess.run([sys.executable, __file__, "--child", str(replicates), "--out", out], env=env,
                                   capture_output=True, text=True)
@@ -167,7 +189,8 @@ def main(argv=None):
               f"wall {r['wall_s']:.1f} s, trials {r['run_s']:.1f} s, after them {r['post_run_s']:.2f} s; "
               f"host {r['host_us_per_row']:.3f} us/row, write {r['rows_per_s_write']:,.0f} rows/s "
               f"({r['rows_per_s_write_in_run']:,.0f} during the trials), "
-              f"peak RSS {r['peak_rss_mb']:,.0f} MB (its largest child, a figure drawn beside: "
+              f"peak RSS {r['peak_rss_mb']:,.0f} MB ({r['peak_rss_mb_trials'] or 0:,.0f} before the figures and "
+              f"report; its largest child, a figure drawn beside: "
               f"{r['peak_rss_mb_children']:,.0f} MB, pages shared with it included), "
               f"{r['disk_bytes_per_row']:.2f} bytes/row", flush=True)
     large = results["1e7"]

@@ -271,16 +271,21 @@ def _check_axis(out: dict, trial: np.ndarray, layout: Layout, path: str) -> None
     width = layout.axis.shape[1]
     match = (layout.axis[cell] == out[name][:, None]) & (np.arange(width) < layout.lengths[cell][:, None])
     position = np.argmax(match, axis=1)
-    if not match[np.arange(cell.size), position].all() or \
-            np.unique(trial * width + position).size != trial.size:
+    if not match[np.arange(cell.size), position].all() or _repeats(trial * width + position):
         raise ValueError(f"{path}: a row whose {name} is not its trial's (each trial runs along {name} = its cell's "
                          f"values, each once); {WAY_OUT}")
 
 
 def _scattered(trial: np.ndarray) -> bool:
     """Whether some trial's rows are not consecutive."""
-    starts = trial[np.r_[True, trial[1:] != trial[:-1]]]
-    return np.unique(starts).size != starts.size
+    return _repeats(trial[np.r_[True, trial[1:] != trial[:-1]]])
+
+
+def _repeats(values: np.ndarray) -> bool:
+    """Whether some value occurs more than once: a sort (NumPy 2's hashing ``np.unique`` took 15x as long on a part's
+    trial ids, a third of reading 10^7 rows)."""
+    ordered = np.sort(values)
+    return bool(np.any(ordered[1:] == ordered[:-1]))
 
 
 def _numbers(path: str, name: str, column) -> np.ndarray:

@@ -237,6 +237,7 @@ def after_run(study, directory: str):
 
     t1 = time.perf_counter()
     rows = store.read_results(directory, metadata(directory)["config"], ordered=False)  # once, for both
+    _release_arrow_memory()
     done, total = store.completeness(directory, rows)
     if done < total:
         print(f"run incomplete ({done:,} of {total:,} trials); rerun the same command to resume ({directory})",
@@ -248,6 +249,14 @@ def after_run(study, directory: str):
     text = write_report(study, directory, rows)
     LAST_POST_RUN_SECONDS = time.perf_counter() - t1
     return rows, figures, text
+
+
+def _release_arrow_memory() -> None:
+    """Hand back to the OS the memory Arrow's pool keeps from reading the parts (its buffers are freed once their
+    columns are NumPy arrays; mimalloc kept ~340 MB of them at 10^7 rows, on top of the figures' and report's peak)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def cost_table(metadata) -> str:

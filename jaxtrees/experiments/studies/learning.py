@@ -345,13 +345,17 @@ def _thresholds(rows, by) -> dict:
 
 
 def _scale(rows, kind):
-    """Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) per row (k and n per cell)."""
+    """Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) per row (k and n per cell), computed once per trial (eps* and
+    p_min are the trial's)."""
+    codes, size = _trial_codes(rows)
+    one = np.zeros(size, np.int64)
+    one[codes] = np.arange(len(codes))  # a row of each trial
     if kind == "parity":
-        k = tables.on_cells(rows, lambda k: np.asarray(k, np.float64), "log2_n")
+        k = tables.on_cells(rows, lambda k: np.asarray(k, np.float64), "log2_n")[one]
         n = 2.0**k
     else:
-        k, n = (tables.on_cells(rows, lambda v: np.asarray(v, np.float64), name) for name in ("k", "n"))
-    return theory.theorem7_scale(rows["eps_star"], rows["p_min"], k, n, DELTA)
+        k, n = (tables.on_cells(rows, lambda v: np.asarray(v, np.float64), name)[one] for name in ("k", "n"))
+    return theory.theorem7_scale(np.asarray(rows["eps_star"])[one], np.asarray(rows["p_min"])[one], k, n, DELTA)[codes]
 
 
 def _signal_theory(rows, by, kind) -> str:
@@ -404,30 +408,50 @@ IMPURITY_TEXT = {"entropy": "entropy", "gini": "Gini", "kearns_mansour": "Kearns
 def trials_by_cell(rows, by, columns=(), matrix: str = "success") -> tuple[dict, np.ndarray]:
     """``(cells, m)``: per cell of ``by`` (a tuple of its values), ``(values, per_trial)``: ``float[trials, M]`` of
     the column ``matrix`` over the ascending m grid ``m``, and each of ``columns`` per trial (at its largest m).
-    Trials are told apart by the ``cell`` and ``replicate`` columns (rows in a trial's m order otherwise)."""
-    trial = [name for name in ("cell", "replicate") if name in rows]
-    m_all = np.asarray(rows["m"], np.float64)
-    m = np.unique(m_all)
-    if trial:
-        codes, size = tables.group_codes(rows, [*by, *trial])
-    else:  # a trial's rows are consecutive, one per m
-        starts = np.r_[True, np.diff(m_all) <= 0]
-        codes, size = np.cumsum(starts) - 1, int(np.count_nonzero(starts))
+    Trials are told apart by the ``cell`` and ``replicate`` columns (cells sorted, a cell's trials by cell and
+    replicate), else by the rows' m order (cells in their first trial's order)."""
+    column, m = _grid(rows, "m")
+    codes, size = _trial_codes(rows)
     values = np.full((size, m.size), np.nan)
-    values[codes, np.searchsorted(m, m_all)] = np.asarray(rows[matrix], np.float64)
+    values[codes, column] = np.asarray(rows[matrix], np.float64)
     last = np.zeros(size, np.int64)
     last[codes] = np.arange(len(codes))  # a row of each trial (its values are per trial)
     cell_codes, keys = tables.groups(rows, by)
     cell = cell_codes[last]  # each trial's cell
     count = np.bincount(cell, minlength=len(keys))
-    ends, order = np.cumsum(count), np.argsort(cell, kind="stable")
-    first = np.full(len(keys), size)
-    np.minimum.at(first, cell, np.arange(size))
+    ends, order = np.cumsum(count), np.argsort(cell, kind="stable")  # a cell's trials by (cell, replicate)
+    if "cell" in rows or "replicate" in rows:
+        ranked = np.flatnonzero(count)  # cells sorted
+    else:  # cells in their first trial's order
+        first = np.full(len(keys), size)
+        np.minimum.at(first, cell, np.arange(size))
+        ranked = np.argsort(first, kind="stable")[:np.count_nonzero(count)]
+    per_trial = {name: np.asarray(rows[name], np.float64)[last] for name in columns}  # each column read once
     out = {}
-    for g in np.argsort(first, kind="stable")[:np.count_nonzero(count)]:  # cells in their first trial's order
+    for g in ranked:
         members = order[ends[g] - count[g]:ends[g]]
-        out[keys[g]] = (values[members], {name: np.asarray(rows[name], np.float64)[last[members]] for name in columns})
+        out[keys[g]] = (values[members], {name: v[members] for name, v in per_trial.items()})
     return out, m
+
+
+def _grid(rows, name) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, grid)``: a column's distinct values ascending (float64) and each row's index in them, from its
+    codes (:func:`~jaxtrees.experiments.table.factorize`: no sort of the rows)."""
+    codes, uniques = tables.factorize(rows, name)
+    present = np.bincount(codes, minlength=len(uniques)) > 0
+    if present.all():
+        return codes, np.asarray(uniques, np.float64)
+    return (np.cumsum(present) - 1)[codes], np.asarray(uniques, np.float64)[present]  # a subset's rows
+
+
+def _trial_codes(rows) -> tuple[np.ndarray, int]:
+    """``(codes, trials)``: each row's trial, told apart by the ``cell`` and ``replicate`` columns (a cell fixes the
+    parameters), else by the rows' m order (a trial's rows consecutive, one per m)."""
+    trial = [name for name in ("cell", "replicate") if name in rows]
+    if trial:
+        return tables.group_codes(rows, trial)
+    starts = np.r_[True, np.diff(np.asarray(rows["m"], np.float64)) <= 0]
+    return np.cumsum(starts) - 1, int(np.count_nonzero(starts))
 
 
 def lipschitz_lines(cells, m, by, kind) -> list:
