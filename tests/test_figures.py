@@ -75,6 +75,31 @@ def test_figures_drawn_side_by_side_give_their_paths_in_order_and_raise_a_childs
         summary.side_by_side(lambda: draw("c"), broken)
 
 
+@pytest.mark.parametrize("fork", ["1", "0"])
+def test_work_while_drawing_runs_once_between_the_first_figure_and_the_children(tmp_path, monkeypatch, fork):
+    """``while_drawing(work)``: with a forked child, ``work`` runs here after the first figure and before the child
+    is joined (a run's report written while its figures draw); without one, when its result is asked for; once."""
+    monkeypatch.setenv("JAXTREES_FIGURE_FORK", fork)
+    order = []
+
+    def draw(name):
+        order.append(name)
+        return summary.save(_figure(), str(tmp_path / name))
+
+    def work():
+        order.append("work")
+        return len(order)
+
+    with summary.while_drawing(work) as done:
+        paths = summary.side_by_side(lambda: draw("a"), lambda: draw("b"))
+        assert summary.side_by_side(lambda: draw("c"), lambda: draw("d"))  # the work is done once
+    assert paths == [str(tmp_path / f"{n}.{e}") for n in "ab" for e in ("png", "svg")]
+    forked = fork == "1" and os.cpu_count() > 1
+    assert done() == (2 if forked else 5) and order.count("work") == 1  # children's draws are not in this process
+    assert order == (["a", "work", "c"] if forked else ["a", "b", "c", "d", "work"])
+    assert summary._MEANWHILE == []
+
+
 def test_symlog_and_log_ticks_are_plain_text(tmp_path):
     """Tick labels of log and symlog axes are plain text, not mathtext (a quarter of a figure's drawing time)."""
     fig, (ax, bx) = summary.figure(2)

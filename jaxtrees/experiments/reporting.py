@@ -233,7 +233,7 @@ def after_run(study, directory: str):
     """``(rows, figure paths, report text)`` of a finished run (process 0), or None where the run is incomplete
     (said on stderr)."""
     global LAST_POST_RUN_SECONDS
-    from jaxtrees.experiments import store
+    from jaxtrees.experiments import store, summary
 
     t1 = time.perf_counter()
     rows = store.read_results(directory, metadata(directory)["config"], ordered=False)  # once, for both
@@ -245,8 +245,9 @@ def after_run(study, directory: str):
         return None
     check_invariants(study, rows, directory)  # once, for both
     figures_imported()
-    figures = plot_files(study, directory, rows)
-    text = write_report(study, directory, rows)
+    with summary.while_drawing(lambda: write_report(study, directory, rows)) as report:
+        figures = plot_files(study, directory, rows)  # the report is written while its forked children draw
+    text = report()
     LAST_POST_RUN_SECONDS = time.perf_counter() - t1
     return rows, figures, text
 

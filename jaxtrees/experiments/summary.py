@@ -222,12 +222,43 @@ def _joined(child, fallback):
     raise RuntimeError(f"drawing a figure failed: {message['message']}")
 
 
+#: Work to do here while forked children draw (:func:`while_drawing`): ``[work, result]``, or empty.
+_MEANWHILE: list = []
+
+
+class while_drawing:
+    """``with while_drawing(work) as done:`` runs ``work()`` in :func:`side_by_side` once its own figure is drawn,
+    while its forked children draw theirs (``done()``: its result, then, or ``work()`` called there where no child
+    was forked); so a run's report is written while its figures are drawn."""
+
+    def __init__(self, work):
+        self.work, self.called, self.result = work, False, None
+
+    def __enter__(self):
+        _MEANWHILE.append(self)
+        return self.done
+
+    def __exit__(self, *exc):
+        _MEANWHILE.remove(self)
+
+    def run(self):
+        self.called, self.result = True, self.work()
+
+    def done(self):
+        if not self.called:
+            self.run()
+        return self.result
+
+
 def side_by_side(*draws) -> list[str]:
     """Each ``draw()`` (drawing and saving a figure: returns its paths) in a forked child beside the first, which
-    runs here (one after the other where children are not forked, see :func:`_forked`); their paths in order."""
+    runs here (one after the other where children are not forked, see :func:`_forked`); their paths in order. Then,
+    before the children are joined, the work of an enclosing :class:`while_drawing`."""
     children = [_forked(draw) for draw in draws[1:]]
     try:
         paths = list(draws[0]())
+        if _MEANWHILE and not _MEANWHILE[-1].called and any(child is not None for child in children):
+            _MEANWHILE[-1].run()
     except BaseException:
         for child in children:
             if child is not None:
