@@ -554,9 +554,10 @@ def _c_form(cells, m, info, kind):
         return theory.Form("000 Thm 10", "m ~ beta^-2 gamma^2 (2c)^(-4k+4) alpha^(-2k-8) k ln(n / delta) suffices (as "
                            "derived; the paper prints (2c)^(-4k-4))", "exponent of 1/c in m90 over the Gini cells "
                            "against the derived 4k - 4", slopes)
+    alpha = "min(p-hat, 1 - p-hat) - c" if kind == "smoothed-base" else "1/2 - c"  # around a base, or around 1/2
     return theory.Form("000 Thm 12", "m ~ B^k beta^-2 gamma^2 c^(-8k) delta1^-8 alpha^(-2k-8) k ln(n / delta2) "
                        "suffices", "exponent of 1/c in m90 over the Gini cells against the bound's own at these c "
-                       "(alpha = min(p-hat, 1 - p-hat) - c; 8k as c -> 0)", slopes)
+                       f"(alpha = {alpha}; 8k as c -> 0)", slopes)
 
 
 def _n_form(cells, m, info, kind):
