@@ -262,7 +262,8 @@ def keep(port: str, address: str, processes: str, timeout: str) -> None:
     quiet, said = os.open(os.devnull, os.O_WRONLY), os.dup(2)
     os.dup2(quiet, 2)  # without its warning that recoverable tasks are experimental (absl, at construction)
     try:
-        service = _jax.get_distributed_runtime_service(f"[::]:{port}", processes, heartbeat_timeout=int(timeout),
+        bind = os.environ.get("JAX_COORDINATOR_BIND_ADDRESS", f"[::]:{port}")  # as JAX would bind it
+        service = _jax.get_distributed_runtime_service(bind, processes, heartbeat_timeout=int(timeout),
                                                        recoverable=True)
     finally:
         os.dup2(said, 2)
