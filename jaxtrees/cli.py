@@ -149,10 +149,10 @@ def exit_now(code: int) -> None:
 
 def _address_space() -> str:
     """"; address space limited to N MB (ulimit -v)" where it is, else ""."""
-    import resource
+    from jaxtrees.experiments.workers import address_limit
 
-    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    return "" if limit == resource.RLIM_INFINITY else f"; address space limited to {limit // 2**20:,} MB (ulimit -v)"
+    limit = address_limit()
+    return "" if limit is None else f"; address space limited to {limit // 2**20:,} MB (ulimit -v)"
 
 
 def _os_error(e: OSError) -> str:

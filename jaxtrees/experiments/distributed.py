@@ -15,8 +15,9 @@ import json
 import sys
 import time
 
-#: Each process's connection to the keeper (:func:`keep`), open until the process exits; process 0's keeper.
+#: This process's connection to the keeper (:func:`keep`), open until the process exits.
 _KEPT: list = []
+#: The keeper process that process 0 started (its ``Popen``).
 _KEEPER: list = []
 
 

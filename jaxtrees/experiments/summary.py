@@ -222,7 +222,7 @@ def _joined(child, fallback):
     raise RuntimeError(f"drawing a figure failed: {message['message']}")
 
 
-#: Work to do here while forked children draw (:func:`while_drawing`): ``[work, result]``, or empty.
+#: The enclosing :class:`while_drawing` contexts, innermost last.
 _MEANWHILE: list = []
 
 

@@ -87,11 +87,17 @@ def default_workers(programs: int, ahead: int) -> int:
     return max(1, min(programs, ahead, cores, by_memory))
 
 
-def address_limited() -> bool:
-    """Whether this process's address space is limited (``ulimit -v``, RLIMIT_AS)."""
+def address_limit() -> int | None:
+    """This process's address space limit in bytes (``ulimit -v``, RLIMIT_AS), or None where there is none."""
     import resource
 
-    return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return None if limit == resource.RLIM_INFINITY else limit
+
+
+def address_limited() -> bool:
+    """Whether this process's address space is limited (:func:`address_limit`)."""
+    return address_limit() is not None
 
 
 def _available_memory() -> int | None:

@@ -348,8 +348,7 @@ def _scale(rows, kind):
     """Theorem 7's eps*^-4 p_min^-2 k ln(n / delta) per row (k and n per cell), computed once per trial (eps* and
     p_min are the trial's)."""
     codes, size = _trial_codes(rows)
-    one = np.zeros(size, np.int64)
-    one[codes] = np.arange(len(codes))  # a row of each trial
+    one = _a_row_of_each(codes, size)
     if kind == "parity":
         k = tables.on_cells(rows, lambda k: np.asarray(k, np.float64), "log2_n")[one]
         n = 2.0**k
@@ -414,8 +413,7 @@ def trials_by_cell(rows, by, columns=(), matrix: str = "success") -> tuple[dict,
     codes, size = _trial_codes(rows)
     values = np.full((size, m.size), np.nan)
     values[codes, column] = np.asarray(rows[matrix], np.float64)
-    last = np.zeros(size, np.int64)
-    last[codes] = np.arange(len(codes))  # a row of each trial (its values are per trial)
+    last = _a_row_of_each(codes, size)  # (a trial's per-trial values are on each of its rows)
     cell_codes, keys = tables.groups(rows, by)
     cell = cell_codes[last]  # each trial's cell
     count = np.bincount(cell, minlength=len(keys))
@@ -442,6 +440,13 @@ def _grid(rows, name) -> tuple[np.ndarray, np.ndarray]:
     if present.all():
         return codes, np.asarray(uniques, np.float64)
     return (np.cumsum(present) - 1)[codes], np.asarray(uniques, np.float64)[present]  # a subset's rows
+
+
+def _a_row_of_each(codes, size: int) -> np.ndarray:
+    """Per group of ``codes`` (``size`` groups), the index of one of its rows."""
+    row = np.zeros(size, np.int64)
+    row[codes] = np.arange(len(codes))
+    return row
 
 
 def _trial_codes(rows) -> tuple[np.ndarray, int]:
