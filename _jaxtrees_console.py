@@ -29,7 +29,7 @@ def console() -> None:
 
 def _address_space() -> None:
     """SystemExit(1) with one line where ``ulimit -v`` leaves less than :data:`MIN_ADDRESS_SPACE_MB` (read here, not
-    through ``jaxtrees.experiments.workers.address_limit``: this runs before the package is imported)."""
+    through ``jaxtrees.experiments.run.workers.address_limit``: this runs before the package is imported)."""
     import resource
 
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]

@@ -5,7 +5,7 @@ study's parameters (meaning, quick and full values, static or traced) and its si
 Exit codes: 0 success, 2 bad input (unknown study or parameter, value out of range, a results
 directory of another configuration), 1 anything unexpected. Before JAX starts, ``run`` sets up one CPU device per
 core and 512-bit vectors on a CPU with AVX-512 (:mod:`jaxtrees.core.platform`), the processes of a distributed run
-(:mod:`~jaxtrees.experiments.distributed`) and JAX's persistent compilation cache (:mod:`~jaxtrees.experiments.api`,
+(:mod:`~jaxtrees.experiments.run.distributed`) and JAX's persistent compilation cache (:mod:`~jaxtrees.experiments.api`,
 which runs a study from Python the same way); figures and reports: :mod:`~jaxtrees.experiments.reporting`.
 """
 
@@ -149,7 +149,7 @@ def exit_now(code: int) -> None:
 
 def _address_space() -> str:
     """"; address space limited to N MB (ulimit -v)" where it is, else ""."""
-    from jaxtrees.experiments.workers import address_limit
+    from jaxtrees.experiments.run.workers import address_limit
 
     limit = address_limit()
     return "" if limit is None else f"; address space limited to {limit // 2**20:,} MB (ulimit -v)"
@@ -285,14 +285,15 @@ def _size(study, quick: bool) -> str:
 def _run(args) -> int:
     split_cpu()
     wide_vectors()
-    from jaxtrees.experiments import api, distributed
+    from jaxtrees.experiments import api
+    from jaxtrees.experiments.run import distributed
 
     distributed.initialize(args)
     api.backend()
     api.compilation_cache()
     import jax
 
-    from jaxtrees.experiments import cache
+    from jaxtrees.experiments.run import cache
 
     with cache.prefetched(_invocation(args), jax.local_devices() if jax.process_count() == 1 else None):
         return _run_study(args)
@@ -300,7 +301,7 @@ def _run(args) -> int:
 
 def _invocation(args) -> str:
     """What decides a run's programs on the command line: its study and parameters (the program cache's
-    :func:`~jaxtrees.experiments.cache.prefetched` loads the programs its last run used)."""
+    :func:`~jaxtrees.experiments.run.cache.prefetched` loads the programs its last run used)."""
     config = None
     if args.config:
         import hashlib
@@ -315,7 +316,8 @@ def _invocation(args) -> str:
 
 
 def _run_study(args) -> int:
-    from jaxtrees.experiments import api, runner
+    from jaxtrees.experiments import api
+    from jaxtrees.experiments.run import runner
 
     study, origin = api.resolve(args.study)
     given = {}
@@ -374,7 +376,8 @@ def _report(args) -> int:
 
 
 def _export(args) -> int:
-    from jaxtrees.experiments import reporting, store
+    from jaxtrees.experiments import reporting
+    from jaxtrees.experiments.results import store
 
     reporting.metadata(args.results)
     folder = os.path.dirname(os.path.abspath(args.csv)) if args.csv and args.csv != "-" else None
@@ -387,9 +390,9 @@ def _export(args) -> int:
 
 
 def _convert(args) -> int:
-    from jaxtrees.experiments import legacy
+    from jaxtrees.experiments import convert
 
-    print(legacy.convert(args.results))
+    print(convert.convert(args.results))
     return 0
 
 

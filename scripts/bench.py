@@ -73,7 +73,7 @@ import numpy as np  # noqa: E402
 import jaxtrees as jt  # noqa: E402
 from jaxtrees.core import programs  # noqa: E402
 from jaxtrees.core.programs import jit  # noqa: E402
-from jaxtrees.experiments import runner  # noqa: E402
+from jaxtrees.experiments.run import runner  # noqa: E402
 from jaxtrees.experiments.studies.common import PRECISION_BITS  # noqa: E402
 
 

@@ -64,7 +64,9 @@ PHASES = """
 import json, os, sys, time
 t0 = time.perf_counter()
 from jaxtrees import cli
-from jaxtrees.experiments import reporting, runner, store
+from jaxtrees.experiments import reporting
+from jaxtrees.experiments.results import store
+from jaxtrees.experiments.run import runner
 marks = {}
 def timed(owner, name, label):
     function = getattr(owner, name)
@@ -137,7 +139,7 @@ def run_in_process(name: str, out: str) -> dict:
     import resource
 
     from jaxtrees.core import programs as programs_lib
-    from jaxtrees.experiments import runner
+    from jaxtrees.experiments.run import runner
     from jaxtrees.experiments.study import configure as configure_
 
     study = studies.get(name)

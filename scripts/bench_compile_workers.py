@@ -5,7 +5,7 @@ compilation cache off) are traced, lowered and compiled, no trial run, in a fres
 
     serial      one after another in this process (each program's seconds alone)
     threads     P at a time on threads of this process (the runner's compile-ahead threads)
-    processes   P at a time in worker processes (jaxtrees.experiments.workers; started before the clock)
+    processes   P at a time in worker processes (jaxtrees.experiments.run.workers; started before the clock)
 
 and it prints per mode the wall time to have every program ready and the sum of the programs' seconds,
 then per study
@@ -36,8 +36,9 @@ def measure(name: str, mode: str, parallel: int) -> dict:
     wide_vectors()
     import jax
 
-    from jaxtrees.experiments import runner, studies, workers
-    from jaxtrees.experiments.store import Store
+    from jaxtrees.experiments import studies
+    from jaxtrees.experiments.run import runner, workers
+    from jaxtrees.experiments.results.store import Store
 
     study = studies.get(name)
     config = runner.configure(study, quick=True)

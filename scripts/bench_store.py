@@ -49,7 +49,7 @@ def rows_per_replicate() -> int:
     cells; 8 x 10 before, when the defaults were 12,500 and 125,000 replicates)."""
     from jaxtrees.experiments import studies
     from jaxtrees.experiments.study import configure
-    from jaxtrees.experiments.trials import sample_sizes
+    from jaxtrees.experiments.study.trials import sample_sizes
 
     return sum(len(sample_sizes(cell)) for cell in configure(studies.get("juntas"), quick=True).cells())
 
@@ -100,7 +100,7 @@ def _write_alone(directory: str, run: dict) -> float:
     else running: the run's rows written again as parts of the writer's size into a scratch directory."""
     import numpy as np
 
-    from jaxtrees.experiments import store, writer
+    from jaxtrees.experiments.results import store, writer
 
     table = store.read_results(directory, ordered=False)
     scratch = store.Store(tempfile.mkdtemp(dir=os.path.dirname(directory)), "scratch")

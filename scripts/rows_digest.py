@@ -27,7 +27,7 @@ import numpy as np
 
 def digest(directory: str) -> dict:
     """Column name -> the first 16 hex digits of the SHA-256 of its dtype and values (the rows in ``directory``)."""
-    from jaxtrees.experiments import store
+    from jaxtrees.experiments.results import store
 
     rows = store.read_results(directory)
     out = {}

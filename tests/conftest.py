@@ -130,7 +130,7 @@ def unclipped_figures(monkeypatch):
     share colour, marker and line style."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from jaxtrees.experiments import summary
+    from jaxtrees.experiments.report import summary
 
     figures = []
     save = summary.save

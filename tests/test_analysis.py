@@ -1,11 +1,11 @@
-"""The censored (Tobit) scaling fit of jaxtrees.experiments.analysis against known exponents."""
+"""The censored (Tobit) scaling fit of jaxtrees.experiments.report.analysis against known exponents."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxtrees.experiments import analysis
+from jaxtrees.experiments.report import analysis
 from jaxtrees.experiments.table import Table
 
 NS = np.log([8.0, 16, 32, 64, 128])

@@ -224,7 +224,7 @@ def test_boosting_study_runs_one_trial_per_cpu_group():
     counts, tens of MB) level after level: past the CPU cache budget, so the runner vmaps one trial per
     group at both built-in sizes (a quick program of 2 trials no longer pays for a group of 32); a
     shallow forest on few rounds fits in a larger group."""
-    from jaxtrees.experiments import runner
+    from jaxtrees.experiments.run import runner
     from jaxtrees.experiments.studies import boosting
 
     cpu = jax.devices("cpu")[0]
@@ -243,7 +243,7 @@ def test_boosting_study_compiles_one_forest_for_every_data_set():
     (the quick size's 6), unrolled by larger ones (the full size's 100); a negative loop bound is refused by name."""
     import dataclasses
 
-    from jaxtrees.experiments import runner
+    from jaxtrees.experiments.run import runner
     from jaxtrees.experiments.studies import boosting
 
     study = boosting.BOOSTING

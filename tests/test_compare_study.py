@@ -10,7 +10,9 @@ import pytest
 
 from jaxtrees import learners
 from jaxtrees.core import sampling
-from jaxtrees.experiments import runner, studies, summary
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.run import runner
 from jaxtrees.experiments.table import Table
 from jaxtrees.experiments.studies import compare
 

@@ -14,7 +14,7 @@ import zlib
 import jax
 import numpy as np
 
-from jaxtrees.experiments import cache
+from jaxtrees.experiments.run import cache
 
 TINY = ["--set", "n=8,10", "--set", "k=2", "--set", "c=0.2", "--set", "impurity=entropy", "--set", "m_min=16",
         "--set", "m_max=64", "--set", "replicates=4", "--no-progress"]
@@ -76,7 +76,7 @@ def _run(out, env):
 
 
 def _rows(directory):
-    from jaxtrees.experiments.store import read_results
+    from jaxtrees.experiments.results.store import read_results
 
     table = read_results(str(directory.parent))
     return [dict(zip(table.names, values)) for values in zip(*(table[n].tolist() for n in table.names))]
@@ -118,7 +118,8 @@ from jax import monitoring
 traces = []
 monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: traces.append(event) if event == "/jax/core/compile/jaxpr_trace_duration" else None)
-from jaxtrees.experiments import cache, runner, studies
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.run import cache, runner
 cache._digest[:] = ["pinned"]  # the package's source as the cold run saw it: others may edit this tree meanwhile
 cache.use(sys.argv[1])
 study = studies.get("juntas")

@@ -14,7 +14,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxtrees.experiments import cache, runner, studies, workers
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.run import cache, runner, workers
 
 GRID = {"n": "8,10", "k": 2, "c": 0.2, "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 4}
 
@@ -39,7 +40,7 @@ def test_programs_compiled_in_workers_give_the_rows_of_programs_compiled_in_proc
 
 def _request(n=8, **change):
     """The request the runner sends for the tiny juntas program of ``n`` bits (its first call's inputs)."""
-    from jaxtrees.experiments.layout import Layout, inputs as gather
+    from jaxtrees.experiments.results.layout import Layout, inputs as gather
 
     study = studies.get("juntas")
     config = runner.configure(study, quick=True, overrides={**GRID, "n": n})

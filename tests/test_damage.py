@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from jaxtrees import cli
-from jaxtrees.experiments import runner, store, studies
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.results import store
+from jaxtrees.experiments.run import runner
 
 OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 3}
 

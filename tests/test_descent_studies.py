@@ -10,7 +10,8 @@ import pytest
 import helpers
 
 from jaxtrees import cli, targets
-from jaxtrees.experiments import store, summary
+from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.results import store
 from jaxtrees.experiments.studies import descent, gd_common, gd_parity, gd_scaling, gd_scaling_fits
 from jaxtrees.experiments.table import Table
 

@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from jaxtrees.experiments import distributed
+from jaxtrees.experiments.run import distributed
 
 
 def _port() -> int:
@@ -110,7 +110,7 @@ def test_a_dead_process_ends_the_others_with_a_sentence(monkeypatch):
 
 def test_a_dead_compile_worker_is_one_sentence(monkeypatch, tmp_path, capsys):
     from jaxtrees import cli
-    from jaxtrees.experiments import runner, workers
+    from jaxtrees.experiments.run import runner, workers
 
     def died(*args, **kwargs):
         raise workers.WorkerDied("the compile worker (pid 1) for program n=8 was killed by signal 9 (SIGKILL)")
@@ -124,7 +124,7 @@ def test_a_dead_compile_worker_is_one_sentence(monkeypatch, tmp_path, capsys):
 
 _PROCESS = """
 import os, sys, time, types
-from jaxtrees.experiments import distributed
+from jaxtrees.experiments.run import distributed
 pid, port, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 slurm = mode == "slurm"
 args = types.SimpleNamespace(distributed=slurm, coordinator=None if slurm else f"localhost:{port}",

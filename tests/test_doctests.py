@@ -21,7 +21,7 @@ WITH_EXAMPLES = {"jaxtrees", "jaxtrees.core.bits", "jaxtrees.core.distributions"
                  "jaxtrees.hypotheses.base", "jaxtrees.hypotheses.tree", "jaxtrees.problems", "jaxtrees.learners",
                  "jaxtrees.learners.base", "jaxtrees.learners.growth", "jaxtrees.learners.greedy",
                  "jaxtrees.learners.population", "jaxtrees.learners.stumps", "jaxtrees.learners.sgd",
-                 "jaxtrees.sklearn", "jaxtrees.experiments.summary", "jaxtrees.experiments.studies",
+                 "jaxtrees.sklearn", "jaxtrees.experiments.report.summary", "jaxtrees.experiments.studies",
                  "jaxtrees.datasets"}
 
 

@@ -7,7 +7,7 @@ import signal
 import numpy as np
 import pytest
 
-from jaxtrees.experiments import summary
+from jaxtrees.experiments.report import summary
 
 
 def _figure():

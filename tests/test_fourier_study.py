@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from jaxtrees.core import sampling
-from jaxtrees.experiments import runner, studies
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.run import runner
 from jaxtrees.experiments.studies import fourier
 from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses.base import sample_error

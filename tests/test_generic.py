@@ -1,4 +1,4 @@
-"""experiments/generic.py: figures and a report for any study from its rows and declared outputs, checked against
+"""experiments/report/generic.py: figures and a report for any study from its rows and declared outputs, checked against
 small independent numpy computations (the Wilson interval in closed form, means, medians)."""
 
 import math
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxtrees.experiments import generic
+from jaxtrees.experiments.report import generic
 from jaxtrees.experiments.table import ByCell, Table
 
 matplotlib.use("Agg")

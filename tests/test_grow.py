@@ -7,7 +7,9 @@ import types
 import numpy as np
 import pytest
 
-from jaxtrees.experiments import contract, runner, store, studies
+from jaxtrees.experiments import contract, studies
+from jaxtrees.experiments.results import store
+from jaxtrees.experiments.run import runner
 
 BASE = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64}
 

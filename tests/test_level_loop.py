@@ -11,7 +11,7 @@ import pytest
 
 import helpers
 import jaxtrees as jt
-from jaxtrees.experiments import compiled, runner
+from jaxtrees.experiments.run import compiled, runner
 from jaxtrees.learners import growth
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from jaxtrees.experiments import store
+from jaxtrees.experiments.results import store
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.studies import learning
 from jaxtrees.experiments.table import ByCell, Table

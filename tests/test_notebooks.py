@@ -116,7 +116,8 @@ def test_notebook_names_exist(path):
     import ast
 
     import jaxtrees
-    from jaxtrees.experiments import runner, studies
+    from jaxtrees.experiments import studies
+    from jaxtrees.experiments.run import runner
 
     modules = {"jt": jaxtrees, "runner": runner, "studies": studies}
     for cell in _cells(path, "code"):

@@ -14,7 +14,7 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees import cli
-from jaxtrees.experiments import store
+from jaxtrees.experiments.results import store
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 TINY = ["--quick", "--set", "m_max=64", "--set", "replicates=4", "--no-progress"]

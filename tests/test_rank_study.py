@@ -10,7 +10,8 @@ import pytest
 
 from jaxtrees import targets
 from jaxtrees.core import sampling
-from jaxtrees.experiments import runner, studies
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.run import runner
 from jaxtrees.experiments.studies import rank as study
 from jaxtrees.hypotheses import node_tree, tree
 from jaxtrees.learners import GreedyTree, GrowthRule

@@ -15,7 +15,7 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees import cli
-from jaxtrees.experiments import distributed
+from jaxtrees.experiments.run import distributed
 from jaxtrees.learners import growth
 
 RNG = np.random.default_rng(0)

@@ -19,7 +19,8 @@ import helpers
 
 from jaxtrees import cli
 from jaxtrees.core import platform as cpu_platform
-from jaxtrees.experiments import compiled, runner, studies
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.run import compiled, runner
 from jaxtrees.experiments.study import Compile, Study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,7 +216,7 @@ def test_bad_process_flags_exit_2(tmp_path, capsys, flags, match):
 
 
 def test_progress_rate_and_eta_leave_out_compile_time(monkeypatch, capsys):
-    from jaxtrees.experiments import progress
+    from jaxtrees.experiments.run import progress
 
     now = [0.0]
     monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
@@ -232,7 +233,7 @@ def test_progress_rate_and_eta_leave_out_compile_time(monkeypatch, capsys):
 
 
 def test_eta_counts_the_programs_still_to_compile(monkeypatch, capsys):
-    from jaxtrees.experiments import progress
+    from jaxtrees.experiments.run import progress
 
     now = [0.0]
     monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
@@ -608,7 +609,7 @@ def test_values_are_coerced_to_the_parameter_type():
 def test_figures_wrap_panels_and_repeat_the_y_label(tmp_path):
     """Six panels: two rows of PANELS_PER_ROW = 4 columns, two hidden slots, the y label of the
     first panel repeated on the second row's first panel; PNG and SVG written."""
-    from jaxtrees.experiments import summary
+    from jaxtrees.experiments.report import summary
 
     fig, axes = summary.figure(6)
     assert len(axes) == 6 and len(fig.axes) == 8 and sum(ax.get_visible() for ax in fig.axes) == 6
@@ -620,7 +621,7 @@ def test_figures_wrap_panels_and_repeat_the_y_label(tmp_path):
 
 
 def test_split_groups_rows_in_natural_cell_order():
-    from jaxtrees.experiments import summary
+    from jaxtrees.experiments.report import summary
 
     rows = summary.Table.from_rows([{"c": c, "k": k} for c, k in [("0.2", "10"), ("0.05", "3"), ("0.2", "3"),
                                                                    ("0.05", "3")]])
@@ -633,7 +634,7 @@ def test_split_groups_rows_in_natural_cell_order():
 def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path, capsys):
     """Two runs into one --out would each write every row: the second is refused (exit 2) while the
     first holds the directory's lock, and runs (resuming) once the lock is released."""
-    from jaxtrees.experiments.store import Store
+    from jaxtrees.experiments.results.store import Store
 
     config = runner.configure(studies.get("juntas"), quick=True,
                               overrides={"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64,

@@ -19,7 +19,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from jaxtrees.experiments import contract, runner
+from jaxtrees.experiments import contract
+from jaxtrees.experiments.run import runner
 
 MODULE = '''
 """A slow study: each group sleeps $SLOW_DELAY s per trial (logged to $SLOW_LOG); $SLOW_TRACE s to trace."""
@@ -57,7 +58,7 @@ SCRIPT = textwrap.dedent('''
     import sys
     sys.path.insert(0, sys.argv[1])
     import slow_study
-    from jaxtrees.experiments import runner
+    from jaxtrees.experiments.run import runner
     runner.TARGET_CALL_SECONDS = float(sys.argv[3])
     config = runner.configure(slow_study.STUDY, replicates=int(sys.argv[4]))
     try:

@@ -16,7 +16,9 @@ import pytest
 import helpers
 
 from jaxtrees import cli
-from jaxtrees.experiments import runner, store, studies
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.results import store
+from jaxtrees.experiments.run import runner
 from jaxtrees.experiments.table import Table
 
 TINY = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "impurity=entropy", "--set", "m_min=16",

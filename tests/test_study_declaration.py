@@ -9,7 +9,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxtrees.experiments import runner, studies
+from jaxtrees.experiments import studies
+from jaxtrees.experiments.run import runner
 from jaxtrees.experiments.study import Compile, Study, configure
 
 

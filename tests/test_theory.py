@@ -461,7 +461,7 @@ def test_the_gd_baselines_budget_fails_where_a_trial_needs_more():
 
 
 def test_threshold_slope_follows_summarys_threshold_and_its_interval_covers_the_truth():
-    from jaxtrees.experiments import analysis, summary
+    from jaxtrees.experiments.report import analysis, summary
 
     rng = np.random.default_rng(3)
     m = 2.0 ** np.arange(4, 16)

@@ -1,4 +1,4 @@
-"""The public trial building blocks (jaxtrees.experiments.trials): named keys, the m-grid, learning on the
+"""The public trial building blocks (jaxtrees.experiments.study.trials): named keys, the m-grid, learning on the
 prefixes of one sample (label noise, an impurity argument) and the grid's checks."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jaxtrees as jt
-from jaxtrees.experiments import trials
+from jaxtrees.experiments.study import trials
 from jaxtrees.experiments.studies import common
 
 N, K = 12, 3

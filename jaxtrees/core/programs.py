@@ -52,7 +52,7 @@ def compiler_options(device=None) -> dict | None:
 
     Pass to ``jax.jit(f, compiler_options=...)`` or ``lowered.compile(...)``. The autotuner picks
     kernels by timing, so floats may round differently from a program compiled with it on; the
-    study runner keeps a resumed run's first options (``jaxtrees.experiments.runner``).
+    study runner keeps a resumed run's first options (``jaxtrees.experiments.run.runner``).
     """
     import jax
 

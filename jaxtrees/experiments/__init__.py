@@ -1,2 +1,3 @@
-"""Experiments: the study runner (:mod:`~jaxtrees.experiments.runner`), summaries and figures
-(:mod:`~jaxtrees.experiments.summary`) and the built-in studies (:mod:`~jaxtrees.experiments.studies`)."""
+"""Experiments: what a user declares (:mod:`.study`), how it runs (:mod:`.run`), where its rows live
+(:mod:`.results`), what users read (:mod:`.report`), the built-in studies (:mod:`.studies`), and on top
+:mod:`.api` (``jt.run``), :mod:`.loading` and :mod:`.reporting`."""

@@ -24,7 +24,8 @@ def run(study, out: str = "results", *, quick: bool = False, set: dict | None = 
     a dict of the same (``--config``; may hold ``seed``); ``seed``, ``chunk``, ``group``, ``allow_changes``: as
     the command's flags. ``figures``: draw the figures and write report.md (the study's own, else the generic
     ones). The first call in a process sets up the CPU's devices (one per core) when JAX has not started yet."""
-    from jaxtrees.experiments import cache, reporting, runner
+    from jaxtrees.experiments import reporting
+    from jaxtrees.experiments.run import cache, runner
 
     study, origin = resolve(study)
     prepare()
@@ -44,9 +45,10 @@ def run(study, out: str = "results", *, quick: bool = False, set: dict | None = 
 
 def execute(study, origin: dict, config, out, *, chunk=None, group=None, progress=True, allow_changes=False,
             figures=True) -> str:
-    """:func:`~jaxtrees.experiments.runner.run` of a resolved ``config``, recording where the study came from
+    """:func:`~jaxtrees.experiments.run.runner.run` of a resolved ``config``, recording where the study came from
     (matplotlib imported beside it where ``figures``); returns the results directory."""
-    from jaxtrees.experiments import reporting, runner
+    from jaxtrees.experiments import reporting
+    from jaxtrees.experiments.run import runner
 
     if not str(out).strip():
         raise ValueError("--out must name a directory (default: results), got an empty value")
@@ -58,7 +60,7 @@ def execute(study, origin: dict, config, out, *, chunk=None, group=None, progres
 
 def rows(directory: str):
     """The rows of a results directory (its current grid) as a ``pyarrow.Table``."""
-    from jaxtrees.experiments import store
+    from jaxtrees.experiments.results import store
 
     return to_arrow(store.read_results(directory))
 
@@ -162,7 +164,7 @@ def backend() -> None:
 
 def compilation_cache() -> None:
     """Point JAX's persistent compilation cache at ``$JAXTREES_CACHE_DIR`` (once per process) and say on stderr
-    where it is and how large (:mod:`jaxtrees.experiments.cache`).
+    where it is and how large (:mod:`jaxtrees.experiments.run.cache`).
 
     The default is ``~/.cache/jaxtrees/xla``, or under ``$XDG_CACHE_HOME``; an empty value turns it off. A rerun, a
     resumed run, or a run of the same static groups with other dynamic values (e.g. another c) loads its programs
@@ -174,7 +176,7 @@ def compilation_cache() -> None:
     directory = os.environ.get("JAXTREES_CACHE_DIR", default)
     if not directory:
         return
-    from jaxtrees.experiments import cache
+    from jaxtrees.experiments.run import cache
 
     try:
         directory = cache.use(directory)

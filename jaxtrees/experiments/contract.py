@@ -4,15 +4,21 @@
 run compares its own terms with the recorded ones (:func:`differences`) and is refused under any difference,
 each named in a sentence, unless ``--allow-changes``. The terms: the code (a digest of the package source that
 runs trials, and of the study's own module where it lies outside the package), the study's declaration, JAX's
-value-changing settings, versions, backend, device kind, CPU features, compiler options and XLA_FLAGS.
+value-changing settings, versions, backend, device kind, CPU features, compiler options and XLA_FLAGS. It also holds
+what fingerprints a run for the store and the runner alike: :func:`config_digest`, :func:`environment`,
+:func:`version`, :func:`git_commit`, :func:`now` and the damaged part's :data:`WAY_OUT`.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import hashlib
 import inspect
+import json
 import os
+import platform
+import subprocess
 import sys
 
 #: JAX settings that can change a value a trial computes (a key, a dtype, a rounding, a gradient).
@@ -21,11 +27,13 @@ JAX_SETTINGS = ("jax_default_prng_impl", "jax_threefry_partitionable", "jax_rand
                 "jax_enable_custom_prng", "jax_legacy_prng_key", "jax_threefry_gpu_kernel_lowering")
 
 #: Package modules that never run inside a trial (arguments, figures, reports, progress, reading rows): editing
-#: them does not change the source digest. Everything else under ``jaxtrees/`` does, data files included.
-PRESENTATION = ("cli.py", "sklearn.py", "experiments/summary.py", "experiments/analysis.py", "experiments/generic.py",
-                "experiments/reporting.py", "experiments/progress.py", "experiments/legacy.py",
-                "experiments/studies/theory.py", "experiments/studies/gd_scaling_report.py",
-                "experiments/studies/gd_scaling_fits.py")
+#: them does not change the source digest (a path ending in "/": the whole folder). Everything else under
+#: ``jaxtrees/`` does, data files included.
+PRESENTATION = ("cli.py", "sklearn.py", "experiments/report/", "experiments/reporting.py", "experiments/convert.py",
+                "experiments/run/progress.py", "experiments/results/legacy.py", "experiments/studies/theory.py",
+                "experiments/studies/gd_scaling_report.py", "experiments/studies/gd_scaling_fits.py")
+
+_FOLDERS = tuple(p for p in PRESENTATION if p.endswith("/"))
 
 #: CPU features XLA:CPU specializes its code for (vector widths, fused multiply-add): another set can round otherwise.
 CPU_FEATURES = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16",
@@ -39,7 +47,7 @@ NAMES = {"source": "jaxtrees' source (a module that runs trials was edited or up
 
 
 def terms(study, device, compiler_options: dict, xla_flags: str, env: dict) -> dict:
-    """This process's contract for ``study`` on ``device`` (versions from ``env``, :func:`~jaxtrees.experiments.store.
+    """This process's contract for ``study`` on ``device`` (versions from ``env``, :func:`~jaxtrees.experiments.contract.
     environment`; JAX's settings, code digests, declaration)."""
     import jax
 
@@ -136,7 +144,7 @@ def source_digest() -> str:
         for name in sorted(files):
             path = os.path.join(folder, name)
             relative = os.path.relpath(path, root).replace(os.sep, "/")
-            if relative in PRESENTATION or name.endswith((".pyc", ".pyo")):
+            if relative in PRESENTATION or relative.startswith(_FOLDERS) or name.endswith((".pyc", ".pyo")):
                 continue
             with open(path, "rb") as fh:
                 digest.update(relative.encode() + b"\0" + hashlib.sha256(fh.read()).digest())
@@ -195,5 +203,60 @@ def group_changes(recorded: dict, groups: dict, words: tuple = ("recorded", "now
             for name, g in (recorded.get("groups") or {}).items() if name in groups and groups[name] != g]
 
 
+#: What a damaged or doubled part asks the user to do.
+WAY_OUT = ("move the file out of rows/ (its trials then run again), or delete the results directory to "
+           "start over")
+
+
+def config_digest(config: dict) -> str:
+    """A short digest of the configuration, stamped on every part."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def environment() -> dict:
+    """Versions, git commit, host, devices, command line and XLA_FLAGS, for the metadata file."""
+    import jax
+    import numpy as np
+
+    devices = jax.devices()
+    return {
+        "jaxtrees": version("jaxtrees"), "git_commit": git_commit(), "jax": jax.__version__,
+        **{name: version(name) for name in ("jaxlib", "optax", "matplotlib", "pyarrow")},
+        "numpy": np.__version__, "python": platform.python_version(), "platform": platform.platform(),
+        "host": platform.node(), "command": sys.argv, "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "backend": jax.default_backend(), "devices": [str(d) for d in devices],
+        "device_kind": devices[0].device_kind, "local_device_count": jax.local_device_count(),
+        "process_index": jax.process_index(), "process_count": jax.process_count(),
+    }
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_commit():
+    """The commit of the checkout jaxtrees runs from (with "+dirty" for local changes), else None."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+                                timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
+def version(package: str) -> str:
+    """The installed version of ``package``; "unknown" where its metadata cannot be read."""
+    try:
+        from importlib.metadata import version as installed
+
+        return installed(package)
+    except Exception:  # noqa: BLE001 - metadata only
+        return "unknown"
+
+
 __all__ = ["JAX_SETTINGS", "PRESENTATION", "terms", "declaration", "differences", "group_changes", "source_digest",
-           "cpu_features", "study_files"]
+           "cpu_features", "study_files", "WAY_OUT", "config_digest", "environment", "now",
+           "git_commit", "version"]

@@ -1,6 +1,6 @@
 """What a run leaves besides its rows: figures, report.md (with the run's cost table) and what metadata.json says of
 the study (:func:`about`: where it came from, its generic spec), for any study: its own ``plot`` and ``report``
-where it has them, else the generic ones (:mod:`~jaxtrees.experiments.generic`), which also serve a directory whose
+where it has them, else the generic ones (:mod:`~jaxtrees.experiments.report.generic`), which also serve a directory whose
 study can no longer be imported.
 """
 
@@ -82,7 +82,7 @@ def _rebuild_advice(directory: str) -> str:
 
 
 def spec(study) -> dict:
-    """The study's generic spec (:mod:`~jaxtrees.experiments.generic`) but its outputs, which the rows say."""
+    """The study's generic spec (:mod:`~jaxtrees.experiments.report.generic`) but its outputs, which the rows say."""
     params = list(study.full)
     return {"name": study.name, "description": study.description.rstrip("."), "axis": None if study.axis is None else study.axis.name,
             "parameters": params, "static": [p for p in params if p in study.static],
@@ -153,7 +153,8 @@ def check_invariants(study, rows, directory: str) -> None:
 
 def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> list[str]:
     """The study's figures (PNG and SVG) in ``directory``: its own ``plot``, else the generic one."""
-    from jaxtrees.experiments import generic, store
+    from jaxtrees.experiments.report import generic
+    from jaxtrees.experiments.results import store
 
     if rows is None:  # (rows given: :func:`after_run` has checked them)
         rows = store.read_results(directory, metadata(directory)["config"])
@@ -172,7 +173,7 @@ def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> l
 
 def write_report(study, directory: str, rows=None, spec_: dict | None = None) -> str:
     """The report's text, also written to ``directory/report.md`` (a warning if it cannot be)."""
-    from jaxtrees.experiments import store
+    from jaxtrees.experiments.results import store
 
     recorded = metadata(directory)
     if rows is None:
@@ -209,7 +210,7 @@ def write_report(study, directory: str, rows=None, spec_: dict | None = None) ->
 
 
 def _body(study, directory: str, rows, spec_: dict) -> str:
-    from jaxtrees.experiments import generic
+    from jaxtrees.experiments.report import generic
 
     try:
         if study is not None and study.report is not None:
@@ -233,7 +234,8 @@ def after_run(study, directory: str):
     """``(rows, figure paths, report text)`` of a finished run (process 0), or None where the run is incomplete
     (said on stderr)."""
     global LAST_POST_RUN_SECONDS
-    from jaxtrees.experiments import store, summary
+    from jaxtrees.experiments.report import summary
+    from jaxtrees.experiments.results import store
 
     t1 = time.perf_counter()
     rows = store.read_results(directory, metadata(directory)["config"], ordered=False)  # once, for both
@@ -263,7 +265,7 @@ def _release_arrow_memory() -> None:
 def cost_table(metadata) -> str:
     """Markdown: per compiled program (static group) of every run, its trials, compile and run seconds, and how each
     run got it: "compiled" by XLA or "loaded" from the persistent compilation cache, with its seconds."""
-    from jaxtrees.experiments import summary
+    from jaxtrees.experiments.report import summary
 
     groups = {}
     for run in metadata["runs"]:

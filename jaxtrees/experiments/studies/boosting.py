@@ -19,7 +19,7 @@ import numpy as np
 from jaxtrees import datasets
 from jaxtrees.core import bits, checks, sampling
 from jaxtrees.core.sampling import Data
-from jaxtrees.experiments import summary
+from jaxtrees.experiments.report import summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory

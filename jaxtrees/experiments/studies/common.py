@@ -1,4 +1,4 @@
-"""What the built-in studies share: the trial building blocks of :mod:`jaxtrees.experiments.trials` (trial keys,
+"""What the built-in studies share: the trial building blocks of :mod:`jaxtrees.experiments.study.trials` (trial keys,
 the sample-size grid, learning on its prefixes; re-exported here), choices and small group-bys of result tables.
 
 Studies use these helpers and never each other's private ones.
@@ -11,9 +11,9 @@ import numpy as np
 
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.trials import (PRECISION_BITS, SPLIT_WIDTH, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
+from jaxtrees.experiments.study.trials import (PRECISION_BITS, SPLIT_WIDTH, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
                                          on_prefixes, prefix_widths, sample_sizes, trial_keys)
-from jaxtrees.experiments.trials import impurity_of as impurity
+from jaxtrees.experiments.study.trials import impurity_of as impurity
 
 __all__ = ["IMPURITY_NAMES", "PRECISION_BITS", "SPLIT_WIDTH", "SUCCESS_TOL", "at_max", "bytes_per_trial",
            "check_sample_grid", "chosen", "group_max", "group_sums", "impurity", "keyed", "learn_on_prefixes",

@@ -17,7 +17,7 @@ import numpy as np
 from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core import impurity as impurity_lib
-from jaxtrees.experiments import summary
+from jaxtrees.experiments.report import summary
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import fourier
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, at_max, check_sample_grid, chosen,

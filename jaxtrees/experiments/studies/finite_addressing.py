@@ -18,7 +18,7 @@ import numpy as np
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
-from jaxtrees.experiments import analysis, summary
+from jaxtrees.experiments.report import analysis, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory

@@ -14,7 +14,7 @@ import numpy as np
 
 from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments import summary
+from jaxtrees.experiments.report import summary
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, group_max,

@@ -15,7 +15,7 @@ import numpy as np
 import optax
 
 from jaxtrees.core import checks
-from jaxtrees.experiments import summary
+from jaxtrees.experiments.report import summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.learners import sgd
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions
-from jaxtrees.experiments import analysis, summary
+from jaxtrees.experiments.report import analysis, summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import trial_keys
@@ -101,7 +101,7 @@ def _barak_verdict(s, budget):
 
 
 def _growth_lines(fits, extra, c_last: bool = False) -> str:
-    """One line per fitted group of :func:`~jaxtrees.experiments.analysis.median_exponents` (key: k,
+    """One line per fitted group of :func:`~jaxtrees.experiments.report.analysis.median_exponents` (key: k,
     the varying training parameters, then c where ``c_last``)."""
     lines = [f"- k = {key[0]}{suffix(extra, key[1:len(key) - c_last])}"
              + (f", c = {key[-1]:g}" if c_last else "") + f": median steps ~ n^{a:.2f} over n = {ns}"

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from jaxtrees.experiments import analysis, summary
+from jaxtrees.experiments.report import analysis, summary
 from jaxtrees.experiments.studies.gd_common import present, suffix
 
 #: Bootstrap resamples behind every interval of the gd-scaling report.

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from jaxtrees.experiments import analysis, summary
+from jaxtrees.experiments.report import analysis, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.studies import gd_scaling_fits as scaling_fits
 from jaxtrees.experiments.studies import theory
@@ -170,7 +170,7 @@ def theory_section(trials) -> str:
 
 
 def _iqr_texts(q, budgets) -> list[str]:
-    """:func:`~jaxtrees.experiments.analysis.median_iqr` of each group from its quartiles ``q[g]``."""
+    """:func:`~jaxtrees.experiments.report.analysis.median_iqr` of each group from its quartiles ``q[g]``."""
     return [f"{analysis.count_text(q2, b)} [{analysis.count_text(q1, b)}, {analysis.count_text(q3, b)}]"
             for (q1, q2, q3), b in zip(q, budgets)]
 

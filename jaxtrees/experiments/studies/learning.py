@@ -17,14 +17,14 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments import analysis, summary
+from jaxtrees.experiments.report import analysis, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import at_max
 from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, bytes_per_trial,
                                                  check_sample_grid, learn_on_prefixes, sample_sizes, trial_keys)
-from jaxtrees.experiments.trials import exact_invariants
+from jaxtrees.experiments.study.trials import exact_invariants
 from jaxtrees.learners import MAX_DEPTH
 
 #: What the sample-complexity studies' output columns mean.

@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import bits, checks, distributions, sampling
-from jaxtrees.experiments import summary
+from jaxtrees.experiments.report import summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory

@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments import summary
+from jaxtrees.experiments.report import summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import theory
@@ -24,7 +24,7 @@ from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS,
 from jaxtrees.experiments.studies.learning import (CPU_OPT_LEVEL, c_slopes, draw_form, eps_panel, lemma11_check,
                                                    lipschitz_cells, lipschitz_lines, restriction_signal,
                                                    trials_by_cell)
-from jaxtrees.experiments.trials import exact_invariants
+from jaxtrees.experiments.study.trials import exact_invariants
 
 #: The bases: ``critical`` p-hat = 2^(-2/k) (the target's root signal vanishes), ``half`` p-hat = 1/2 (the control).
 BASES = ("critical", "half")

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxtrees.experiments import summary
+from jaxtrees.experiments.report import summary
 from jaxtrees.experiments import table as tables
 
 #: z of the 95% intervals (Wilson's for rates, the normal approximation for means).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxtrees.experiments.contract import WAY_OUT, config_digest
 from jaxtrees.experiments.table import ByCell, Table
 
 
@@ -118,7 +119,6 @@ def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layo
     digest -> configuration) is checked against that grid, its cells renumbered in ``config``'s; its rows outside
     ``config``'s grid (a value or replicate since removed) are left out and counted in the table's ``outside``.
     ValueError naming the file."""
-    from jaxtrees.experiments.store import WAY_OUT, config_digest
 
     if config is None:
         return _unchecked(parts, ordered)
@@ -226,7 +226,6 @@ def _checked_part(table, path: str, config: dict, layout: Layout, by_cell: dict)
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from jaxtrees.experiments.store import WAY_OUT
 
     def fail(bad: np.ndarray, what: str):
         if np.any(bad):
@@ -262,7 +261,6 @@ def _checked_part(table, path: str, config: dict, layout: Layout, by_cell: dict)
 def _check_axis(out: dict, trial: np.ndarray, layout: Layout, path: str) -> None:
     """ValueError unless each trial's axis column holds its cell's axis values, each once (in any order: a part's
     rows may be interleaved), where the part has the column."""
-    from jaxtrees.experiments.store import WAY_OUT
 
     name = None if layout.axis is None or layout.study is None else layout.study.axis.name
     if name is None or name not in out or not trial.size:
@@ -292,7 +290,6 @@ def _numbers(path: str, name: str, column) -> np.ndarray:
     """A numeric column as a NumPy array; ValueError naming the file otherwise."""
     import pyarrow as pa
 
-    from jaxtrees.experiments.store import WAY_OUT
 
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()

@@ -1,7 +1,7 @@
 """A study's programs: built (``jit(shard_map(scan over vmapped groups))``), compiled ahead of their turn.
 
 :func:`build` makes a static group's program, :func:`compile_program` loads it from the program cache
-(:class:`~jaxtrees.experiments.cache.Programs`, without tracing) or traces and compiles it, :class:`Ahead`
+(:class:`~jaxtrees.experiments.run.cache.Programs`, without tracing) or traces and compiles it, :class:`Ahead`
 compiles the programs in order on background threads while earlier ones run, :func:`compiler_options`
 says how a study's programs are compiled on a device.
 """
@@ -22,9 +22,9 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from jaxtrees.core import checks, programs
-from jaxtrees.experiments import cache
-from jaxtrees.experiments.layout import BRANCH  # noqa: F401 (the input a program's branch arrives in)
-from jaxtrees.experiments.progress import Progress
+from jaxtrees.experiments.run import cache
+from jaxtrees.experiments.results.layout import BRANCH  # noqa: F401 (the input a program's branch arrives in)
+from jaxtrees.experiments.run.progress import Progress
 from jaxtrees.learners import growth
 
 
@@ -93,8 +93,8 @@ class Ahead:
     """The job's programs in order, each loaded from the program cache or traced and compiled
     (:func:`compile_program`) on a daemon thread while earlier ones run, at most ``threads`` ahead of the
     one running (XLA:CPU releases the GIL while it compiles, tracing does not), or,
-    given ``workers`` (:class:`~jaxtrees.experiments.workers.Pool`), each thread waiting for a worker
-    process that traces and compiles it (XLA:GPU holds the GIL; :mod:`~jaxtrees.experiments.workers`). The
+    given ``workers`` (:class:`~jaxtrees.experiments.run.workers.Pool`), each thread waiting for a worker
+    process that traces and compiles it (XLA:GPU holds the GIL; :mod:`~jaxtrees.experiments.run.workers`). The
     wait for a program is what compiling adds to the run (``compile_wait_seconds``, the progress
     line's compile time); its thread's seconds are its ``compile_seconds``, and ``compiled_or_loaded``
     says whether XLA compiled it or it came from the persistent compilation cache."""
@@ -169,9 +169,9 @@ def _wait(future: concurrent.futures.Future, interrupted: threading.Event | None
 
 
 def compile_program(job, program, cancelled: threading.Event | None = None, pool=None):
-    """``(executable, seconds, how)`` for ``job``'s (:class:`~jaxtrees.experiments.runner._Job`) ``program``,
+    """``(executable, seconds, how)`` for ``job``'s (:class:`~jaxtrees.experiments.run.runner._Job`) ``program``,
     on any thread: "loaded" from the program cache (no tracing) where it holds the program, else traced
-    and compiled, in this process or, given ``pool`` (:class:`~jaxtrees.experiments.workers.Pool`), in a
+    and compiled, in this process or, given ``pool`` (:class:`~jaxtrees.experiments.run.workers.Pool`), in a
     worker whose executable this process loads ("compiled", or "loaded" where XLA's part came from JAX's
     persistent cache); either is then put in the program cache (:func:`serialized`). Not started, or not
     compiled after tracing, once ``cancelled`` is set (CancelledError); where a worker has failed under
@@ -261,7 +261,7 @@ def _save(store, key: str, executable, seen: cache.Seen):
 
 def serialized(executable, seen: cache.Seen):
     """``(payload, in_tree, out_tree)`` of a fresh ``executable``, or of one loaded from JAX's persistent
-    cache (the cache entry's bytes: :func:`~jaxtrees.experiments.cache.serialize`); None where it cannot."""
+    cache (the cache entry's bytes: :func:`~jaxtrees.experiments.run.cache.serialize`); None where it cannot."""
     if seen.how == "loaded" and len(seen.entries) != 1:
         return None
     try:

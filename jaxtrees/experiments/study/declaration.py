@@ -121,7 +121,7 @@ COMPILE_KNOBS = tuple(f.name for f in dataclasses.fields(Compile))
 class Checks:
     """A study's checks: ``cell(params)`` raises ValueError for a bad cell before any heavy work; ``rows(rows) ->
     {statement: bool array, True where it holds}`` states the rows' invariants (e.g.
-    :func:`~jaxtrees.experiments.trials.exact_invariants`), whose breach the figures and report refuse, naming it."""
+    :func:`~jaxtrees.experiments.study.trials.exact_invariants`), whose breach the figures and report refuse, naming it."""
 
     cell: Callable | None = None
     rows: Callable | None = None

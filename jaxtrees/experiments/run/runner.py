@@ -1,8 +1,8 @@
 """Running a study: its trials, in compiled chunks, on every local device, into a :class:`Store`.
 
 :func:`run` writes one row per trial (and per entry of the study's ``axis``) into ``OUT/STUDY/``
-(:mod:`~jaxtrees.experiments.store`), one compiled program per static group
-(:mod:`~jaxtrees.experiments.compiled`), showing :mod:`~jaxtrees.experiments.progress` on stderr.
+(:mod:`~jaxtrees.experiments.results.store`), one compiled program per static group
+(:mod:`~jaxtrees.experiments.run.compiled`), showing :mod:`~jaxtrees.experiments.run.progress` on stderr.
 A call's inputs are gathered from per-cell arrays and its outputs go to disk as columns: no Python
 object per trial or row. It also re-exports what a caller of :func:`run` needs.
 """
@@ -23,15 +23,16 @@ import numpy as np
 
 from jaxtrees.core import checks
 from jaxtrees.experiments import contract as contracts
-from jaxtrees.experiments import workers
-from jaxtrees.experiments import compiled as compiling
-from jaxtrees.experiments.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, GROUP, LOOP_MAX_TRIALS,  # noqa: F401
+from jaxtrees.experiments.run import workers
+from jaxtrees.experiments.run import compiled as compiling
+from jaxtrees.experiments.run.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, GROUP, LOOP_MAX_TRIALS,  # noqa: F401
                                            MEMORY_BUDGET, OPT_LEVEL_FLAG, compiler_options, default_compile_threads,
                                            group_size, loop_max_trials, memory_budget)  # noqa: F401
-from jaxtrees.experiments.layout import Layout, inputs, pack
-from jaxtrees.experiments.progress import Progress
-from jaxtrees.experiments.store import Store, environment, now, read_results
-from jaxtrees.experiments.writer import IN_FLIGHT, Writer
+from jaxtrees.experiments.results.layout import Layout, inputs, pack
+from jaxtrees.experiments.run.progress import Progress
+from jaxtrees.experiments.contract import environment, now
+from jaxtrees.experiments.results.store import Store, read_results
+from jaxtrees.experiments.results.writer import IN_FLIGHT, Writer
 from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
 
 __all__ = ["ACCELERATOR_GROUP", "CPU_CACHE_BUDGET", "GROUP", "MEMORY_BUDGET", "Changed", "default_compile_threads",
@@ -67,12 +68,12 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     trials, and settings of a ``with`` block around the call (thread-local in JAX) do not.
     ``compile_workers``: "threads" (trace and compile in this process), "processes" (in worker
     processes, each with its own GIL, which load nothing on the accelerator they do not need; the run
-    loads each executable without tracing it again; :mod:`~jaxtrees.experiments.workers`) or "auto"
+    loads each executable without tracing it again; :mod:`~jaxtrees.experiments.run.workers`) or "auto"
     (default, or ``$JAXTREES_COMPILE_WORKERS``): processes for two or more programs on a CPU or GPU (threads
     measured GIL-bound on both), threads for one program, on a TPU and under ``jax.distributed``; under
     "auto" a program whose worker fails is compiled in this process (said once on stderr). Results do
     not depend on it. With JAX's persistent compilation cache on, a program its program cache holds
-    (:class:`~jaxtrees.experiments.cache.Programs`) is loaded without tracing, and workers start only
+    (:class:`~jaxtrees.experiments.run.cache.Programs`) is loaded without tracing, and workers start only
     for the others.
     A second run into the same directory while this one writes raises ValueError. ``about``: what metadata.json
     records of the study (where it came from, its generic spec: :func:`~jaxtrees.experiments.reporting.about`).
@@ -240,7 +241,7 @@ class _Pace:
 class _Program:
     """One static group's program as this run sizes it: its static values (``name``: as JSON, the
     key of its entries in metadata.json), trials vmapped per device, trials per call, and the
-    slots (trial ids; ``padding``: computed, never written) of its pending trials (:func:`~jaxtrees.experiments.layout.pack`)."""
+    slots (trial ids; ``padding``: computed, never written) of its pending trials (:func:`~jaxtrees.experiments.results.layout.pack`)."""
 
     static: dict
     name: str
@@ -356,7 +357,7 @@ class _Job:
         recorded = self.metadata.get("contract")
         groups = {**(recorded or {}).get("groups", {}), **{p.name: p.group for p in work}}
         if self.processes > 1:  # every process computes the rows process 0 would
-            from jaxtrees.experiments import distributed
+            from jaxtrees.experiments.run import distributed
 
             distributed.agree(self.process, self.processes, {**terms, "groups": {p.name: p.group for p in work}})
         if recorded is not None:
@@ -412,12 +413,12 @@ class _Job:
                         max(branch.values()) * self.replicates)
 
     def compile(self, program: _Program, cancelled: threading.Event | None = None, pool=None):
-        """``(executable, seconds, how)``: :func:`~jaxtrees.experiments.compiled.compile_program`."""
+        """``(executable, seconds, how)``: :func:`~jaxtrees.experiments.run.compiled.compile_program`."""
         return compiling.compile_program(self, program, cancelled, pool)
 
     def run(self, program: _Program, executable, bar: Progress, interrupted: threading.Event | None = None):
         """Every slot of the program, call by call (:class:`_Pace`: how many groups each); the calls' rows go
-        to a :class:`~jaxtrees.experiments.writer.Writer`, which copies them to the host and writes parts on
+        to a :class:`~jaxtrees.experiments.results.writer.Writer`, which copies them to the host and writes parts on
         its thread while the next call runs. An interrupt stops after the calls in flight, their rows written."""
         started = time.perf_counter()
         writer = Writer(self.store, self.layout, on_written=bar.update)
@@ -471,7 +472,7 @@ class _Job:
     def inputs(self, program: _Program, slots: np.ndarray, groups: int | None = None):
         """A call's inputs for ``slots`` (padded to the program's size with copies of the last):
         cell hashes, replicates, the dynamic parameters per trial and the ``grouped`` ones per group, with
-        whether each group runs (:data:`~jaxtrees.experiments.compiled.ACTIVE`: each device's first ``groups``;
+        whether each group runs (:data:`~jaxtrees.experiments.run.compiled.ACTIVE`: each device's first ``groups``;
         default all)."""
         if "branches" in program.static and program.name not in self._branch:
             combos = {tuple(combo): i for i, combo in enumerate(program.static["branches"])}
@@ -491,6 +492,6 @@ class _Job:
         self.record["seconds"] = seconds
         self.store.write_metadata(self.metadata)
         if self.processes > 1:
-            from jaxtrees.experiments import distributed
+            from jaxtrees.experiments.run import distributed
 
             distributed.finish(self.processes)

@@ -8,14 +8,12 @@ against the configuration. ``pandas.read_parquet(OUT/STUDY/rows)`` (or polars, D
 
 from __future__ import annotations
 
-import datetime
 import fcntl
 import hashlib
 import json
 import os
 import platform
 import re
-import subprocess
 import sys
 import time
 import uuid
@@ -23,12 +21,10 @@ import zlib
 
 import numpy as np
 
-from jaxtrees.experiments.layout import Layout, check_columns, columns_table
+from jaxtrees.experiments.contract import WAY_OUT, config_digest, now
+from jaxtrees.experiments.results.layout import Layout, check_columns, columns_table
 from jaxtrees.experiments.table import Table, factorize
 
-#: What a damaged or doubled part asks the user to do.
-WAY_OUT = ("move the file out of rows/ (its trials then run again), or delete the results directory to "
-           "start over")
 #: Parquet's key in a part's footer for what jaxtrees knows of it (configuration digest, rows, trials).
 PART_KEY = b"jaxtrees"
 
@@ -168,7 +164,7 @@ class Store:
             write_atomic(self.metadata_path, json.dumps(metadata, indent=2))
 
     def write_part(self, columns: dict, trials: int) -> str:
-        """One call's rows (``columns``: name -> array, :func:`~jaxtrees.experiments.layout.Layout.columns`)
+        """One call's rows (``columns``: name -> array, :func:`~jaxtrees.experiments.results.layout.Layout.columns`)
         as a new part in ``rows/`` (atomic, durable); returns its path."""
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -196,7 +192,7 @@ class Store:
     def trials_done(self, cells: int, replicates: int, layout: Layout | None = None) -> np.ndarray:
         """``done[cell * replicates + replicate]``: the trial's rows are all in one whole part. A part that
         cannot be read, fails a checksum, holds other rows than it records or fails a reader's checks
-        (:func:`~jaxtrees.experiments.layout.check_columns`) is moved aside with a warning: its trials run again."""
+        (:func:`~jaxtrees.experiments.results.layout.check_columns`) is moved aside with a warning: its trials run again."""
         done = np.zeros(cells * replicates, bool)
         if self.config is None or not os.path.isdir(self.rows):
             return done
@@ -250,7 +246,7 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
     the configuration (``config``, default ``rows/_config.json``'s): ids and parameters those of its
     cell, every trial's rows present once. A directory of an earlier version (CSV) is read as it is.
     ValueError naming the file if there are no rows, a part is damaged or a trial is doubled."""
-    from jaxtrees.experiments import legacy
+    from jaxtrees.experiments.results import legacy
 
     rows_dir = os.path.join(directory, "rows")
     if config is None:
@@ -287,7 +283,7 @@ def export_csv(directory: str, path: str | None = None, partial: bool = False) -
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    from jaxtrees.experiments import legacy
+    from jaxtrees.experiments.results import legacy
 
     path = path or os.path.join(directory, "results.csv")
     if path != "-" and os.path.isdir(path):
@@ -341,11 +337,6 @@ def completeness(directory: str, rows: Table) -> tuple[int, int]:
         return int((np.bincount(cell, minlength=lengths.size) // lengths).sum()), config.trials
     trial = cell.astype(np.int64) * config.replicates + np.asarray(rows["replicate"], np.int64)
     return int(np.unique(trial).size), config.trials
-
-
-def config_digest(config: dict) -> str:
-    """A short digest of the configuration, stamped on every part."""
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
@@ -429,22 +420,6 @@ def _damaged(path: str, why: str, move: bool | None):
           f"its trials run again", file=sys.stderr)
 
 
-def environment() -> dict:
-    """Versions, git commit, host, devices, command line and XLA_FLAGS, for the metadata file."""
-    import jax
-
-    devices = jax.devices()
-    return {
-        "jaxtrees": _version("jaxtrees"), "git_commit": _git_commit(), "jax": jax.__version__,
-        **{name: _version(name) for name in ("jaxlib", "optax", "matplotlib", "pyarrow")},
-        "numpy": np.__version__, "python": platform.python_version(), "platform": platform.platform(),
-        "host": platform.node(), "command": sys.argv, "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "backend": jax.default_backend(), "devices": [str(d) for d in devices],
-        "device_kind": devices[0].device_kind, "local_device_count": jax.local_device_count(),
-        "process_index": jax.process_index(), "process_count": jax.process_count(),
-    }
-
-
 def write_atomic(path: str, data, mode: str = "w"):
     """Write ``path`` through a temporary file, fsync, rename and a directory fsync: readers see the
     old or the new contents, and a crash after the call loses neither."""
@@ -482,10 +457,6 @@ def fsync_directory(path: str):
         os.close(fd)
 
 
-def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 def _read_json(path: str, rebuildable: bool = False):
     """The JSON object in ``path``, None if there is no such file (or, where ``rebuildable``, if it is
     damaged: the caller rebuilds it); else ValueError naming it."""
@@ -510,25 +481,3 @@ def _part_names(rows_dir: str) -> list[str]:
     if not os.path.isdir(rows_dir):
         return []
     return sorted(n for n in os.listdir(rows_dir) if n.startswith("part-") and n.endswith(".parquet"))
-
-
-def _git_commit():
-    """The commit of the checkout jaxtrees runs from (with "+dirty" for local changes), else None."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                                timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return commit + ("+dirty" if dirty else "")
-
-
-def _version(package: str) -> str:
-    try:
-        from importlib.metadata import version
-
-        return version(package)
-    except Exception:  # noqa: BLE001 - metadata only
-        return "unknown"

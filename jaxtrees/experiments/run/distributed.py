@@ -175,9 +175,8 @@ def settings(args) -> dict:
                 config = hashlib.sha256(fh.read()).hexdigest()[:16]
         except OSError:
             config = "unreadable"
-    from jaxtrees.experiments.store import _version
 
-    versions = {name: _version(name) for name in ("jax", "jaxlib", "numpy", "optax")}
+    versions = {name: contract.version(name) for name in ("jax", "jaxlib", "numpy", "optax")}
     return {"study": args.study, "--quick": args.quick, "--set": sorted(args.set), "--config": config,
             "--seed": args.seed, "--chunk": args.chunk, "--group": args.group, "--out": os.path.abspath(args.out),
             "--allow-changes": args.allow_changes, "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
@@ -223,7 +222,7 @@ def _start_keeper(port: int, address: str, processes: int, timeout: float) -> No
     import os
     import subprocess
 
-    command = [sys.executable, "-c", "import sys; from jaxtrees.experiments.distributed import keep; "
+    command = [sys.executable, "-c", "import sys; from jaxtrees.experiments.run.distributed import keep; "
                "keep(*sys.argv[1:])", str(port), address, str(processes), repr(float(timeout))]
     keeper = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
                               start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})

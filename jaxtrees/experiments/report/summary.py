@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from jaxtrees.experiments import analysis
+from jaxtrees.experiments.report import analysis
 from jaxtrees.experiments.table import Table, cells, groups, means, rates, split, wilson  # noqa: F401 (re-exported)
 
 
@@ -370,7 +370,7 @@ def trials_text(counts) -> str:
 
 # ----------------------------------------------------------------------------- steps to learn
 # Figures of step counts (a value < 0: censored, not within the budget; see
-# :func:`jaxtrees.experiments.analysis.censored_steps`) and of success rates.
+# :func:`jaxtrees.experiments.report.analysis.censored_steps`) and of success rates.
 
 
 def median_curve(ax, rows, x: str, label: str, column: str = "steps"):

@@ -1,8 +1,8 @@
 """A run's rows on their way to disk: copied to the host and gathered into parts on background threads.
 
 :class:`Writer` takes each call's outputs (device arrays) with its trials; one thread copies them to the
-host as each call ends, another turns them into columns (:meth:`~jaxtrees.experiments.layout.Layout.columns`)
-and writes a part (:meth:`~jaxtrees.experiments.store.Store.write_part`) once at least ``ROWS_PER_PART``
+host as each call ends, another turns them into columns (:meth:`~jaxtrees.experiments.results.layout.Layout.columns`)
+and writes a part (:meth:`~jaxtrees.experiments.results.store.Store.write_part`) once at least ``ROWS_PER_PART``
 rows or ``FLUSH_SECONDS`` of them are waiting: a part's fixed cost (fsync, rename, directory fsync:
 ~10 ms on a local disk) is spread over many rows, the rows of a call do not wait for the next call to end,
 and the run's main thread only dispatches calls.

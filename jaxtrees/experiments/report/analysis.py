@@ -404,7 +404,7 @@ class Interval(NamedTuple):
 
 def thresholds(rates, level: float = 0.9) -> np.ndarray:
     """Per row of ``rates`` ``[..., M]`` (over an ascending grid): the index of the smallest grid point from which the
-    rate stays >= ``level`` (as :func:`~jaxtrees.experiments.summary.threshold`); -1 where there is none.
+    rate stays >= ``level`` (as :func:`~jaxtrees.experiments.report.summary.threshold`); -1 where there is none.
 
     >>> thresholds(np.array([[0.5, 0.95, 0.8, 0.9, 1.0], [0.1, 0.2, 0.3, 0.4, 0.5]])).tolist()
     [3, -1]

@@ -3,10 +3,10 @@
 XLA's GPU compiler holds Python's GIL for most of a compile, so threads of one process compile one
 program at a time (on an H200, three programs "at once" on three threads took 32 s each, one alone
 9.7 s). A worker process has a GIL of its own: it traces, lowers and compiles one program (through the
-persistent compilation cache where the run has one, written whole: :mod:`jaxtrees.experiments.cache`)
+persistent compilation cache where the run has one, written whole: :mod:`jaxtrees.experiments.run.cache`)
 and sends the executable back serialized (``jax.experimental.serialize_executable``; one it loaded from
 the persistent cache as that entry's bytes); the run loads it without tracing it again and keeps it in
-its program cache (:class:`~jaxtrees.experiments.cache.Programs`), so a warm run starts no worker. A
+its program cache (:class:`~jaxtrees.experiments.run.cache.Programs`), so a warm run starts no worker. A
 worker starts JAX's backend without preallocating accelerator memory (``XLA_PYTHON_CLIENT_PREALLOCATE=false``):
 it holds what compiling needs, not 75% of the GPU.
 
@@ -30,7 +30,7 @@ import time
 
 __all__ = ["MODES", "Pool", "WorkerDied", "choose", "default_workers"]
 
-#: The values of ``compile_workers`` (:func:`jaxtrees.experiments.runner.run`, ``$JAXTREES_COMPILE_WORKERS``).
+#: The values of ``compile_workers`` (:func:`jaxtrees.experiments.run.runner.run`, ``$JAXTREES_COMPILE_WORKERS``).
 MODES = ("auto", "threads", "processes")
 #: Host memory a worker may take while it compiles (a study program's compile peaked near 1 GiB on a CPU).
 WORKER_MEMORY = 2 * 2**30
@@ -133,7 +133,7 @@ class _Worker:
         mine, theirs = socket.socketpair()
         env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}  # read when the worker's backend starts
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from jaxtrees.experiments.workers import _main; "
+            [sys.executable, "-c", "import sys; from jaxtrees.experiments.run.workers import _main; "
              "_main(int(sys.argv[1]), int(sys.argv[2]))", str(theirs.fileno()), str(os.getpid())],
             pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
             start_new_session=True)  # Ctrl-C in a terminal reaches the run, which ends its workers
@@ -264,7 +264,7 @@ def _serve(conn, settings_: dict):
     for name, value in settings_["config"].items():
         jax.config.update(name, value)
     if settings_.get("cache"):
-        from jaxtrees.experiments import cache
+        from jaxtrees.experiments.run import cache
 
         cache.use(settings_["cache"], settings_.get("min_compile_seconds") or 0.0)
     while True:
@@ -295,15 +295,16 @@ def _portable(error: BaseException) -> BaseException:
 
 def _compile(study: str, static: dict, seed: int, group: int, inputs, loop_chunk, options, devices: int,
              platform: str):
-    """Trace, lower and compile one program as :func:`jaxtrees.experiments.compiled.compile_program` does;
+    """Trace, lower and compile one program as :func:`jaxtrees.experiments.run.compiled.compile_program` does;
     return ``(serialized, in_tree, out_tree, seconds, how)``: a program loaded from the persistent cache
-    is sent as its cache entry's bytes (:func:`~jaxtrees.experiments.cache.serialize`; jaxlib 0.10.2 on a
+    is sent as its cache entry's bytes (:func:`~jaxtrees.experiments.run.cache.serialize`; jaxlib 0.10.2 on a
     CPU: an executable deserialized from the cache and serialized again raised "NOT_FOUND: Function
     bitcast_copy_fusion not found" when run), or, where that cannot be, as ``None`` (the run loads it
     from the cache itself)."""
     import jax
 
-    from jaxtrees.experiments import cache, compiled, studies
+    from jaxtrees.experiments import studies
+    from jaxtrees.experiments.run import cache, compiled
     from jaxtrees.learners import growth
 
     started = time.perf_counter()
