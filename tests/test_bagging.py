@@ -13,7 +13,7 @@ import jaxtrees as jt
 from jaxtrees import datasets
 from jaxtrees.core import bits, sampling
 from jaxtrees.hypotheses import tree
-from jaxtrees.learners import growth
+from jaxtrees.learners import feature_subsets
 from jaxtrees.learners.bagging import Bagging, bootstrap, random_forest
 
 KEY = jax.random.key(0)
@@ -81,7 +81,7 @@ def test_out_of_bag_error_equals_a_numpy_recount(vote):
 
 def test_random_subset_keeps_k_admissible_features_uniformly():
     admissible = jnp.asarray(np.random.default_rng(0).random((4000, 12)) < 0.6).at[:10].set(False).at[0, 3].set(True)
-    feature, drawn = map(np.asarray, growth._random_subset(KEY, admissible, 3))
+    feature, drawn = map(np.asarray, feature_subsets.random_subset(KEY, admissible, 3))
     a = np.asarray(admissible)
     np.testing.assert_array_equal(drawn.sum(1), np.minimum(a.sum(1), 3))
     assert np.all(drawn[:, :-1] >= drawn[:, 1:])  # the drawn slots come first
@@ -98,7 +98,7 @@ def test_random_subset_is_uniform_over_subsets():
     """6 admissible features across two words: each of the 15 pairs with probability 1/15."""
     admissible = np.zeros((30000, 40), bool)
     admissible[:, [1, 7, 31, 32, 33, 39]] = True
-    feature, drawn = growth._random_subset(KEY, jnp.asarray(admissible), 2)
+    feature, drawn = feature_subsets.random_subset(KEY, jnp.asarray(admissible), 2)
     assert bool(jnp.all(drawn))
     pairs, counts = np.unique(np.asarray(feature), axis=0, return_counts=True)
     assert len(pairs) == 15 and np.all(np.isin(pairs, [1, 7, 31, 32, 33, 39]))

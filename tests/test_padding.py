@@ -15,7 +15,7 @@ from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.core import sampling
 from jaxtrees.experiments.studies import learning
 from jaxtrees.hypotheses import node_tree, tree
-from jaxtrees.learners import greedy, population
+from jaxtrees.learners import feature_subsets, greedy, population
 
 KEYS = jax.random.split(jax.random.key(11), 64)
 
@@ -209,7 +209,7 @@ def test_padded_features_per_member_and_the_subset_size():
     np.testing.assert_array_equal(padded.members.feature, plain.members.feature)
     for rule in ("sqrt", "log2", 1, 7):
         growth_rule = jt.GrowthRule(max_depth=2, max_features=rule)
-        sizes = jax.vmap(lambda n: jt.learners.growth._subset_size(growth_rule, n))(jnp.arange(1, 2000))
+        sizes = jax.vmap(lambda n: feature_subsets.subset_size(growth_rule, n))(jnp.arange(1, 2000))
         expected = [growth_rule.features_per_node(n) or n for n in range(1, 2000)]
         np.testing.assert_array_equal(sizes, expected)
     unpadded = jax.jit(lambda key, data, n: forest.fit(key, data, features=n))(jax.random.key(1), train, jnp.int32(23))
