@@ -293,15 +293,15 @@ def _run(args) -> int:
     api.compilation_cache()
     import jax
 
-    from jaxtrees.experiments.run import cache
+    from jaxtrees.experiments.run import programs
 
-    with cache.prefetched(_invocation(args), jax.local_devices() if jax.process_count() == 1 else None):
+    with programs.prefetched(_invocation(args), jax.local_devices() if jax.process_count() == 1 else None):
         return _run_study(args)
 
 
 def _invocation(args) -> str:
     """What decides a run's programs on the command line: its study and parameters (the program cache's
-    :func:`~jaxtrees.experiments.run.cache.prefetched` loads the programs its last run used)."""
+    :func:`~jaxtrees.experiments.run.programs.prefetched` loads the programs its last run used)."""
     config = None
     if args.config:
         import hashlib

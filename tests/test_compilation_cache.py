@@ -1,7 +1,7 @@
-"""The persistent compilation cache as ``jaxtrees run`` uses it (jaxtrees/experiments/cache.py): entries
+"""The persistent compilation cache as ``jaxtrees run`` uses it (jaxtrees/experiments/run/xla_cache.py): entries
 written whole, an unreadable one skipped and replaced, never an error; what a run loaded and compiled; the
-program cache, whose executables a warm run loads without tracing (same rows), keyed so that another
-static value, flag, setting or source compiles."""
+program cache (run/programs.py), whose executables a warm run loads without tracing (same rows), keyed so that
+another static value, flag, setting or source compiles."""
 
 import json
 import os
@@ -14,7 +14,7 @@ import zlib
 import jax
 import numpy as np
 
-from jaxtrees.experiments.run import cache
+from jaxtrees.experiments.run import programs, xla_cache
 
 TINY = ["--set", "n=8,10", "--set", "k=2", "--set", "c=0.2", "--set", "impurity=entropy", "--set", "m_min=16",
         "--set", "m_max=64", "--set", "replicates=4", "--no-progress"]
@@ -27,7 +27,7 @@ def _entry(payload: bytes) -> bytes:
 
 
 def test_an_entry_is_written_whole_and_read_back(tmp_path):
-    store = cache.SafeCache(str(tmp_path))
+    store = xla_cache.SafeCache(str(tmp_path))
     assert store.get("jit_f-abc") is None
     store.put("jit_f-abc", _entry(b"program"))
     assert store.get("jit_f-abc") == _entry(b"program")
@@ -38,7 +38,7 @@ def test_an_entry_is_written_whole_and_read_back(tmp_path):
 
 def test_an_unreadable_entry_is_skipped_and_removed(tmp_path):
     """A damaged or truncated entry reads as missing (JAX then compiles and puts the program again)."""
-    store = cache.SafeCache(str(tmp_path))
+    store = xla_cache.SafeCache(str(tmp_path))
     whole = _entry(b"x" * 1000)
     for name, damaged in (("truncated", whole[: len(whole) // 2]), ("garbled", b"\x00" * 64), ("empty", b"")):
         (tmp_path / f"{name}-cache").write_bytes(damaged)
@@ -51,20 +51,20 @@ def test_an_unreadable_entry_is_skipped_and_removed(tmp_path):
 def test_a_dead_writers_temporaries_are_removed_and_a_live_ones_kept(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (tmp_path / f"{cache.TEMPORARY}{dead.pid}-1-jit_f-abc").write_bytes(b"half")
-    (tmp_path / f"{cache.TEMPORARY}{os.getpid()}-1-jit_g-abc").write_bytes(b"being written")
-    cache._remove_orphans(str(tmp_path))
-    assert os.listdir(tmp_path) == [f"{cache.TEMPORARY}{os.getpid()}-1-jit_g-abc"]
+    (tmp_path / f"{xla_cache.TEMPORARY}{dead.pid}-1-jit_f-abc").write_bytes(b"half")
+    (tmp_path / f"{xla_cache.TEMPORARY}{os.getpid()}-1-jit_g-abc").write_bytes(b"being written")
+    xla_cache._remove_orphans(str(tmp_path))
+    assert os.listdir(tmp_path) == [f"{xla_cache.TEMPORARY}{os.getpid()}-1-jit_g-abc"]
 
 
 def test_describe_says_where_and_how_large(tmp_path, monkeypatch):
     monkeypatch.delenv("JAXTREES_CACHE_MAX_MB", raising=False)
-    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 0 programs, 0.0 MB; bound 2,048 MB (JAXTREES_CACHE_MAX_MB)"
+    assert programs.describe(str(tmp_path)) == f"{tmp_path}: 0 programs, 0.0 MB; bound 2,048 MB (JAXTREES_CACHE_MAX_MB)"
     (tmp_path / "jit_f-a-cache").write_bytes(b"x" * 2**20)
     (tmp_path / "jit_g-b-cache").write_bytes(b"x" * 2**19)
-    (tmp_path / f"{cache.TEMPORARY}1-1-jit_h-c").write_bytes(b"x" * 2**20)  # not an entry yet
+    (tmp_path / f"{xla_cache.TEMPORARY}1-1-jit_h-c").write_bytes(b"x" * 2**20)  # not an entry yet
     monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", "0")
-    assert cache.describe(str(tmp_path)) == f"{tmp_path}: 2 programs, 1.5 MB; no size bound (JAXTREES_CACHE_MAX_MB)"
+    assert programs.describe(str(tmp_path)) == f"{tmp_path}: 2 programs, 1.5 MB; no size bound (JAXTREES_CACHE_MAX_MB)"
 
 
 def _run(out, env):
@@ -76,7 +76,7 @@ def _run(out, env):
 
 
 def _rows(directory):
-    from jaxtrees.experiments.results.store import read_results
+    from jaxtrees.experiments.results import read_results
 
     table = read_results(str(directory.parent))
     return [dict(zip(table.names, values)) for values in zip(*(table[n].tolist() for n in table.names))]
@@ -90,10 +90,10 @@ def test_a_damaged_cache_entry_is_compiled_again_with_the_same_rows(tmp_path):
     _, how, rows = _run(tmp_path / "a", env)
     assert set(how.values()) == {"compiled"} and len(how) == 2
     reference = _rows(rows)
-    programs = tmp_path / "cache" / "programs"
-    entries = sorted((tmp_path / "cache").glob("*-cache")) + sorted(programs.glob("*.program"))
+    program_dir = tmp_path / "cache" / "programs"
+    entries = sorted((tmp_path / "cache").glob("*-cache")) + sorted(program_dir.glob("*.program"))
     assert len(entries) == 4
-    entries += sorted(programs.glob("recent-*.json"))  # the programs the run used, for the next to load ahead
+    entries += sorted(program_dir.glob("recent-*.json"))  # the programs the run used, for the next to load ahead
     assert len(entries) == 5
     for i, path in enumerate(entries):
         data = path.read_bytes()
@@ -105,8 +105,8 @@ def test_a_damaged_cache_entry_is_compiled_again_with_the_same_rows(tmp_path):
     _, how, rows = _run(tmp_path / "c", env)
     assert set(how.values()) == {"loaded"}, how
     assert _rows(rows) == reference
-    assert not list((tmp_path / "cache").glob(cache.TEMPORARY + "*"))
-    assert not list((tmp_path / "cache" / "programs").glob(cache.TEMPORARY + "*"))
+    assert not list((tmp_path / "cache").glob(xla_cache.TEMPORARY + "*"))
+    assert not list((tmp_path / "cache" / "programs").glob(xla_cache.TEMPORARY + "*"))
 
 
 #: A run in a fresh process, the cache on (argv: cache, out, overrides): the traces JAX reported and what
@@ -119,9 +119,9 @@ traces = []
 monitoring.register_event_duration_secs_listener(
     lambda event, duration, **_: traces.append(event) if event == "/jax/core/compile/jaxpr_trace_duration" else None)
 from jaxtrees.experiments import studies
-from jaxtrees.experiments.run import cache, runner
-cache._digest[:] = ["pinned"]  # the package's source as the cold run saw it: others may edit this tree meanwhile
-cache.use(sys.argv[1])
+from jaxtrees.experiments.run import programs, runner, xla_cache
+programs._digest[:] = ["pinned"]  # the package's source as the cold run saw it: others may edit this tree meanwhile
+xla_cache.use(sys.argv[1])
 study = studies.get("juntas")
 config = runner.configure(study, quick=True, overrides=json.loads(sys.argv[3]))
 directory = runner.run(study, config, sys.argv[2], progress=False)
@@ -147,7 +147,7 @@ def test_a_warm_run_loads_its_programs_without_tracing_them_and_another_static_v
     compiled, its rows those of a run without the cache."""
     traces, how, cold = _traced_run(tmp_path / "cache", tmp_path / "cold")
     assert traces >= 2 and how == {8: "compiled", 10: "compiled"}
-    assert len(list((tmp_path / "cache" / cache.PROGRAMS).glob("*.program"))) == 2
+    assert len(list((tmp_path / "cache" / xla_cache.PROGRAMS).glob("*.program"))) == 2
     traces, how, warm = _traced_run(tmp_path / "cache", tmp_path / "warm")
     assert traces == 0 and how == {8: "loaded", 10: "loaded"}
     assert warm == cold and len(cold) == 2 * 4 * 3
@@ -165,7 +165,7 @@ def _executable(scale=2.0):
 
 
 def test_a_program_entry_loads_and_a_damaged_foreign_or_missing_one_is_none(tmp_path):
-    store, devices = cache.Programs(str(tmp_path)), jax.local_devices()[:1]
+    store, devices = programs.Programs(str(tmp_path)), jax.local_devices()[:1]
     executable, serialized = _executable()
     assert store.load("a" * 64, devices) is None  # missing
     assert store.save("a" * 64, *serialized)
@@ -186,13 +186,13 @@ def test_a_program_entry_loads_and_a_damaged_foreign_or_missing_one_is_none(tmp_
 
 
 def test_saving_removes_the_entries_of_another_source_left_a_day(tmp_path, monkeypatch):
-    store, (_, serialized) = cache.Programs(str(tmp_path)), _executable()
-    monkeypatch.setattr(cache, "_digest", ["old source"])
+    store, (_, serialized) = programs.Programs(str(tmp_path)), _executable()
+    monkeypatch.setattr(programs, "_digest", ["old source"])
     for key in ("a" * 64, "b" * 64):
         store.save(key, *serialized)
-    stale = time.time() - cache.STALE_SECONDS - 60
+    stale = time.time() - programs.STALE_SECONDS - 60
     os.utime(store.path("a" * 64), (stale, stale))  # another source's, a day old: removed
-    monkeypatch.setattr(cache, "_digest", ["new source"])
+    monkeypatch.setattr(programs, "_digest", ["new source"])
     store.save("c" * 64, *serialized)
     os.utime(store.path("c" * 64), (stale, stale))  # this source's: kept however old
     store.save("d" * 64, *serialized)
@@ -205,45 +205,45 @@ def test_a_programs_key_changes_with_what_can_change_its_executable(monkeypatch)
     devices = jax.local_devices()[:1]
     parts = {"study": "juntas", "static": {"n": 8}, "seed": 0, "group": 4, "inputs": ["tree", [[4], "uint32"]],
              "loop_chunk": None, "options": None}
-    key = cache.program_key(parts, devices)
-    assert key == cache.program_key(dict(parts), devices) and len(key) == 64
+    key = programs.program_key(parts, devices)
+    assert key == programs.program_key(dict(parts), devices) and len(key) == 64
     for change in ({"static": {"n": 10}}, {"seed": 1}, {"group": 8}, {"options": {"xla_backend_optimization_level": 1}},
                    {"inputs": ["tree", [[8], "uint32"]]}, {"loop_chunk": 2}):
-        assert cache.program_key({**parts, **change}, devices) != key, change
+        assert programs.program_key({**parts, **change}, devices) != key, change
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_math=true")
-    assert cache.program_key(parts, devices) != key
+    assert programs.program_key(parts, devices) != key
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "").replace(" --xla_cpu_enable_fast_math=true", ""))
-    assert cache.program_key(parts, devices) == key
-    monkeypatch.setattr(cache, "_digest", ["another source"])
-    assert cache.program_key(parts, devices) != key
+    assert programs.program_key(parts, devices) == key
+    monkeypatch.setattr(programs, "_digest", ["another source"])
+    assert programs.program_key(parts, devices) != key
     monkeypatch.undo()
     precision = jax.config.jax_default_matmul_precision
     try:
         jax.config.update("jax_default_matmul_precision", "highest")
-        assert cache.program_key(parts, devices) != key
+        assert programs.program_key(parts, devices) != key
     finally:
         jax.config.update("jax_default_matmul_precision", precision)
-    assert cache.program_key(parts, devices) == key
+    assert programs.program_key(parts, devices) == key
 
 
 def test_describe_counts_the_programs_ready_to_load_and_the_damaged_and_foreign_apart(tmp_path, monkeypatch):
     """Ready: this source's entries whose header, length and key check out (nothing loaded); damaged: this source's
-    others (removed when a run saves); another source's: left to their day (:data:`cache.STALE_SECONDS`)."""
+    others (removed when a run saves); another source's: left to their day (:data:`programs.STALE_SECONDS`)."""
     monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", "100")
     (tmp_path / "jit_f-a-cache").write_bytes(b"x" * 2**20)
-    store = cache.Programs(str(tmp_path / cache.PROGRAMS))
+    store = programs.Programs(str(tmp_path / xla_cache.PROGRAMS))
     store.save("a" * 64, os.urandom(2**21), None, None)  # an entry as a run writes it (the payload's bytes aside)
     for key in ("b" * 64, "c" * 64, "d" * 64):
         store.save(key, b"small", None, None)
     damaged = pathlib.Path(store.path("b" * 64))
     damaged.write_bytes(damaged.read_bytes()[:-1])  # truncated
     os.replace(store.path("c" * 64), store.path("e" * 64))  # another key's entry under this name
-    os.replace(store.path("d" * 64), store.path("d" * 64).replace(cache.source_digest()[:12], "0" * 12))
-    assert cache.describe(str(tmp_path)) == (
+    os.replace(store.path("d" * 64), store.path("d" * 64).replace(programs.program_source_digest()[:12], "0" * 12))
+    assert programs.describe(str(tmp_path)) == (
         f"{tmp_path}: 1 program, 1.0 MB; 1 ready to load without tracing, 2.0 MB; 2 damaged, 0.0 MB, removed at the "
         "next save; 1 of another source, 0.0 MB; bound 100 MB (JAXTREES_CACHE_MAX_MB)")
     store.save("f" * 64, b"small", None, None)
-    kept = sorted(p.name[13:-len(".program")] for p in (tmp_path / cache.PROGRAMS).glob("*.program"))
+    kept = sorted(p.name[13:-len(".program")] for p in (tmp_path / xla_cache.PROGRAMS).glob("*.program"))
     assert kept == ["a" * 64, "d" * 64, "f" * 64]
 
 
@@ -251,30 +251,30 @@ def test_the_bound_is_taken_from_the_environment(monkeypatch):
     import pytest
 
     monkeypatch.delenv("JAXTREES_CACHE_MAX_MB", raising=False)
-    assert cache.limit() == 2048 * 2**20
+    assert xla_cache.limit() == 2048 * 2**20
     for value, bound in (("0", None), ("", None), (" ", None), ("1.5", int(1.5 * 2**20)), ("300", 300 * 2**20)):
         monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", value)
-        assert cache.limit() == bound, value
+        assert xla_cache.limit() == bound, value
     for value in ("lots", "-1", "nan"):
         monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", value)
         with pytest.warns(UserWarning, match="JAXTREES_CACHE_MAX_MB"):
-            assert cache.limit() == 2048 * 2**20
+            assert xla_cache.limit() == 2048 * 2**20
 
 
 def _entries(root, sizes: dict, age: float = 3600.0):
     """Fake entries under ``root``, ``{name: size}`` ("X.program" in programs/, others JAX's), the first in
     ``sizes`` used longest ago (``age`` seconds and more), each later one a second after it."""
-    (root / cache.PROGRAMS).mkdir(parents=True, exist_ok=True)
+    (root / xla_cache.PROGRAMS).mkdir(parents=True, exist_ok=True)
     now = time.time()
     for i, (name, size) in enumerate(sizes.items()):
-        path = root / cache.PROGRAMS / name if name.endswith(".program") else root / name
+        path = root / xla_cache.PROGRAMS / name if name.endswith(".program") else root / name
         path.write_bytes(b"x" * size)
         used = now - age - len(sizes) + i
         os.utime(path, (used, used))
 
 
 def _names(root) -> list[str]:
-    return sorted([p.name for p in root.iterdir() if p.is_file()] + os.listdir(root / cache.PROGRAMS))
+    return sorted([p.name for p in root.iterdir() if p.is_file()] + os.listdir(root / xla_cache.PROGRAMS))
 
 
 def test_eviction_removes_the_least_recently_used_entries_down_to_nine_tenths_of_the_bound(tmp_path, monkeypatch):
@@ -285,51 +285,51 @@ def test_eviction_removes_the_least_recently_used_entries_down_to_nine_tenths_of
     _entries(tmp_path, sizes)
     (tmp_path / "jit_a-1-atime").write_bytes(b"12345678")
     (tmp_path / "notes.txt").write_bytes(b"x" * 5000)  # not an entry: neither counted nor removed
-    assert cache.evict(str(tmp_path), 1000) == (0, 0)
-    assert cache.evict(str(tmp_path), None) == (0, 0)  # the default bound, 2 GB
+    assert xla_cache.evict(str(tmp_path), 1000) == (0, 0)
+    assert xla_cache.evict(str(tmp_path), None) == (0, 0)  # the default bound, 2 GB
     monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", str(600 / 2**20))  # 1000 bytes over 600: down to 540
-    assert cache.evict(str(tmp_path)) == (3, 500)  # a, b, c
+    assert xla_cache.evict(str(tmp_path)) == (3, 500)  # a, b, c
     assert _names(tmp_path) == ["jit_e-3-cache", "notes.txt", "s-d.program", "s-f.program"]
-    os.utime(tmp_path / cache.PROGRAMS / "s-d.program", (time.time() - 1000,) * 2)  # used since: now the newest
-    assert cache.evict(str(tmp_path), 400) == (2, 300)  # 500 over 400: down to 360; e, then f
+    os.utime(tmp_path / xla_cache.PROGRAMS / "s-d.program", (time.time() - 1000,) * 2)  # used since: now the newest
+    assert xla_cache.evict(str(tmp_path), 400) == (2, 300)  # 500 over 400: down to 360; e, then f
     assert _names(tmp_path) == ["notes.txt", "s-d.program"]
 
 
 def test_a_save_past_the_bound_evicts_and_a_load_records_the_use(tmp_path, monkeypatch):
     """JAX's entries (``SafeCache``) and program entries: the write that passes the bound evicts the least recently
     used; an entry read back is used now, so another goes first."""
-    store = cache.SafeCache(str(tmp_path))
+    store = xla_cache.SafeCache(str(tmp_path))
     _entries(tmp_path, {"jit_a-1-cache": 4000, "jit_b-2-cache": 4000})
     store.put("jit_c-3", _entry(b"c"))
     os.utime(tmp_path / "jit_c-3-cache", (time.time() - 7200,) * 2)  # the oldest of the three
     assert store.get("jit_c-3") is not None  # used now
     monkeypatch.setenv("JAXTREES_CACHE_MAX_MB", str(9000 / 2**20))
-    cache._trim(str(tmp_path), force=True)  # as use() does: the entries fit
+    xla_cache.trim(str(tmp_path), force=True)  # as use() does: the entries fit
     assert len(list(tmp_path.glob("*-cache"))) == 3
     store.put("jit_d-4", os.urandom(2000))
     assert sorted(p.name for p in tmp_path.glob("*-cache")) == ["jit_b-2-cache", "jit_c-3-cache", "jit_d-4-cache"]
-    programs = cache.Programs(str(tmp_path / cache.PROGRAMS))
-    programs.save("e" * 64, os.urandom(3000), None, None)  # inside the cache: bounded with it
+    program_store = programs.Programs(str(tmp_path / xla_cache.PROGRAMS))
+    program_store.save("e" * 64, os.urandom(3000), None, None)  # inside the cache: bounded with it
     assert sorted(p.name for p in tmp_path.glob("*-cache")) == ["jit_c-3-cache", "jit_d-4-cache"]
-    assert programs.has("e" * 64)
+    assert program_store.has("e" * 64)
 
 
 def test_temporaries_and_entries_used_lately_are_never_evicted(tmp_path):
     """A concurrent run's temporaries (being written) and the entries it loaded or wrote in the last
-    :data:`cache.KEEP_SECONDS` stay, the bound passed; older entries go."""
+    :data:`xla_cache.KEEP_SECONDS` stay, the bound passed; older entries go."""
     _entries(tmp_path, {"jit_a-1-cache": 100, "s-b.program": 100})
-    _entries(tmp_path, {"jit_c-2-cache": 100, "s-d.program": 100}, age=cache.KEEP_SECONDS - 60)
-    for folder in (tmp_path, tmp_path / cache.PROGRAMS):
-        (folder / f"{cache.TEMPORARY}{os.getpid()}-1-key").write_bytes(b"x" * 10_000)
-    assert cache.evict(str(tmp_path), 1) == (2, 200)
-    assert _names(tmp_path) == [f"{cache.TEMPORARY}{os.getpid()}-1-key"] * 2 + ["jit_c-2-cache", "s-d.program"]
+    _entries(tmp_path, {"jit_c-2-cache": 100, "s-d.program": 100}, age=xla_cache.KEEP_SECONDS - 60)
+    for folder in (tmp_path, tmp_path / xla_cache.PROGRAMS):
+        (folder / f"{xla_cache.TEMPORARY}{os.getpid()}-1-key").write_bytes(b"x" * 10_000)
+    assert xla_cache.evict(str(tmp_path), 1) == (2, 200)
+    assert _names(tmp_path) == [f"{xla_cache.TEMPORARY}{os.getpid()}-1-key"] * 2 + ["jit_c-2-cache", "s-d.program"]
 
 
 def test_eviction_takes_entries_removed_meanwhile_as_gone(tmp_path, monkeypatch):
     """Two runs sharing the directory: entries another process removed (or replaced with a fresh one) between the
     listing and the removal are skipped, never an error, and count as gone."""
     _entries(tmp_path, {f"jit_{i}-{i}-cache": 100 for i in range(6)})
-    listing = cache._entries
+    listing = xla_cache._entries
 
     def racing(directory):
         found = listing(directory)
@@ -338,13 +338,13 @@ def test_eviction_takes_entries_removed_meanwhile_as_gone(tmp_path, monkeypatch)
         os.utime(tmp_path / "jit_1-1-cache")  # and loaded this one
         return found
 
-    monkeypatch.setattr(cache, "_entries", racing)
-    assert cache.evict(str(tmp_path), 350) == (1, 100)  # 600 over 350: 0 gone, 1 kept, 2 gone, 3 removed: 300 left
+    monkeypatch.setattr(xla_cache, "_entries", racing)
+    assert xla_cache.evict(str(tmp_path), 350) == (1, 100)  # 600 over 350: 0 gone, 1 kept, 2 gone, 3 removed: 300 left
     assert sorted(p.name for p in tmp_path.glob("*-cache")) == ["jit_1-1-cache", "jit_4-4-cache", "jit_5-5-cache"]
-    monkeypatch.setattr(cache, "_entries", listing)
-    assert cache.evict(str(tmp_path / "missing"), 1) == (0, 0)
-    vanished = tmp_path / f"{cache.source_digest()[:12]}-{'a' * 64}.program"
-    assert cache._kind(str(vanished)) == "gone"  # describe skips it
+    monkeypatch.setattr(xla_cache, "_entries", listing)
+    assert xla_cache.evict(str(tmp_path / "missing"), 1) == (0, 0)
+    vanished = tmp_path / f"{programs.program_source_digest()[:12]}-{'a' * 64}.program"
+    assert programs._kind(str(vanished)) == "gone"  # describe skips it
 
 
 def test_clear_empties_the_cache_but_a_live_writers_temporaries_and_other_files(tmp_path):
@@ -352,13 +352,13 @@ def test_clear_empties_the_cache_but_a_live_writers_temporaries_and_other_files(
     dead.wait()
     _entries(tmp_path, {"jit_a-1-cache": 100, "s-b.program": 200}, age=0)
     (tmp_path / "jit_a-1-atime").write_bytes(b"12345678")
-    (tmp_path / cache.PROGRAMS / "recent-abc.json").write_bytes(b"{}")
-    (tmp_path / cache.PROGRAMS / f"{cache.TEMPORARY}{dead.pid}-1-key").write_bytes(b"x" * 50)
-    (tmp_path / f"{cache.TEMPORARY}{os.getpid()}-1-key").write_bytes(b"x" * 50)
+    (tmp_path / xla_cache.PROGRAMS / "recent-abc.json").write_bytes(b"{}")
+    (tmp_path / xla_cache.PROGRAMS / f"{xla_cache.TEMPORARY}{dead.pid}-1-key").write_bytes(b"x" * 50)
+    (tmp_path / f"{xla_cache.TEMPORARY}{os.getpid()}-1-key").write_bytes(b"x" * 50)
     (tmp_path / "notes.txt").write_bytes(b"mine")
-    assert cache.clear(str(tmp_path)) == (5, 100 + 200 + 8 + 2 + 50)
-    assert _names(tmp_path) == [f"{cache.TEMPORARY}{os.getpid()}-1-key", "notes.txt"]
-    assert cache.clear(str(tmp_path)) == (0, 0) and cache.clear(str(tmp_path / "missing")) == (0, 0)
+    assert xla_cache.clear(str(tmp_path)) == (5, 100 + 200 + 8 + 2 + 50)
+    assert _names(tmp_path) == [f"{xla_cache.TEMPORARY}{os.getpid()}-1-key", "notes.txt"]
+    assert xla_cache.clear(str(tmp_path)) == (0, 0) and xla_cache.clear(str(tmp_path / "missing")) == (0, 0)
 
 
 def test_prefetched_loads_the_programs_the_last_run_used_beside_the_start(tmp_path, monkeypatch):
@@ -367,36 +367,36 @@ def test_prefetched_loads_the_programs_the_last_run_used_beside_the_start(tmp_pa
     load as without it."""
     import threading
 
-    store, devices = cache.Programs(str(tmp_path)), jax.local_devices()[:1]
-    monkeypatch.setattr(cache, "programs", lambda: store)
+    store, devices = programs.Programs(str(tmp_path)), jax.local_devices()[:1]
+    monkeypatch.setattr(programs, "programs", lambda: store)
     _, serialized = _executable(3.0)
-    with cache.prefetched("run A", devices):  # nothing remembered yet: the run saves a program
+    with programs.prefetched("run A", devices):  # nothing remembered yet: the run saves a program
         assert store.save("a" * 64, *serialized)
     assert store.recent("run A") == ["a" * 64] and store.recent("run B") == []
     loads = []
-    plain = cache.Programs._load
-    monkeypatch.setattr(cache.Programs, "_load", lambda self, key, d: loads.append(key) or plain(self, key, d))
-    with cache.prefetched("run A", devices):
+    plain = programs.Programs._load
+    monkeypatch.setattr(programs.Programs, "_load", lambda self, key, d: loads.append(key) or plain(self, key, d))
+    with programs.prefetched("run A", devices):
         executable = store.load("a" * 64, devices)
         assert store.load("a" * 64, devices) is not None  # taken once; a second load reads the entry
     np.testing.assert_array_equal(np.asarray(executable(np.arange(4, dtype=np.float32))), [1, 4, 7, 10])
-    assert loads == ["a" * 64] * 2 and not cache._ahead
+    assert loads == ["a" * 64] * 2 and not programs._ahead
     assert not [t for t in threading.enumerate() if t.name == "jaxtrees-prefetch"]
     loads.clear()
-    with cache.prefetched("run A", devices):  # loaded ahead, never asked for: dropped
+    with programs.prefetched("run A", devices):  # loaded ahead, never asked for: dropped
         pass
-    assert loads == ["a" * 64] and not cache._ahead and store.recent("run A") == ["a" * 64]
+    assert loads == ["a" * 64] and not programs._ahead and store.recent("run A") == ["a" * 64]
     os.remove(store.path("a" * 64))
-    with cache.prefetched("run A", devices):  # the entry gone: None, and the run compiles and saves another
+    with programs.prefetched("run A", devices):  # the entry gone: None, and the run compiles and saves another
         assert store.load("a" * 64, devices) is None
         store.save("b" * 64, *serialized)
     assert store.recent("run A") == ["b" * 64]
-    with cache.prefetched("run A", None):  # no devices (several processes): nothing ahead, nothing remembered
+    with programs.prefetched("run A", None):  # no devices (several processes): nothing ahead, nothing remembered
         assert store.load("b" * 64, devices) is not None
     assert store.recent("run A") == ["b" * 64]
     with open(store._recent_path("run A"), "w") as fh:
         fh.write("{not json")
     assert store.recent("run A") == []
-    with cache.prefetched("run A", devices):  # a damaged record is no record
+    with programs.prefetched("run A", devices):  # a damaged record is no record
         assert store.load("b" * 64, devices) is not None
     assert store.recent("run A") == ["b" * 64]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from jaxtrees.experiments import studies
-from jaxtrees.experiments.run import cache, runner, workers
+from jaxtrees.experiments.run import runner, workers, xla_cache
 
 GRID = {"n": "8,10", "k": 2, "c": 0.2, "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 4}
 
@@ -71,7 +71,7 @@ def test_a_workers_error_is_the_error_of_an_in_process_compile_and_a_killed_work
         here, there = _error(lambda: workers._compile(**bad)), _error(lambda: pool.compile(bad, "bad"))
         assert type(there) is type(here) and str(there) == str(here)
         pool.compile(_request(8), "n=8")  # a whole entry in the cache
-        entries = sorted((tmp_path / "cache").glob("*" + cache.SUFFIX))
+        entries = sorted((tmp_path / "cache").glob("*" + xla_cache.SUFFIX))
         assert entries
         [pid] = pool.pids
         errors = []
@@ -89,11 +89,11 @@ def test_a_workers_error_is_the_error_of_an_in_process_compile_and_a_killed_work
         assert "JAXTREES_COMPILE_WORKERS=threads" in str(error)
     finally:
         pool.close()
-    cache._remove_orphans(str(tmp_path / "cache"))
-    store = cache.SafeCache(str(tmp_path / "cache"))
+    xla_cache._remove_orphans(str(tmp_path / "cache"))
+    store = xla_cache.SafeCache(str(tmp_path / "cache"))
     for path in (tmp_path / "cache").iterdir():
-        assert path.name.endswith(cache.SUFFIX), path.name  # no temporary left
-        assert store.get(path.name[: -len(cache.SUFFIX)]) is not None, path.name  # and every entry whole
+        assert path.name.endswith(xla_cache.SUFFIX), path.name  # no temporary left
+        assert store.get(path.name[: -len(xla_cache.SUFFIX)]) is not None, path.name  # and every entry whole
     assert set(entries) <= set((tmp_path / "cache").iterdir())
 
 
@@ -227,9 +227,9 @@ def test_a_warm_run_with_workers_loads_every_program_with_the_same_rows(tmp_path
     assert traces == 0 and how == {8: "compiled", 10: "compiled"} and rows == reference  # traced in the workers
     traces, how, rows = _traced_run(tmp_path / "cache", tmp_path / "warm", workers="processes")
     assert traces == 0 and how == {8: "loaded", 10: "loaded"} and rows == reference
-    shutil.rmtree(tmp_path / "cache" / cache.PROGRAMS)
+    shutil.rmtree(tmp_path / "cache" / xla_cache.PROGRAMS)
     traces, how, rows = _traced_run(tmp_path / "cache", tmp_path / "from-jax", workers="processes")
     assert traces == 0 and how == {8: "loaded", 10: "loaded"} and rows == reference
-    assert len(list((tmp_path / "cache" / cache.PROGRAMS).glob("*.program"))) == 2
+    assert len(list((tmp_path / "cache" / xla_cache.PROGRAMS).glob("*.program"))) == 2
     traces, how, rows = _traced_run(tmp_path / "cache", tmp_path / "again", workers="processes")
     assert traces == 0 and how == {8: "loaded", 10: "loaded"} and rows == reference

@@ -25,7 +25,7 @@ def run(study, out: str = "results", *, quick: bool = False, set: dict | None = 
     the command's flags. ``figures``: draw the figures and write report.md (the study's own, else the generic
     ones). The first call in a process sets up the CPU's devices (one per core) when JAX has not started yet."""
     from jaxtrees.experiments import reporting
-    from jaxtrees.experiments.run import cache, runner
+    from jaxtrees.experiments.run import programs, runner
 
     study, origin = resolve(study)
     prepare()
@@ -35,7 +35,7 @@ def run(study, out: str = "results", *, quick: bool = False, set: dict | None = 
 
     key = json.dumps({"study": origin, "quick": quick, "config": resolved.as_json(), "chunk": chunk, "group": group},
                      sort_keys=True, default=str)
-    with cache.prefetched(key, jax.local_devices() if jax.process_count() == 1 else None):
+    with programs.prefetched(key, jax.local_devices() if jax.process_count() == 1 else None):
         directory = execute(study, origin, resolved, out, chunk=chunk, group=group, progress=progress,
                             allow_changes=allow_changes, figures=figures)
     if figures and jax.process_index() == 0 and reporting.after_run(study, directory) is None:
@@ -164,7 +164,7 @@ def backend() -> None:
 
 def compilation_cache() -> None:
     """Point JAX's persistent compilation cache at ``$JAXTREES_CACHE_DIR`` (once per process) and say on stderr
-    where it is and how large (:mod:`jaxtrees.experiments.run.cache`).
+    where it is and how large (:mod:`jaxtrees.experiments.run.xla_cache`).
 
     The default is ``~/.cache/jaxtrees/xla``, or under ``$XDG_CACHE_HOME``; an empty value turns it off. A rerun, a
     resumed run, or a run of the same static groups with other dynamic values (e.g. another c) loads its programs
@@ -176,13 +176,13 @@ def compilation_cache() -> None:
     directory = os.environ.get("JAXTREES_CACHE_DIR", default)
     if not directory:
         return
-    from jaxtrees.experiments.run import cache
+    from jaxtrees.experiments.run import programs, xla_cache
 
     try:
-        directory = cache.use(directory)
+        directory = xla_cache.use(directory)
     except OSError as e:
         print(f"jaxtrees run: warning: cannot use the compilation cache {directory} ({e.strerror or e}); every program "
               f"is compiled (JAXTREES_CACHE_DIR sets the cache, empty: off)", file=sys.stderr)
         return
-    print(f"jaxtrees run: compilation cache {cache.describe(directory)}; JAXTREES_CACHE_DIR sets it (empty: off)",
+    print(f"jaxtrees run: compilation cache {programs.describe(directory)}; JAXTREES_CACHE_DIR sets it (empty: off)",
           file=sys.stderr)

@@ -1,3 +1,3 @@
 """How a study runs: the runner (:mod:`.runner`), compiled programs (:mod:`.compiled`), compile workers
-(:mod:`.workers`), the program and XLA caches (:mod:`.cache`), the distributed start (:mod:`.distributed`) and
-progress (:mod:`.progress`)."""
+(:mod:`.workers`), JAX's compilation cache (:mod:`.xla_cache`) and the program cache (:mod:`.programs`), the
+distributed start (:mod:`.distributed`) and progress (:mod:`.progress`)."""

@@ -1,7 +1,7 @@
 """A study's programs: built (``jit(shard_map(scan over vmapped groups))``), compiled ahead of their turn.
 
 :func:`build` makes a static group's program, :func:`compile_program` loads it from the program cache
-(:class:`~jaxtrees.experiments.run.cache.Programs`, without tracing) or traces and compiles it, :class:`Ahead`
+(:class:`~jaxtrees.experiments.run.programs.Programs`, without tracing) or traces and compiles it, :class:`Ahead`
 compiles the programs in order on background threads while earlier ones run, :func:`compiler_options`
 says how a study's programs are compiled on a device.
 """
@@ -22,7 +22,8 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from jaxtrees.core import checks, programs
-from jaxtrees.experiments.run import cache
+from jaxtrees.experiments.run import programs as program_cache
+from jaxtrees.experiments.run import xla_cache
 from jaxtrees.experiments.results.layout import BRANCH  # noqa: F401 (the input a program's branch arrives in)
 from jaxtrees.experiments.run.progress import Progress
 from jaxtrees.learners import growth
@@ -221,7 +222,7 @@ def compile_program(job, program, cancelled: threading.Event | None = None, pool
         lowered = build(job.study, program.static, job.config.seed, job.devices, program.group).lower(*inputs)
     if cancelled is not None and cancelled.is_set():
         raise concurrent.futures.CancelledError
-    with cache.watch() as seen:  # loaded from the persistent compilation cache, or compiled
+    with xla_cache.watch() as seen:  # loaded from the persistent compilation cache, or compiled
         executable = lowered.compile(options)
     if key is not None and seen.how != "reused":
         _save(store, key, executable, seen)
@@ -241,17 +242,17 @@ def _program_cache(job, program, inputs, loop_chunk, options):
     registered one (the package's source digest, part of the key, does not cover a study defined elsewhere)."""
     from jaxtrees.experiments import studies
 
-    store = cache.programs()
+    store = program_cache.programs()
     if store is None or studies.STUDIES.get(job.study.name) is not job.study:
         return None, None
     leaves, tree = jax.tree.flatten(inputs)
     parts = {"study": job.study.name, "static": program.static, "seed": job.config.seed, "group": program.group,
              "inputs": [str(tree), [(tuple(x.shape), str(x.dtype)) for x in leaves]], "loop_chunk": loop_chunk,
              "options": options}
-    return store, cache.program_key(parts, job.devices)
+    return store, program_cache.program_key(parts, job.devices)
 
 
-def _save(store, key: str, executable, seen: cache.Seen):
+def _save(store, key: str, executable, seen: xla_cache.Seen):
     """Put ``executable`` (compiled, or loaded from JAX's cache: ``seen``) in the program cache; one that
     does not serialize is skipped (traced and compiled or loaded again next time)."""
     payload = serialized(executable, seen)
@@ -259,13 +260,13 @@ def _save(store, key: str, executable, seen: cache.Seen):
         store.save(key, *payload)
 
 
-def serialized(executable, seen: cache.Seen):
+def serialized(executable, seen: xla_cache.Seen):
     """``(payload, in_tree, out_tree)`` of a fresh ``executable``, or of one loaded from JAX's persistent
-    cache (the cache entry's bytes: :func:`~jaxtrees.experiments.run.cache.serialize`); None where it cannot."""
+    cache (the cache entry's bytes: :func:`~jaxtrees.experiments.run.programs.serialize`); None where it cannot."""
     if seen.how == "loaded" and len(seen.entries) != 1:
         return None
     try:
-        return cache.serialize(executable, seen.entries[0] if seen.how == "loaded" else None)
+        return program_cache.serialize(executable, seen.entries[0] if seen.how == "loaded" else None)
     except Exception:  # noqa: BLE001 (a backend or program without serialization)
         return None
 

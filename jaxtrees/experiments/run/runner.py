@@ -73,7 +73,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     measured GIL-bound on both), threads for one program, on a TPU and under ``jax.distributed``; under
     "auto" a program whose worker fails is compiled in this process (said once on stderr). Results do
     not depend on it. With JAX's persistent compilation cache on, a program its program cache holds
-    (:class:`~jaxtrees.experiments.run.cache.Programs`) is loaded without tracing, and workers start only
+    (:class:`~jaxtrees.experiments.run.programs.Programs`) is loaded without tracing, and workers start only
     for the others.
     A second run into the same directory while this one writes raises ValueError. ``about``: what metadata.json
     records of the study (where it came from, its generic spec: :func:`~jaxtrees.experiments.reporting.about`).

@@ -3,10 +3,10 @@
 XLA's GPU compiler holds Python's GIL for most of a compile, so threads of one process compile one
 program at a time (on an H200, three programs "at once" on three threads took 32 s each, one alone
 9.7 s). A worker process has a GIL of its own: it traces, lowers and compiles one program (through the
-persistent compilation cache where the run has one, written whole: :mod:`jaxtrees.experiments.run.cache`)
+persistent compilation cache where the run has one, written whole: :mod:`jaxtrees.experiments.run.xla_cache`)
 and sends the executable back serialized (``jax.experimental.serialize_executable``; one it loaded from
 the persistent cache as that entry's bytes); the run loads it without tracing it again and keeps it in
-its program cache (:class:`~jaxtrees.experiments.run.cache.Programs`), so a warm run starts no worker. A
+its program cache (:class:`~jaxtrees.experiments.run.programs.Programs`), so a warm run starts no worker. A
 worker starts JAX's backend without preallocating accelerator memory (``XLA_PYTHON_CLIENT_PREALLOCATE=false``):
 it holds what compiling needs, not 75% of the GPU.
 
@@ -264,9 +264,9 @@ def _serve(conn, settings_: dict):
     for name, value in settings_["config"].items():
         jax.config.update(name, value)
     if settings_.get("cache"):
-        from jaxtrees.experiments.run import cache
+        from jaxtrees.experiments.run import xla_cache
 
-        cache.use(settings_["cache"], settings_.get("min_compile_seconds") or 0.0)
+        xla_cache.use(settings_["cache"], settings_.get("min_compile_seconds") or 0.0)
     while True:
         try:
             request = conn.recv()
@@ -297,14 +297,14 @@ def _compile(study: str, static: dict, seed: int, group: int, inputs, loop_chunk
              platform: str):
     """Trace, lower and compile one program as :func:`jaxtrees.experiments.run.compiled.compile_program` does;
     return ``(serialized, in_tree, out_tree, seconds, how)``: a program loaded from the persistent cache
-    is sent as its cache entry's bytes (:func:`~jaxtrees.experiments.run.cache.serialize`; jaxlib 0.10.2 on a
+    is sent as its cache entry's bytes (:func:`~jaxtrees.experiments.run.programs.serialize`; jaxlib 0.10.2 on a
     CPU: an executable deserialized from the cache and serialized again raised "NOT_FOUND: Function
     bitcast_copy_fusion not found" when run), or, where that cannot be, as ``None`` (the run loads it
     from the cache itself)."""
     import jax
 
     from jaxtrees.experiments import studies
-    from jaxtrees.experiments.run import cache, compiled
+    from jaxtrees.experiments.run import compiled, programs, xla_cache
     from jaxtrees.learners import growth
 
     started = time.perf_counter()
@@ -314,10 +314,10 @@ def _compile(study: str, static: dict, seed: int, group: int, inputs, loop_chunk
                            f"{devices} {platform} device(s); set JAXTREES_COMPILE_WORKERS=threads")
     with growth.level_loop(loop_chunk):
         lowered = compiled.build(studies.get(study), static, seed, local, group).lower(*inputs)
-    with cache.watch() as seen:
+    with xla_cache.watch() as seen:
         executable = lowered.compile(options)
     if seen.how == "compiled":
-        payload, in_tree, out_tree = cache.serialize(executable)
+        payload, in_tree, out_tree = programs.serialize(executable)
     else:  # loaded from the persistent cache: its entry's bytes, or None (the run loads it from the cache)
         payload, in_tree, out_tree = compiled.serialized(executable, seen) or (None, None, None)
     return payload, in_tree, out_tree, time.perf_counter() - started, seen.how
