@@ -42,7 +42,6 @@ LONG_MODULES: dict = {
     "jaxtrees/experiments/studies/learning.py": "being split by responsibility",
     "jaxtrees/experiments/studies/theory.py": "being split by responsibility",
     "jaxtrees/experiments/study/declaration.py": "being split by responsibility",
-    "jaxtrees/learners/fourier.py": "being split by responsibility",
     "jaxtrees/sklearn.py": "being split by responsibility",
     "jaxtrees/targets/juntas.py": "being split by responsibility",
 }
