@@ -5,7 +5,8 @@ it samples, answers membership queries and offers the exact oracle. :class:`Data
 fixed binary data set with its split protocol. Every problem is a pytree (vmap over a batch)
 offering the access a learner asks for (:func:`data_for`); :func:`fit_and_evaluate` is the one
 path from a key, a learner and a problem to a score, and :func:`evaluate` scores a hypothesis
-exactly where both it and the problem allow, else on test data (the :class:`Score` says which).
+exactly wherever a path exists (:func:`exact_error`), else on test data: the :class:`Score` says
+which, and on how many test points.
 
 >>> import jax
 >>> from jaxtrees import learners, targets
@@ -13,8 +14,8 @@ exactly where both it and the problem allow, else on test data (the :class:`Scor
 >>> key = jax.random.key(0)
 >>> problem = Synthetic(distributions.smoothed(c=0.2).marginals(key, 12), targets.random_junta(key, 12, 3))
 >>> score = fit_and_evaluate(key, learners.get("id3-entropy"), problem, m=2048)
->>> float(score.error), bool(score.exact)
-(0.0, True)
+>>> float(score.error), bool(score.exact), int(score.test_points)
+(0.0, True, 0)
 """
 
 from __future__ import annotations
@@ -67,10 +68,12 @@ jax.tree_util.register_dataclass(Queries, data_fields=["target"], meta_fields=["
 
 
 class Score(NamedTuple):
-    """A hypothesis' error and whether it is exact (True) or measured on test data (False)."""
+    """A hypothesis' error, whether it is exact (True) or measured on test data (False), and on how
+    many test points (``test_points``: int32, 0 when exact)."""
 
     error: jax.Array  # float32
     exact: jax.Array  # bool
+    test_points: jax.Array | int = 0  # int32: the test examples an estimated error was measured on
 
 
 class Synthetic(NamedTuple):
@@ -80,9 +83,12 @@ class Synthetic(NamedTuple):
     target: object
     noise: float = 0.0
 
+    #: Exact scoring: the target's oracle (label noise eta adds eta + (1 - 2 eta) Pr[h != f]: :func:`exact_error`).
+    exact = True
+
     @property
-    def exact(self) -> bool:
-        """Exact scoring needs noiseless labels (the oracle is f's)."""
+    def noiseless(self) -> bool:
+        """Whether the labels are f's (noise a concrete 0): what population access needs."""
         return checks.is_concrete(self.noise) and float(self.noise) == 0.0
 
     def train(self, key, m: int, *, precision_bits: int | None = None) -> sampling.Data:
@@ -95,7 +101,7 @@ class Synthetic(NamedTuple):
         return sampling.draw(jax.random.fold_in(key, 1), self.p, self.target, size, self.noise)
 
     def population(self) -> Population:
-        if not self.exact:
+        if not self.noiseless:
             raise ValueError("population access needs noise = 0 (the exact oracle is the target's)")
         return Population(jnp.asarray(self.p, jnp.float32), self.target)
 
@@ -161,22 +167,75 @@ def data_for(learner, problem, key, m: int):
     return problem.queries() if learner.access == "query" else problem.train(key, m)
 
 
-def evaluate(hypothesis, problem, test=None) -> Score:
-    """``hypothesis``'s error on ``problem``: exact when the hypothesis has an exact error and the
-    problem an exact oracle, else the (weighted) error on ``test`` data."""
-    if hypothesis.exact and problem.exact:
-        return Score(hypothesis.exact_error(problem.p, problem.target), jnp.asarray(True))
+def exact_error(hypothesis, problem, max_inputs: int = TEST_SIZE):
+    """``Pr[h(x) != y]`` exactly, or None where ``problem`` has no exact oracle (a :class:`DataSet`).
+
+    Exact paths: the hypothesis' own ``exact_error`` (trees, stumps: ``hypothesis.exact``); else, when
+    2^n <= ``max_inputs`` (no more work than that many test points), its labels on every input of {0,1}^n
+    weighted by their probability under p. Label noise eta makes it eta + (1 - 2 eta) Pr[h(x) != f(x)]
+    (the error against noisy labels that a test sample estimates).
+    """
+    if not has_exact_error(hypothesis, problem, max_inputs):
+        return None
+    if hypothesis.exact:
+        error = hypothesis.exact_error(problem.p, problem.target)
+    else:
+        error = sample_error(hypothesis, every_input(problem.p, problem.target))
+    noise = getattr(problem, "noise", 0.0)
+    if checks.is_concrete(noise) and float(noise) == 0.0:
+        return error
+    return noise + (1 - 2 * jnp.asarray(noise, jnp.float32)) * error
+
+
+def has_exact_error(hypothesis, problem, max_inputs: int = TEST_SIZE) -> bool:
+    """Whether :func:`exact_error` has a path for ``hypothesis`` on ``problem`` (static: known when tracing)."""
+    if not getattr(problem, "exact", False):
+        return False
+    return bool(hypothesis.exact) or 2 ** jnp.shape(problem.p)[-1] <= max_inputs
+
+
+def every_input(p, target) -> sampling.Data:
+    """All 2^n inputs, labelled by ``target`` and weighted by their probability under ``p``: the data set
+    on which a hypothesis' weighted error is its exact error."""
+    n = jnp.shape(p)[-1]
+    x = bits.assignments(n)  # bool[2^n, n]
+    X = bits.pack(x.T)
+    p = jnp.asarray(p, jnp.float32)
+    weight = jnp.prod(jnp.where(x, p, 1 - p), axis=-1)
+    weight = jnp.zeros((X.shape[-1] * bits.WORD_BITS,), jnp.float32).at[: 2**n].set(weight)
+    return sampling.Data(X, target.bits(X), bits.valid_mask(2**n), weight)
+
+
+def evaluate(hypothesis, problem, test=None, *, max_inputs: int | None = None) -> Score:
+    """``hypothesis``'s error on ``problem``: exact wherever :func:`exact_error` has a path (listing every
+    input only when 2^n <= ``max_inputs``; default: ``test``'s example slots, else :data:`TEST_SIZE`), else
+    the (weighted) error on ``test`` data, with ``test_points`` its examples."""
+    if max_inputs is None:
+        max_inputs = TEST_SIZE if test is None else jnp.shape(test.y)[-1] * bits.WORD_BITS
+    error = exact_error(hypothesis, problem, max_inputs)
+    if error is not None:
+        return Score(error, jnp.asarray(True), jnp.asarray(0, jnp.int32))
     if test is None:
         raise ValueError(f"{type(hypothesis).__name__} on {type(problem).__name__} is scored on test data: pass test")
-    return Score(sample_error(hypothesis, test), jnp.asarray(False))
+    return Score(sample_error(hypothesis, test), jnp.asarray(False), jnp.asarray(test.m, jnp.int32))
 
 
-def fit_and_evaluate(key, learner, problem, m: int) -> Score:
+def fit_and_evaluate(key, learner, problem, m: int, *, test_size: int | None = None) -> Score:
     """One trial: data from ``problem`` (the learner's access), ``learner.fit``, :func:`evaluate`.
 
-    Keys: ``data_key, fit_key = split(key)``; the test data (when needed) is ``problem.test(data_key, m)``.
+    ``test_size``: the fresh test examples of a :class:`Synthetic` where no exact path exists (default
+    :data:`TEST_SIZE`; every input is listed instead when 2^n <= test_size); a :class:`DataSet` tests on the
+    rest of its data (leave it None). Keys: ``data_key, fit_key = split(key)``; the test data (when needed) is
+    ``problem.test(data_key, m, size=test_size)`` (a DataSet's ``problem.test(data_key, m)``).
     """
+    if test_size is not None:
+        checks.integer("test_size", test_size, low=1, high=sampling.MAX_EXAMPLES)
+        if isinstance(problem, DataSet):
+            raise ValueError("test_size must be None for a DataSet: it tests on the rest of its data (M - m examples)")
     data_key, fit_key = prng.split(key)
     hypothesis = learner.fit(fit_key, data_for(learner, problem, data_key, m))
-    test = None if (hypothesis.exact and problem.exact) else problem.test(data_key, m)
-    return evaluate(hypothesis, problem, test)
+    max_inputs = TEST_SIZE if test_size is None else test_size
+    test = None
+    if not has_exact_error(hypothesis, problem, max_inputs):
+        test = problem.test(data_key, m) if test_size is None else problem.test(data_key, m, size=test_size)
+    return evaluate(hypothesis, problem, test, max_inputs=max_inputs)
