@@ -461,19 +461,19 @@ def test_the_gd_baselines_budget_fails_where_a_trial_needs_more():
 
 
 def test_threshold_slope_follows_summarys_threshold_and_its_interval_covers_the_truth():
-    from jaxtrees.experiments.report import analysis, summary
+    from jaxtrees.experiments.report import summary, thresholds
 
     rng = np.random.default_rng(3)
     m = 2.0 ** np.arange(4, 16)
     rates = rng.uniform(0.7, 1.0, (50, m.size))
-    index = analysis.thresholds(rates)
+    index = thresholds.thresholds(rates)
     for row, i in zip(rates, index):
         want = summary.threshold(list(zip(m, row)))
         assert (i < 0 and want is None) or m[i] == want
     # noisy trials: each exact from 2^(4 + 2 log2 x + N(0, 0.5)) on (exponent 2 of x)
     xs = [1.0, 2.0, 4.0, 8.0]
     success = [m[None] >= 2.0 ** (4 + 2 * np.log2(x) + rng.normal(0, 0.5, (200, 1))) for x in xs]
-    out = analysis.threshold_slope(success, [np.full(200, x) for x in xs], m, replicates=200)
+    out = thresholds.threshold_slope(success, [np.full(200, x) for x in xs], m, replicates=200)
     assert out.low <= 2.0 <= out.high and out.high - out.low < 1.5 and out.replicates == 200
 
 

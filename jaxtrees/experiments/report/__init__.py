@@ -1,2 +1,3 @@
-"""What users read: statistics of rows (:mod:`.analysis`: censored fits, thresholds, bootstraps), summaries and
-figure helpers (:mod:`.summary`), a user's study's figures and report (:mod:`.generic`)."""
+"""What users read: statistics of rows (:mod:`.fits`: censored fits; :mod:`.steps`: step counts; :mod:`.thresholds`:
+thresholds and bootstrap intervals), summaries and figure helpers (:mod:`.summary`), a user's study's figures and
+report (:mod:`.generic`)."""

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from jaxtrees.experiments.report import analysis
+from jaxtrees.experiments.report import steps
 from jaxtrees.experiments.table import Table, cells, groups, means, rates, split, wilson  # noqa: F401 (re-exported)
 
 
@@ -370,14 +370,14 @@ def trials_text(counts) -> str:
 
 # ----------------------------------------------------------------------------- steps to learn
 # Figures of step counts (a value < 0: censored, not within the budget; see
-# :func:`jaxtrees.experiments.report.analysis.censored_steps`) and of success rates.
+# :func:`jaxtrees.experiments.report.steps.censored_steps`) and of success rates.
 
 
 def median_curve(ax, rows, x: str, label: str, column: str = "steps"):
     """Median of ``column`` vs ``x`` on log-log axes with the interquartile band; censored medians are
     not drawn, and a censored upper quartile is drawn at the budget (``max_steps``)."""
-    keys, q = analysis.group_quartiles(rows, [x], column)
-    budget = np.asarray(analysis.group_first(rows, [x], "max_steps"), float)
+    keys, q = steps.group_quartiles(rows, [x], column)
+    budget = np.asarray(steps.group_first(rows, [x], "max_steps"), float)
     points = [(xv, q1, q2, q3, b) for (xv,), (q1, q2, q3), b in zip(keys, q, budget)]
     xs = [p[0] for p in points]
     med = [p[2] if np.isfinite(p[2]) else np.nan for p in points]
@@ -410,7 +410,7 @@ def learned_curve(ax, rows, column: str, label: str, scale: float = 1):
     ts = np.arange(every, budget + 1, every)
     if ts.size > 80:
         ts = np.unique(np.geomspace(every, budget, 80).astype(int) // every * every)
-    rate_line(ax, [(t * scale, analysis.share_within(rows, column, t)) for t in ts], label)
+    rate_line(ax, [(t * scale, steps.share_within(rows, column, t)) for t in ts], label)
     ax.set_xscale("log")
     ax.set_ylim(*RATE_LIMITS)
     ax.grid(alpha=0.3)

@@ -7,7 +7,7 @@ trial and declaration) with :mod:`~jaxtrees.experiments.studies.gd_scaling_repor
 (:mod:`~jaxtrees.experiments.studies.gd_common`). The studies' design notes: docs/gd-notes.md.
 """
 
-from jaxtrees.experiments.report import analysis, summary  # noqa: F401
+from jaxtrees.experiments.report import summary  # noqa: F401
 from jaxtrees.experiments.studies.gd_common import (BARAK, BARAK_BUDGET, EXACT_MAX_N, OPTIMIZER_NAMES,  # noqa: F401
                                                     STATIC_TRAINING, TRAINING, train_config)
 from jaxtrees.experiments.studies.gd_common import divergence_note as _divergence_note  # noqa: F401

@@ -18,7 +18,7 @@ import numpy as np
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
-from jaxtrees.experiments.report import analysis, summary
+from jaxtrees.experiments.report import summary, thresholds
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
@@ -206,7 +206,7 @@ def _median_depths(cells, m, keys, index=None) -> dict:
 
 
 def _bootstrap(cells, m, keys, statistic):
-    """:func:`analysis.bootstrap_statistic` of ``statistic(medians)`` with trials resampled within each cell."""
+    """:func:`thresholds.bootstrap_statistic` of ``statistic(medians)`` with trials resampled within each cell."""
     sizes = [len(cells[cell][0]) for cell in keys]
     offsets = np.cumsum([0, *sizes])
 
@@ -215,14 +215,14 @@ def _bootstrap(cells, m, keys, statistic):
         return statistic(_median_depths(cells, m, keys, split))
 
     strata = np.repeat(np.arange(len(keys)), sizes)
-    return analysis.bootstrap_statistic(of, strata, replicates=REPLICATES)
+    return thresholds.bootstrap_statistic(of, strata, replicates=REPLICATES)
 
 
 def _remark15_form(cells, m, inside, info):
     """Remark 15: 2^O(h + k) examples suffice and 2^Omega(h + k) are needed, so log2 m = Theta(h + k): the slope of
     log2 m on h + k (the cells' median h where inside (0, 2^k)) must be positive."""
     def statistic(medians):
-        return float(analysis.row_slopes(*(v[None] for v in _remark15_points(medians, m, inside, info)))[0])
+        return float(thresholds.row_slopes(*(v[None] for v in _remark15_points(medians, m, inside, info)))[0])
 
     fit = _bootstrap(cells, m, inside, statistic)
     slope = theory.Slope(f"{len(inside)} cell{'s' if len(inside) > 1 else ''} where Lemmas 12 and 14 hold",
@@ -249,7 +249,7 @@ def _lightest_form(cells, m, inside, info):
         def statistic(medians, cell=cell):
             depth = medians[cell]
             keep = (depth > 0) & (depth < 2 ** info[cell]["k"])
-            return float(analysis.row_slopes(np.log2(m)[None], np.where(keep, depth, np.nan)[None])[0])
+            return float(thresholds.row_slopes(np.log2(m)[None], np.where(keep, depth, np.nan)[None])[0])
 
         fit = _bootstrap(cells, m, [cell], statistic)
         delta = hypotheses(info[cell])["delta"]

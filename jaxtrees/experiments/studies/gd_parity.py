@@ -14,7 +14,7 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions
-from jaxtrees.experiments.report import analysis, summary
+from jaxtrees.experiments.report import steps, summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import trial_keys
@@ -101,7 +101,7 @@ def _barak_verdict(s, budget):
 
 
 def _growth_lines(fits, extra, c_last: bool = False) -> str:
-    """One line per fitted group of :func:`~jaxtrees.experiments.report.analysis.median_exponents` (key: k,
+    """One line per fitted group of :func:`~jaxtrees.experiments.report.steps.median_exponents` (key: k,
     the varying training parameters, then c where ``c_last``)."""
     lines = [f"- k = {key[0]}{suffix(extra, key[1:len(key) - c_last])}"
              + (f", c = {key[-1]:g}" if c_last else "") + f": median steps ~ n^{a:.2f} over n = {ns}"
@@ -115,10 +115,10 @@ def _uniform_report(rows):
               "Barak et al. 2022 claim", "this run"]
     table = []
     for key, sel in summary.split(rows, ["n", "k", *extra]).items():
-        s = analysis.censored_steps(sel)
+        s = steps.censored_steps(sel)
         budget = first(sel, "max_steps")
         learned = int(np.isfinite(s).sum())
-        table.append([*key, len(s), f"{learned}/{len(s)}", analysis.median_iqr(s, budget),
+        table.append([*key, len(s), f"{learned}/{len(s)}", steps.median_iqr(s, budget),
                       f"{int(s[np.isfinite(s)].max()):,}" if learned else "-",
                       f"all within {BARAK_BUDGET:,} steps; steps ~ n^O(k)", _barak_verdict(s, budget)])
     budgets = present(rows, "max_steps")
@@ -139,14 +139,14 @@ def _uniform_report(rows):
     return summary.section(
         f"k-parities on uniform inputs: {optimizer(rows)} steps to 100% accuracy (Barak et al. 2022 baseline)",
         text, header, table, after=caveat + "\n\nGrowth in n (least squares on log median vs log n, uncensored "
-        "medians):\n\n" + _growth_lines(analysis.median_exponents(rows, ["k", *extra]), extra)) + divergence_note(rows) \
+        "medians):\n\n" + _growth_lines(steps.median_exponents(rows, ["k", *extra]), extra)) + divergence_note(rows) \
         + "\n" + _uniform_theory(rows)
 
 
 def _uniform_theory(rows) -> str:
     """The baseline's one statement with a constant (Barak et al. 2022, not a seed): every trial learns within
     BARAK_BUDGET steps; a trial censored by a smaller budget of this run does not count against it."""
-    s = analysis.censored_steps(rows)
+    s = steps.censored_steps(rows)
     learned = np.isfinite(s)
     return theory.section([theory.check(
         "Barak et al. 2022 (the baseline; no seed bounds gradient descent: 000 Open Question 1)",
@@ -197,7 +197,7 @@ def _ratio_to_uniform(s, uniform) -> str:
     """The median steps ``s`` over the uniform cell's (``uniform``: its rows; ``-`` where None)."""
     if uniform is None:
         return "-"
-    mu, ms = analysis.median(analysis.censored_steps(uniform)), analysis.median(s)
+    mu, ms = steps.median(steps.censored_steps(uniform)), steps.median(s)
     if np.isfinite(ms) and np.isfinite(mu):
         return f"{ms / mu:.2f}x"
     if np.isfinite(ms):
@@ -212,18 +212,18 @@ def _smoothed_report(rows):
     table = []
     cells = summary.split(rows, ["k", *extra, "c", "n"])
     for key, sel in cells.items():
-        s = analysis.censored_steps(sel)
+        s = steps.censored_steps(sel)
         uniform = cells.get((*key[:-2], 0.0, key[-1])) if key[-2] != 0 else None  # the cell's c = 0 twin
         share = np.nanmean(np.asarray(sel["support_share"], np.float64))
         table.append([*key, len(s), f"{int(np.isfinite(s).sum())}/{len(s)}",
-                      analysis.median_iqr(s, first(sel, "max_steps")),
+                      steps.median_iqr(s, first(sel, "max_steps")),
                       _ratio_to_uniform(s, uniform),
                       f"{share:.3f} (chance {key[0] / key[-1]:.3f})"])
     text = (f"{network_text(rows)}; p_i = 1/2 + U[-c, c] drawn per trial (c = 0: uniform). Steps: first recorded "
             f"step with test error 0 (exact for n <= {EXACT_MAX_N}, else on {vals(rows, 'test_size')} fresh examples); "
             "censored trials count as > budget. 'Share of |W1| on J': the first layer's absolute weight mass on the "
             "parity's coordinates at the end (k/n by chance).")
-    growth = _growth_lines(analysis.median_exponents(rows, ["k", *extra, "c"]), extra, c_last=True)
+    growth = _growth_lines(steps.median_exponents(rows, ["k", *extra, "c"]), extra, c_last=True)
     return summary.section(
         f"k-parities on c-smoothed inputs: {optimizer(rows)} steps to learn vs n", text, header, table,
         after="\n\nGrowth in n (least squares on log median vs log n, uncensored medians; a polynomial is a straight "

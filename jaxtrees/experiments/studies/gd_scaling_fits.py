@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from jaxtrees.experiments.report import analysis, summary
+from jaxtrees.experiments.report import fits, steps, summary
 from jaxtrees.experiments.studies.gd_common import present, suffix
 
 #: Bootstrap resamples behind every interval of the gd-scaling report.
@@ -53,8 +53,8 @@ def criteria(trials) -> list[tuple[str, str, object]]:
 
 def _exponent_cell(sel, x, column="steps"):
     """Tobit fit (with a stratified bootstrap) of log(steps) on ``x`` (one value per trial) over the trials ``sel``."""
-    _, y, censored = analysis.log_steps(sel, column)
-    return analysis.bootstrap_fit(x, y, censored, replicates=BOOTSTRAP)
+    _, y, censored = steps.log_steps(sel, column)
+    return fits.bootstrap_fit(x, y, censored, replicates=BOOTSTRAP)
 
 
 def fit_text(out) -> str:
@@ -78,7 +78,7 @@ def scaling_exponents(trials, by, x_name, column="steps"):
         values = np.asarray(sel[x_name], np.float64)
         fit = _exponent_cell(sel, np.log(1.0 / values) if x_name == "c" else np.log(values), column)
         values = present(sel, x_name)
-        censored = float(np.mean(~np.isfinite(analysis.censored_steps(sel, column))))
+        censored = float(np.mean(~np.isfinite(steps.censored_steps(sel, column))))
         out[key] = (fit, values, censored, sel)
     return out
 
@@ -95,11 +95,11 @@ def _variant_fit(sel, column, fit) -> tuple[float, str]:
     (NaN, "-": not identified)."""
     if not len(sel):
         return np.nan, "-"
-    x, y, censored = analysis.log_steps(sel, column)
+    x, y, censored = steps.log_steps(sel, column)
     if fit == "Tobit":
-        out = analysis.bootstrap_fit(x, y, censored, replicates=BOOTSTRAP)
+        out = fits.bootstrap_fit(x, y, censored, replicates=BOOTSTRAP)
         return (out.fit.slope if out.fit.converged else np.nan), fit_text(out)
-    out = analysis.median_fit(x, y, censored)
+    out = fits.median_fit(x, y, censored)
     return (out.slope, f"{out.slope:.2f}") if out.converged else (np.nan, "-")
 
 
@@ -229,9 +229,9 @@ def local_slopes(trials, by) -> dict:
     out = {}
     for label, column, rows in criteria(trials):
         for (init, *key), sel in summary.split(rows, ["init", *by]).items():  # ordered by init, then group
-            x, y, censored = analysis.log_steps(sel, column)
+            x, y, censored = steps.log_steps(sel, column)
             out[(tuple(key), label, init)] = [(math.exp(a), math.exp(b), s)
-                                              for a, b, s in analysis.local_slopes(x, y, censored)]
+                                              for a, b, s in fits.local_slopes(x, y, censored)]
     return out
 
 
@@ -248,5 +248,5 @@ def local_table(local, by) -> tuple[list, list]:
 
 
 def median_slope(sel, column="steps") -> str:
-    fits = analysis.median_exponents(sel, [], column)
+    fits = steps.median_exponents(sel, [], column)
     return f"{fits[()][0]:.2f}" if () in fits else "-"

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from jaxtrees.experiments.report import analysis, summary
+from jaxtrees.experiments.report import steps, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.studies import gd_scaling_fits as scaling_fits
 from jaxtrees.experiments.studies import theory
@@ -29,7 +29,7 @@ def _censored_medians(trials) -> str:
     """A sentence naming the cells whose median is censored (more than half not learned), per criterion."""
     parts = []
     for label, column, rows in scaling_fits.criteria(trials):
-        keys, q = analysis.group_quartiles(rows, ["family", "k", "c", "n", "init"], column)
+        keys, q = steps.group_quartiles(rows, ["family", "k", "c", "n", "init"], column)
         cells = [key for key, median in zip(keys, q[:, 1]) if not np.isfinite(median)]
         names = ", ".join(f"{k}-{f}, c = {c:g}, n = {n}, {i}" for f, k, c, n, i in cells)
         parts.append(f"{label}: " + (f"{len(cells)} ({names})" if cells else "none"))
@@ -170,8 +170,8 @@ def theory_section(trials) -> str:
 
 
 def _iqr_texts(q, budgets) -> list[str]:
-    """:func:`~jaxtrees.experiments.report.analysis.median_iqr` of each group from its quartiles ``q[g]``."""
-    return [f"{analysis.count_text(q2, b)} [{analysis.count_text(q1, b)}, {analysis.count_text(q3, b)}]"
+    """:func:`~jaxtrees.experiments.report.steps.median_iqr` of each group from its quartiles ``q[g]``."""
+    return [f"{steps.count_text(q2, b)} [{steps.count_text(q1, b)}, {steps.count_text(q3, b)}]"
             for (q1, q2, q3), b in zip(q, budgets)]
 
 
@@ -179,16 +179,16 @@ def _cells_table(exact, names, loose) -> list[list]:
     """The report's table of cells (groups of ``names``) from the trials ``exact``: trials, learned,
     the quartiles of the steps (and of ``steps_eps`` in each looser criterion's trials ``loose``), the
     median step J separated and the median min_j |I(D, j)|; one group-by per column."""
-    keys, q = analysis.group_quartiles(exact, names)
+    keys, q = steps.group_quartiles(exact, names)
     codes, _ = tables.group_codes(exact, names)
     trials = np.bincount(codes, minlength=len(keys))
-    learned = np.bincount(codes, np.isfinite(analysis.censored_steps(exact)).astype(np.float64), minlength=len(keys))
-    budgets = analysis.group_first(exact, names, "max_steps")
+    learned = np.bincount(codes, np.isfinite(steps.censored_steps(exact)).astype(np.float64), minlength=len(keys))
+    budgets = steps.group_first(exact, names, "max_steps")
     columns = [_iqr_texts(q, budgets)]
     for part in loose:  # the same cells in a looser criterion's trials, the exact cell's budget
-        at = dict(zip(*analysis.group_quartiles(part, names, "steps_eps")))
+        at = dict(zip(*steps.group_quartiles(part, names, "steps_eps")))
         columns.append(_iqr_texts([at[key] for key in keys], budgets))
-    _, separated = analysis.group_quartiles(exact, names, "separated_all")
+    _, separated = steps.group_quartiles(exact, names, "separated_all")
     influence_min = np.asarray(exact["influence_min"], np.float64)
     _, influence, _ = group_medians(exact, names, influence_min)
     with_nan = np.bincount(codes, np.isnan(influence_min).astype(np.float64), minlength=len(keys)) > 0
@@ -232,14 +232,14 @@ def scaling_plot(rows, stem):
     fits = scaling_fits.scaling_exponents(trials, names, "n")
     dashed = []  # per looser criterion: {curve key: [(n, median steps)]}
     for _, column, rows_ in loose:
-        keys, q = analysis.group_quartiles(rows_, [*names, "n"], column)
+        keys, q = steps.group_quartiles(rows_, [*names, "n"], column)
         curves = {}
         for key, median in zip(keys, q[:, 1]):
             curves.setdefault(key[:-1], []).append((key[-1], median))
         dashed.append(curves)
     codes, cells = tables.groups(trials, [*names, "n"])
     counts = np.bincount(codes, minlength=len(cells))
-    unlearned = (~np.isfinite(analysis.censored_steps(trials))).astype(np.float64)
+    unlearned = (~np.isfinite(steps.censored_steps(trials))).astype(np.float64)
     censored = dict(zip(cells, np.bincount(codes, unlearned, minlength=len(cells)) / counts))
     for ax, (key, (_, curves)) in zip(axes, panels.items()):
         for (c,), part in curves.items():

@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments.report import analysis, summary
+from jaxtrees.experiments.report import steps, summary
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
@@ -83,8 +83,8 @@ def _vs_plot(rows, stem):
     for ax, (key, (sel, curves)) in zip(axes, panels.items()):
         for i, ((c,), part) in enumerate(curves.items()):
             name, m_max = smoothing(c, "uniform"), first(part, "m_max")
-            tree = [(m, analysis.share_within(part, "tree_examples", m)) for m in grid if m <= m_max]
-            net = [(m, analysis.share_within(part, "net_examples", m)) for m in grid]
+            tree = [(m, steps.share_within(part, "tree_examples", m)) for m in grid if m <= m_max]
+            net = [(m, steps.share_within(part, "net_examples", m)) for m in grid]
             summary.rate_line(ax, tree, f"ID3, {name}", f"C{i}", "--")
             summary.rate_line(ax, net, f"{optimizer(part)} net, {name}", f"C{i}", "-")
         summary.panel(ax, f"random {key[1]}-juntas, n = {key[0]}" + suffix(extra, key[2:]),
@@ -104,14 +104,14 @@ def _vs_report(rows):
               f"{net_name} / ID3 (medians)", f"paired: P[{net_name} needs more]"]
     table = []
     for key, sel in summary.split(rows, ["n", "k", *extra, "eps", "c"]).items():
-        tree = analysis.censored_steps(sel, "tree_examples")
-        net = analysis.censored_steps(sel, "net_examples")
-        mt, mn = analysis.median(tree), analysis.median(net)
+        tree = steps.censored_steps(sel, "tree_examples")
+        net = steps.censored_steps(sel, "net_examples")
+        mt, mn = steps.median(tree), steps.median(net)
         both = np.isfinite(tree) | np.isfinite(net)
         more = (net > tree) & both
         table.append([*key, len(sel), f"{int(np.isfinite(tree).sum())}/{len(sel)}",
-                      analysis.median_iqr(tree, first(sel, "m_max")), f"{int(np.isfinite(net).sum())}/{len(sel)}",
-                      analysis.median_iqr(net, first(sel, "max_steps") * first(sel, "batch_size")),
+                      steps.median_iqr(tree, first(sel, "m_max")), f"{int(np.isfinite(net).sum())}/{len(sel)}",
+                      steps.median_iqr(net, first(sel, "max_steps") * first(sel, "batch_size")),
                       f"{mn / mt:.0f}x" if np.isfinite(mt) and np.isfinite(mn) else "-",
                       f"{more.sum() / max(both.sum(), 1):.2f}"])
     text = ("Per trial one (p, f): p_i = 1/2 + U[-c, c], f a random non-degenerate k-junta (drawn from the trial key "

@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments.report import analysis, summary
+from jaxtrees.experiments.report import summary, thresholds
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import theory
@@ -508,7 +508,7 @@ def _cell_info(cell, kind) -> dict:
 def _slope(cells, m, x_of, label, claim, side="upper"):
     """A :class:`theory.Slope` of log m90 on log x over ``cells`` (x per trial: ``x_of(cell, values)``)."""
     keys = list(cells)
-    fit = analysis.threshold_slope([cells[c][0] > 0 for c in keys], [x_of(c, cells[c][1]) for c in keys], m,
+    fit = thresholds.threshold_slope([cells[c][0] > 0 for c in keys], [x_of(c, cells[c][1]) for c in keys], m,
                                    replicates=REPLICATES)
     return theory.Slope(label, fit.estimate, fit.low, fit.high, claim, side, fit.replicates, REPLICATES)
 
