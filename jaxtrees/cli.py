@@ -377,13 +377,13 @@ def _report(args) -> int:
 
 def _export(args) -> int:
     from jaxtrees.experiments import reporting
-    from jaxtrees.experiments.results import store
+    from jaxtrees.experiments.results import export_csv
 
     reporting.metadata(args.results)
     folder = os.path.dirname(os.path.abspath(args.csv)) if args.csv and args.csv != "-" else None
     if folder and not os.path.isdir(folder):
         raise ValueError(f"--csv {args.csv}: the directory {folder} does not exist; create it or choose another path")
-    path = store.export_csv(args.results, args.csv or None, partial=args.partial)
+    path = export_csv(args.results, args.csv or None, partial=args.partial)
     if path != "-":
         print(path)
     return 0

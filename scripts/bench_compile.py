@@ -65,7 +65,7 @@ import json, os, sys, time
 t0 = time.perf_counter()
 from jaxtrees import cli
 from jaxtrees.experiments import reporting
-from jaxtrees.experiments.results import store
+from jaxtrees.experiments.results import reading
 from jaxtrees.experiments.run import runner
 marks = {}
 def timed(owner, name, label):
@@ -78,7 +78,7 @@ def timed(owner, name, label):
         finally:
             marks[label] = marks.get(label, 0.0) + time.perf_counter() - start
     setattr(owner, name, wrapper)
-for owner, name, label in ((runner, "run", "run"), (cli, "_after_run", "post_run"), (store, "read_results", "read"),
+for owner, name, label in ((runner, "run", "run"), (cli, "_after_run", "post_run"), (reading, "read_results", "read"),
                            (reporting, "plot_files", "figures"), (reporting, "write_report", "report")):
     timed(owner, name, label)
 code = cli.main(sys.argv[1:])

@@ -100,9 +100,9 @@ def _write_alone(directory: str, run: dict) -> float:
     else running: the run's rows written again as parts of the writer's size into a scratch directory."""
     import numpy as np
 
-    from jaxtrees.experiments.results import store, writer
+    from jaxtrees.experiments.results import reading, store, writer
 
-    table = store.read_results(directory, ordered=False)
+    table = reading.read_results(directory, ordered=False)
     scratch = store.Store(tempfile.mkdtemp(dir=os.path.dirname(directory)), "scratch")
     scratch.open(json.load(open(os.path.join(directory, "metadata.json")))["config"])
     columns = {name: np.asarray(table[name], dtype=object) if table[name].dtype == object else table[name]

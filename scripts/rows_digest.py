@@ -27,9 +27,9 @@ import numpy as np
 
 def digest(directory: str) -> dict:
     """Column name -> the first 16 hex digits of the SHA-256 of its dtype and values (the rows in ``directory``)."""
-    from jaxtrees.experiments.results import store
+    from jaxtrees.experiments.results import read_results
 
-    rows = store.read_results(directory)
+    rows = read_results(directory)
     out = {}
     for name in rows.names:
         values = np.asarray(rows[name])

@@ -12,7 +12,7 @@ import pytest
 
 from jaxtrees import cli
 from jaxtrees.experiments import studies
-from jaxtrees.experiments.results import store
+from jaxtrees.experiments.results import reading
 from jaxtrees.experiments.run import runner
 
 OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 3}
@@ -53,7 +53,7 @@ def test_every_single_bit_flip_is_refused_naming_the_part_never_other_rows(finis
     for i, bit in positions:
         part.write_bytes(data[:i] + bytes([data[i] ^ (1 << bit)]) + data[i + 1:])
         with pytest.raises(ValueError, match=f"{part.name} is damaged"):
-            store.export_csv(str(directory), str(tmp_path / "out.csv"))
+            reading.export_csv(str(directory), str(tmp_path / "out.csv"))
     assert not (tmp_path / "out.csv").exists()
 
 
@@ -68,7 +68,7 @@ def test_a_damaged_part_moves_beside_rows_and_pandas_reads_rows_whole(finished, 
     assert f"{part} is damaged" in capsys.readouterr().err
     assert (directory / "damaged" / part.name).exists() and not part.exists()
     frame = pandas.read_parquet(directory / "rows")
-    assert len(frame) == len(store.read_results(str(finished)))
+    assert len(frame) == len(reading.read_results(str(finished)))
     assert not frame.duplicated(["cell", "replicate", "m"]).any()
 
 
@@ -81,7 +81,7 @@ def test_export_writes_stdout_refuses_a_directory_and_an_unfinished_run(finished
     wrapper.flush()
     text = out.getvalue().decode()
     monkeypatch.undo()
-    assert text.startswith('"study","seed","cell"') and text.count("\n") == len(store.read_results(str(directory))) + 1
+    assert text.startswith('"study","seed","cell"') and text.count("\n") == len(reading.read_results(str(directory))) + 1
     assert not (tmp_path / "-").exists()
     assert cli.main(["export", str(directory), "--csv", str(tmp_path)]) == 2
     assert f"--csv {tmp_path} is a directory" in capsys.readouterr().err
@@ -110,7 +110,7 @@ def _legacy(finished, tmp_path, drop=None):
 
     old = tmp_path / "old" / "juntas"
     shutil.copytree(finished, old)
-    text = store.export_csv(str(old), str(tmp_path / "rows.csv"))
+    text = reading.export_csv(str(old), str(tmp_path / "rows.csv"))
     lines = open(text).read().replace('"', "").splitlines(keepends=True)
     if drop is not None:
         at = lines[0].rstrip("\n").split(",").index(drop)
@@ -139,14 +139,14 @@ def test_convert_refuses_rows_lacking_a_column_before_writing_and_records_a_cont
     assert "parts/0001.csv" in said and "removed 1 part(s) of an interrupted convert" in said
     assert "recorded this machine's resume contract" in said
     assert json.loads((old / "metadata.json").read_text())["contract"]["source"]
-    assert len(store.read_results(str(old))) == len(store.read_results(str(finished)))
+    assert len(reading.read_results(str(old))) == len(reading.read_results(str(finished)))
 
 
 def test_a_damaged_config_file_is_rebuilt_from_metadata_and_the_advice_leads_somewhere(finished, tmp_path, capsys):
     directory, _ = _copy(finished, tmp_path)
-    rows = len(store.read_results(str(directory)))
+    rows = len(reading.read_results(str(directory)))
     (directory / "rows" / "_config.json").write_text("{not json")
-    assert len(store.read_results(str(directory))) == rows  # readers fall back to metadata.json
+    assert len(reading.read_results(str(directory))) == rows  # readers fall back to metadata.json
     capsys.readouterr()
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), "--no-progress",
                      *[f"--set={k}={v}" for k, v in OVERRIDES.items()]]) == 0
@@ -173,4 +173,4 @@ def test_a_resealed_part_whose_axis_values_are_wrong_is_refused(finished, tmp_pa
     pq.write_table(table.set_column(table.column_names.index("m"), "m", pa.array(m, pa.int32())), part)
     part = helpers.resealed(part)
     with pytest.raises(ValueError, match=f"{part.name}: a row whose m is not its trial's"):
-        store.read_results(str(directory))
+        reading.read_results(str(directory))

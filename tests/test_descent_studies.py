@@ -11,7 +11,7 @@ import helpers
 
 from jaxtrees import cli, targets
 from jaxtrees.experiments.report import summary
-from jaxtrees.experiments.results import store
+from jaxtrees.experiments.results import reading
 from jaxtrees.experiments.studies import descent, gd_common, gd_parity, gd_scaling, gd_scaling_fits
 from jaxtrees.experiments.table import Table
 
@@ -34,7 +34,7 @@ COLUMNS = {
 def test_study_runs_plots_and_reports(tmp_path, capsys, unclipped_figures, name):
     assert cli.main(["run", name, "--quick", "--out", str(tmp_path), *TINY[name]]) == 0
     directory = tmp_path / name
-    rows = store.read_results(str(directory))
+    rows = reading.read_results(str(directory))
     cells = 2 if name == "gd-parity-uniform" else 4 if name == "gd-smoothed" else 2
     assert len(rows) == cells * 3
     assert COLUMNS[name] <= set(rows.names)
@@ -136,7 +136,7 @@ SCALING_TINY = ["--set", "family=parity,junta", "--set", "n=6,16", "--set", "k=2
 def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, unclipped_figures, monkeypatch):
     assert cli.main(["run", "gd-scaling", "--quick", "--out", str(tmp_path), *SCALING_TINY]) == 0
     directory = tmp_path / "gd-scaling"
-    rows = store.read_results(str(directory))
+    rows = reading.read_results(str(directory))
     params = {**gd_scaling.GD_SCALING.quick, "n": 6, "k": 2, "width": 16, "max_steps": 256, "eval_every": 8,
               "test_size": 64, "records_per_doubling": 4}
     marks = gd_scaling.checkpoints(params)

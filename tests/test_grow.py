@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxtrees.experiments import contract, studies
-from jaxtrees.experiments.results import store
+from jaxtrees.experiments.results import reading
 from jaxtrees.experiments.run import runner
 
 BASE = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64}
@@ -22,7 +22,7 @@ def _run(out, replicates=2, **changes):
 
 def _by_trial(directory) -> dict:
     """Rows keyed by (c, replicate, m): every output column."""
-    rows = store.read_results(str(directory))
+    rows = reading.read_results(str(directory))
     keys = zip(np.asarray(rows["c"]).tolist(), np.asarray(rows["replicate"]).tolist(), np.asarray(rows["m"]).tolist())
     outputs = [n for n in rows.names if n not in ("study", "seed", "cell")]
     values = zip(*(np.asarray(rows[n]).tolist() for n in outputs))
@@ -59,7 +59,7 @@ def test_the_progress_line_says_how_many_trials_are_new(tmp_path, capsys):
 def test_removed_values_leave_their_rows_outside_the_grid(tmp_path):
     directory = _run(tmp_path, replicates=3)
     _run(tmp_path, replicates=2, c="0.2")
-    rows = store.read_results(directory)
+    rows = reading.read_results(directory)
     assert set(np.asarray(rows["c"]).tolist()) == {0.2} and set(np.asarray(rows["replicate"]).tolist()) == {0, 1}
     assert rows.outside == (3 + 1) * 3  # c = 0's 3 trials and c = 0.2's third lie outside, 3 rows (m = 16, 32, 64) each
 

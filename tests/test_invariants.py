@@ -58,5 +58,5 @@ def test_a_run_whose_trial_contradicts_its_invariant_writes_rows_but_no_report(t
                      check=jt.Checks(rows=jt.exact_invariants))
     with pytest.raises(ValueError, match="4 trial\\(s\\) break the study's invariant 'success exactly where"):
         jt.run(study, out=str(tmp_path), quick=True)
-    assert len(jt.experiments.store.read_results(str(tmp_path / "contradicts"))) == 4
+    assert len(jt.experiments.results.read_results(str(tmp_path / "contradicts"))) == 4
     assert not (tmp_path / "contradicts" / "report.md").exists()

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from jaxtrees.experiments.results import store
+from jaxtrees.experiments.results import reading
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.studies import learning
 from jaxtrees.experiments.table import ByCell, Table
@@ -97,7 +97,7 @@ def test_export_writes_the_bytes_the_rows_as_objects_would():
         pcsv.write_csv(table, out)
         return bytes(out.getvalue())
 
-    arrow = store._arrow(t)
+    arrow = reading._arrow(t)
     assert pa.types.is_dictionary(arrow.column("impurity").type)
     assert csv(arrow) == csv(pa.table(t.to_dict()))
 

@@ -14,7 +14,7 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees import cli
-from jaxtrees.experiments.results import store
+from jaxtrees.experiments.results import reading
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 TINY = ["--quick", "--set", "m_max=64", "--set", "replicates=4", "--no-progress"]
@@ -30,7 +30,7 @@ def study_file(tmp_path):
 
 
 def _rows(directory) -> dict:
-    rows = store.read_results(str(directory))
+    rows = reading.read_results(str(directory))
     keys = zip(*(np.asarray(rows[n]).tolist() for n in ("eta", "replicate", "m")))
     return dict(zip(keys, zip(*(np.asarray(rows[n]).tolist() for n in ("success", "exact_error")))))
 

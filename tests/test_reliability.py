@@ -11,7 +11,7 @@ import pytest
 import helpers
 
 from jaxtrees import cli
-from jaxtrees.experiments.results import store
+from jaxtrees.experiments.results import reading
 
 TINY = ["--quick", "--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "impurity=entropy", "--set", "m_min=16",
         "--set", "m_max=64", "--set", "replicates=6", "--no-progress"]
@@ -25,7 +25,7 @@ def _run(out, *extra, **values):
 
 
 def _columns(directory) -> dict:
-    table = store.read_results(str(directory))
+    table = reading.read_results(str(directory))
     return {name: table[name].tolist() for name in table.names}
 
 

@@ -17,7 +17,7 @@ import helpers
 
 from jaxtrees import cli
 from jaxtrees.experiments import studies
-from jaxtrees.experiments.results import store
+from jaxtrees.experiments.results import reading, store
 from jaxtrees.experiments.run import runner
 from jaxtrees.experiments.table import Table
 
@@ -27,7 +27,7 @@ OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "
 
 
 def _columns(directory) -> dict:
-    table = store.read_results(str(directory))
+    table = reading.read_results(str(directory))
     return {name: table[name].tolist() for name in table.names}
 
 
@@ -46,7 +46,7 @@ def _cli(*args, env=None, **kwargs):
 def test_pandas_reads_the_rows_with_typed_columns(reference):
     pandas = pytest.importorskip("pandas")
     frame = pandas.read_parquet(reference / "rows")
-    table = store.read_results(str(reference))
+    table = reading.read_results(str(reference))
     assert len(frame) == len(table) == 2 * 6 * 3
     assert str(frame["impurity"].dtype) == "category" and frame["exact_error"].dtype == np.float32
     assert frame["success"].dtype == np.int8 and frame["c"].dtype == np.float64 and frame["m"].dtype == np.int32
@@ -116,7 +116,7 @@ def test_a_resume_under_a_setting_that_can_change_rows_is_refused(tmp_path, monk
     err = capsys.readouterr().err
     assert "was started with other settings that can change its rows" in err and "--allow-changes" in err
     assert named in err, err
-    assert len(store.read_results(str(tmp_path / "juntas"))) == 5 * 3  # nothing more written
+    assert len(reading.read_results(str(tmp_path / "juntas"))) == 5 * 3  # nothing more written
 
 
 @pytest.mark.parametrize("damage", ["truncated", "fewer-rows", "flipped-byte"])
@@ -139,7 +139,7 @@ def test_a_damaged_part_is_found_named_moved_aside_and_its_trials_run_again(tmp_
         start = pq.ParquetFile(part).metadata.row_group(0).column(0).data_page_offset
         part.write_bytes(data[:start + 20] + bytes([data[start + 20] ^ 0xFF]) + data[start + 21:])
     with pytest.raises(ValueError):
-        store.read_results(str(directory))
+        reading.read_results(str(directory))
     capsys.readouterr()
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY]) == 0
     assert f"{part} is damaged" in capsys.readouterr().err
@@ -152,8 +152,8 @@ def _rewrite(part, table, rows=None):
     import pyarrow.parquet as pq
 
     metadata = dict(table.schema.metadata)
-    stamp = json.loads(metadata[store.PART_KEY])
-    metadata[store.PART_KEY] = json.dumps({**stamp, "rows": table.num_rows}).encode()
+    stamp = json.loads(metadata[reading.PART_KEY])
+    metadata[reading.PART_KEY] = json.dumps({**stamp, "rows": table.num_rows}).encode()
     pq.write_table(table.replace_schema_metadata(metadata), part)
     return helpers.resealed(part)
 
@@ -171,18 +171,18 @@ def test_a_trial_read_twice_or_short_is_refused_and_rows_apart_are_read_whole(tm
     first = _rewrite(first, shuffled)
 
     def by_trial_and_m(directory):
-        t = store.read_results(str(directory), ordered=False)
+        t = reading.read_results(str(directory), ordered=False)
         t = t.take(np.lexsort((t["m"], t["replicate"], t["cell"])))
         return {name: t[name].tolist() for name in t.names}
 
     assert by_trial_and_m(tmp_path / "copy") == by_trial_and_m(reference)
     shutil.copy(first, first.with_name("part-99999999999999999999-0000-copy.parquet"))
     with pytest.raises(ValueError, match=r"part-.*\.parquet: trial \(cell \d+, replicate \d+\) has its rows more than"):
-        store.read_results(str(tmp_path / "copy"))
+        reading.read_results(str(tmp_path / "copy"))
     first.with_name("part-99999999999999999999-0000-copy.parquet").unlink()
     first = _rewrite(first, table.slice(1))  # the first trial's first row gone
     with pytest.raises(ValueError, match=f"{first.name}: trial .* not all of them"):
-        store.read_results(str(tmp_path / "copy"))
+        reading.read_results(str(tmp_path / "copy"))
 
 
 def test_a_metadata_file_saved_with_a_byte_order_mark_is_read(tmp_path, reference, capsys):
@@ -192,7 +192,7 @@ def test_a_metadata_file_saved_with_a_byte_order_mark_is_read(tmp_path, referenc
     path.write_text(path.read_text(encoding="utf-8"), encoding="utf-8-sig")
     assert path.read_bytes().startswith(b"\xef\xbb\xbf")
     assert cli.main(["report", str(tmp_path / "copy")]) == 0 and "## Theory" in capsys.readouterr().out
-    assert store.completeness(str(tmp_path / "copy"), store.read_results(str(tmp_path / "copy")))[0] == 12
+    assert reading.completeness(str(tmp_path / "copy"), reading.read_results(str(tmp_path / "copy")))[0] == 12
 
 
 def test_one_lock_per_directory_whatever_the_process_count(tmp_path):

@@ -60,9 +60,9 @@ def execute(study, origin: dict, config, out, *, chunk=None, group=None, progres
 
 def rows(directory: str):
     """The rows of a results directory (its current grid) as a ``pyarrow.Table``."""
-    from jaxtrees.experiments.results import store
+    from jaxtrees.experiments.results import read_results
 
-    return to_arrow(store.read_results(directory))
+    return to_arrow(read_results(directory))
 
 
 def to_arrow(table):

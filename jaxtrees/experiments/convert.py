@@ -14,7 +14,7 @@ import numpy as np
 
 from jaxtrees.experiments import studies
 from jaxtrees.experiments.contract import config_digest, now
-from jaxtrees.experiments.results import legacy, store
+from jaxtrees.experiments.results import files, legacy, reading, store
 from jaxtrees.experiments.run import runner
 from jaxtrees.experiments.study import ID_COLUMNS
 
@@ -44,12 +44,12 @@ def convert(directory: str) -> str:
     writer.config, writer.digest = config, config_digest(config)
     manifest = os.path.join(rows_dir, "_config.json")
     if not os.path.exists(manifest):
-        store.write_atomic(manifest, json.dumps({"config": config, "created": now()}, indent=2))
+        files.write_atomic(manifest, json.dumps({"config": config, "created": now()}, indent=2))
     trial = np.asarray(rows["cell"], np.int64) * config["replicates"] + np.asarray(rows["replicate"], np.int64)
     columns = {name: rows[name] for name in rows.names}
     columns["study"] = np.asarray(columns["study"], dtype=object)
     path = writer.write_part(columns, int(np.unique(trial).size))
-    back = store.read_results(directory, config)
+    back = reading.read_results(directory, config)
     if len(back) != len(rows):
         os.remove(path)
         raise ValueError(f"{directory}: the converted rows did not read back whole; nothing was removed")
@@ -98,6 +98,6 @@ def _record_contract(directory: str, config: dict) -> str:
             recorded = {"config": config, "created": now(), "runs": []} if path.endswith("metadata.json") else None
         if recorded is not None and "contract" not in recorded:
             recorded["contract"] = terms
-            store.write_atomic(path, json.dumps(recorded, indent=2))
+            files.write_atomic(path, json.dumps(recorded, indent=2))
     return ("; recorded this machine's resume contract (jaxtrees source, jax, settings): the CSV rows' own settings "
             "are unknown, so a resume under other settings is refused from now on")

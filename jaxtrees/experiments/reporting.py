@@ -154,10 +154,10 @@ def check_invariants(study, rows, directory: str) -> None:
 def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> list[str]:
     """The study's figures (PNG and SVG) in ``directory``: its own ``plot``, else the generic one."""
     from jaxtrees.experiments.report import generic
-    from jaxtrees.experiments.results import store
+    from jaxtrees.experiments.results import reading
 
     if rows is None:  # (rows given: :func:`after_run` has checked them)
-        rows = store.read_results(directory, metadata(directory)["config"])
+        rows = reading.read_results(directory, metadata(directory)["config"])
         check_invariants(study, rows, directory)
     spec_ = spec_ or spec(study)
     stem = os.path.join(directory, spec_["name"])
@@ -173,14 +173,14 @@ def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> l
 
 def write_report(study, directory: str, rows=None, spec_: dict | None = None) -> str:
     """The report's text, also written to ``directory/report.md`` (a warning if it cannot be)."""
-    from jaxtrees.experiments.results import store
+    from jaxtrees.experiments.results import files, reading
 
     recorded = metadata(directory)
     if rows is None:
-        rows = store.read_results(directory, recorded["config"])
+        rows = reading.read_results(directory, recorded["config"])
         check_invariants(study, rows, directory)
     spec_ = spec_ or spec(study)
-    done, total = store.completeness(directory, rows)
+    done, total = reading.completeness(directory, rows)
     incomplete = "" if done == total else (
         f"**incomplete: {done} of {total} trials** (rerun `jaxtrees run` with the same arguments to resume).\n\n")
     outside = getattr(rows, "outside", 0)
@@ -203,7 +203,7 @@ def write_report(study, directory: str, rows=None, spec_: dict | None = None) ->
             + _body(study, directory, rows, spec_) + cost_table(recorded))
     path = os.path.join(directory, "report.md")
     try:
-        store.write_atomic(path, text)
+        files.write_atomic(path, text)
     except OSError as e:
         print(f"jaxtrees: warning: cannot write {path} ({e.strerror}); the report is printed only", file=sys.stderr)
     return text
@@ -235,12 +235,12 @@ def after_run(study, directory: str):
     (said on stderr)."""
     global LAST_POST_RUN_SECONDS
     from jaxtrees.experiments.report import summary
-    from jaxtrees.experiments.results import store
+    from jaxtrees.experiments.results import reading
 
     t1 = time.perf_counter()
-    rows = store.read_results(directory, metadata(directory)["config"], ordered=False)  # once, for both
+    rows = reading.read_results(directory, metadata(directory)["config"], ordered=False)  # once, for both
     _release_arrow_memory()
-    done, total = store.completeness(directory, rows)
+    done, total = reading.completeness(directory, rows)
     if done < total:
         print(f"run incomplete ({done:,} of {total:,} trials); rerun the same command to resume ({directory})",
               file=sys.stderr)

@@ -1,6 +1,6 @@
 """Result rows as columns: :class:`Table` (name -> 1-d array) and vectorized group-bys.
 
-A study's rows never pass through Python one by one: :func:`jaxtrees.experiments.results.store.read_results`
+A study's rows never pass through Python one by one: :func:`jaxtrees.experiments.results.reading.read_results`
 returns a :class:`Table`, a study's ``plot`` and ``report`` see one, and every summary here (groups,
 rates with Wilson bands, means, quantiles) is a handful of NumPy passes over its columns.
 

@@ -68,7 +68,7 @@ def _arrow(directory: str):
 
 
 def read(directory: str, config: dict | None = None):
-    """The rows of an earlier version's results directory, checked as :func:`~jaxtrees.experiments.results.store.read_results` checks parts."""
+    """The rows of an earlier version's results directory, checked as :func:`~jaxtrees.experiments.results.reading.read_results` checks parts."""
     import pyarrow as pa
 
     table, paths, sources = _arrow(directory)

@@ -31,7 +31,8 @@ from jaxtrees.experiments.run.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDG
 from jaxtrees.experiments.results.layout import Layout, inputs, pack
 from jaxtrees.experiments.run.progress import Progress
 from jaxtrees.experiments.contract import environment, now
-from jaxtrees.experiments.results.store import Store, read_results
+from jaxtrees.experiments.results.reading import read_results
+from jaxtrees.experiments.results.store import Store
 from jaxtrees.experiments.results.writer import IN_FLIGHT, Writer
 from jaxtrees.experiments.study import Config, Study, cell_hash, column_descriptions, configure, trial_key
 

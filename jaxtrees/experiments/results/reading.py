@@ -1,0 +1,218 @@
+"""A run's rows read back, each part verified, and written out as one CSV.
+
+:func:`read_results` reads ``OUT/STUDY/rows`` as a :class:`~jaxtrees.experiments.table.Table`, checked against the
+configuration; :func:`export_csv` writes them as one tidy CSV; :func:`completeness` counts the trials done.
+:func:`parts` yields the whole parts (each file's checksum and rows checked) and :func:`damaged` moves a damaged
+one to :data:`DAMAGED` beside rows/ (or names it, for a reader). ``pandas.read_parquet(OUT/STUDY/rows)`` (or
+polars, DuckDB) reads the rows too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import zlib
+
+import numpy as np
+
+from jaxtrees.experiments.contract import WAY_OUT, config_digest
+from jaxtrees.experiments.results import legacy
+from jaxtrees.experiments.results.files import atomically, part_names, read_json
+from jaxtrees.experiments.results.layout import Layout, check_columns
+from jaxtrees.experiments.table import Table, factorize
+
+#: Parquet's key in a part's footer for what jaxtrees knows of it (configuration digest, rows, trials).
+PART_KEY = b"jaxtrees"
+
+
+def configs(manifest: dict | None) -> dict:
+    """Digest -> configuration of every grid a directory's parts were written under (rows/_config.json's
+    ``configs``; a manifest of an earlier version names one)."""
+    if not manifest:
+        return {}
+    history = manifest.get("configs")
+    if not isinstance(history, dict):
+        history = {config_digest(manifest["config"]): manifest["config"]}
+    return dict(history)
+
+
+def read_results(directory: str, config: dict | None = None, columns: list[str] | None = None,
+                 ordered: bool = True) -> Table:
+    """The rows of ``directory`` (a finished run, or the whole parts of an unfinished one) as a
+    :class:`~jaxtrees.experiments.table.Table` sorted by (cell, replicate) (``ordered``; else in the parts'
+    order, which summaries do not need), each column checked against
+    the configuration (``config``, default ``rows/_config.json``'s): ids and parameters those of its
+    cell, every trial's rows present once. A directory of an earlier version (CSV) is read as it is.
+    ValueError naming the file if there are no rows, a part is damaged or a trial is doubled."""
+    rows_dir = os.path.join(directory, "rows")
+    if config is None:
+        config = (read_json(os.path.join(rows_dir, "_config.json"), rebuildable=True) or read_json(
+            os.path.join(directory, "metadata.json")) or {}).get("config")
+    if not part_names(rows_dir) and legacy.is_legacy(directory):
+        return legacy.read(directory, config)
+    if not part_names(rows_dir):
+        raise ValueError(f"no results in {directory} (expected rows/part-*.parquet); rerun `jaxtrees run` with the "
+                         f"same arguments to write them")
+    history = {} if config is None else configs(read_json(os.path.join(rows_dir, "_config.json"), rebuildable=True)
+                                                or read_json(os.path.join(directory, "metadata.json"), rebuildable=True))
+    if config is not None:
+        history.setdefault(config_digest(config), config)
+    whole = parts(rows_dir, history or None, columns, move=None)
+    try:
+        rows = check_columns(whole, config, ordered, history=history)  # one part in memory at a time
+    except Exception as e:  # noqa: BLE001 - pyarrow's error on a part whose types are not the run's
+        if not type(e).__module__.startswith("pyarrow"):
+            raise
+        raise ValueError(f"{directory}: a part's columns cannot be read as this run's ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0][:200] if str(e) else ''}); rerun `jaxtrees run` with the same "
+                         f"arguments (it moves damaged parts aside), or {WAY_OUT}") from None
+    if not len(rows):
+        raise ValueError(f"no rows of the current grid in {directory} ({rows.outside:,} rows of values or replicates "
+                         f"since removed); rerun `jaxtrees run` with the same arguments to write them")
+    return rows
+
+
+def export_csv(directory: str, path: str | None = None, partial: bool = False) -> str:
+    """Write the rows of ``directory`` as one tidy CSV (``directory/results.csv`` by default; ``-``: stdout), sorted
+    by (cell, replicate), atomically and durably; returns its path. ValueError for an unfinished run (unless
+    ``partial``), a directory as ``path``, or an old CSV directory's own results.csv."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    path = path or os.path.join(directory, "results.csv")
+    if path != "-" and os.path.isdir(path):
+        raise ValueError(f"--csv {path} is a directory; give the path of the CSV file to write")
+    if not part_names(os.path.join(directory, "rows")) and legacy.is_legacy(directory) and \
+            os.path.abspath(path) == os.path.abspath(os.path.join(directory, "results.csv")):
+        raise ValueError(f"{directory} holds an earlier jaxtrees' CSV rows (results.csv): convert them first "
+                         f"(`jaxtrees convert {directory}`), or export elsewhere with --csv PATH")
+    rows = read_results(directory)
+    done, total = completeness(directory, rows)
+    if done < total and not partial:
+        raise ValueError(f"{directory} holds {done:,} of its {total:,} trials (a run unfinished or still running); "
+                         f"rerun `jaxtrees run` with the same arguments to finish it, or pass --partial to export "
+                         f"the trials done")
+    table = _arrow(rows)
+    if path == "-":
+        buffer = pa.BufferOutputStream()
+        pcsv.write_csv(table, buffer)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(memoryview(buffer.getvalue()))
+        sys.stdout.buffer.flush()
+        return path
+    atomically(path, lambda fh: pcsv.write_csv(table, fh))
+    return path
+
+
+def _arrow(rows: Table):
+    """The rows as a pyarrow table, columns of strings dictionary-encoded from their codes (no object per row)."""
+    import pyarrow as pa
+
+    arrays = {}
+    for name in rows.names:
+        codes, uniques = factorize(rows, name) if rows.dtype(name) == object else (None, ())
+        if codes is not None and all(isinstance(value, str) for value in uniques):
+            arrays[name] = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(list(uniques), pa.string()))
+        else:
+            arrays[name] = pa.array(rows[name])
+    return pa.table(arrays)
+
+
+def completeness(directory: str, rows: Table) -> tuple[int, int]:
+    """(trials in ``rows`` (as :func:`read_results` returns them), trials the run's configuration asks for),
+    from its metadata."""
+    from jaxtrees.experiments import studies
+    from jaxtrees.experiments.study import Config
+
+    config = Config(**read_json(os.path.join(directory, "metadata.json"))["config"])
+    cell = np.asarray(rows["cell"])
+    lengths = Layout(studies.STUDIES.get(config.study), config).lengths
+    if lengths is not None and cell.size and int(cell.max()) < lengths.size:  # rows as read: each trial whole, once
+        return int((np.bincount(cell, minlength=lengths.size) // lengths).sum()), config.trials
+    trial = cell.astype(np.int64) * config.replicates + np.asarray(rows["replicate"], np.int64)
+    return int(np.unique(trial).size), config.trials
+
+
+def parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
+    """``(path, pyarrow table, digest)`` of each whole part of ``rows_dir`` of a configuration in ``digests``
+    (None: any), ``digest`` the one it records; a part that cannot be read, or whose rows are not those it
+    records, is moved to ``NAME.damaged`` (``move``: by this process, with a warning; False: by another) and
+    left out, or (``move`` None: a reader's) raises ValueError naming it."""
+    import pyarrow.parquet as pq
+
+    for name in part_names(rows_dir):
+        path = os.path.join(rows_dir, name)
+        try:
+            reader = pq.ParquetFile(_verified(path), page_checksum_verification=True)
+            stamp = json.loads((reader.schema_arrow.metadata or {}).get(PART_KEY, b"{}"))
+            if digests is not None and stamp.get("config") is not None and stamp.get("config") not in digests:
+                raise ValueError(f"{path}: a part of another configuration; {WAY_OUT}")
+            # a part of an earlier version carries no whole-file checksum: every page is read (page checksums)
+            table = reader.read(columns=columns if _CRC.search(name) else None)
+            if columns is not None:
+                table = table.select([c for c in columns if c in table.column_names])
+                _numeric_schema(reader.schema_arrow, columns)
+            if stamp.get("rows") != reader.metadata.num_rows or table.num_rows != stamp["rows"]:
+                raise OSError(f"it holds {table.num_rows} rows where it records {stamp.get('rows')}")
+        except FileNotFoundError:
+            continue  # another process moved it first
+        except (OSError, KeyError, TypeError, json.JSONDecodeError) as e:
+            damaged(path, str(e), move)
+            continue
+        except Exception as e:  # noqa: BLE001 - pyarrow's errors on a damaged file (ArrowInvalid, ...)
+            if type(e).__module__.startswith("pyarrow"):
+                damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__, move)
+                continue
+            raise
+        yield path, table, stamp.get("config")
+
+
+def _numeric_schema(schema, read: list) -> None:
+    """OSError unless every column not ``read`` (a run's outputs and axis, left unread by planning) holds numbers."""
+    import pyarrow as pa
+
+    for field in schema:
+        if field.name not in read and not (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+                                           or pa.types.is_boolean(field.type)):
+            raise OSError(f"column {field.name} must hold numbers, got {field.type}")
+
+
+def _verified(path: str):
+    """The part's bytes (a pyarrow buffer) where its whole-file checksum matches the one its name carries (a part of
+    an earlier version carries none: its path, page checksums only); OSError otherwise."""
+    import pyarrow as pa
+
+    match = _CRC.search(os.path.basename(path))
+    if match is None:
+        return path
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if zlib.crc32(data) != int(match.group(1), 16):
+        raise OSError(f"its checksum {zlib.crc32(data):08x} is not the {match.group(1)} it was written with")
+    return pa.BufferReader(data)
+
+
+#: A part's whole-file CRC-32 in its name (``part-TIME-PROCESS-ID-cCRC.parquet``).
+_CRC = re.compile(r"-c([0-9a-f]{8})\.parquet$")
+#: Where damaged parts go, beside rows/ (so that every reader of rows/ sees whole parts only).
+DAMAGED = "damaged"
+
+
+def damaged(path: str, why: str, move: bool | None):
+    """A damaged part: moved to :data:`DAMAGED` with a warning (``move``: by this process), left to the process that
+    moves it (False), or (``move`` None: a reader's) ValueError naming it."""
+    if move is None:
+        raise ValueError(f"{path} is damaged ({why}); rerun `jaxtrees run` with the same arguments (the run moves it "
+                         f"to {DAMAGED}/ beside rows/ and runs its trials again), or {WAY_OUT}")
+    if not move:
+        return
+    aside = os.path.join(os.path.dirname(os.path.dirname(path)), DAMAGED)
+    try:
+        os.makedirs(aside, exist_ok=True)
+        os.replace(path, os.path.join(aside, os.path.basename(path)))
+    except FileNotFoundError:
+        return
+    print(f"jaxtrees: warning: {path} is damaged ({why}): moved to {os.path.join(aside, os.path.basename(path))}, "
+          f"its trials run again", file=sys.stderr)
