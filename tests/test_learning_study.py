@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxtrees import targets
-from jaxtrees.experiments.studies import learning, theory
+from jaxtrees.experiments.studies import learning, learning_report, signal, theory
 from jaxtrees.experiments.table import Table
 
 
@@ -39,11 +39,11 @@ def test_restriction_signal_equals_enumeration(seed):
     n, k = 7, 3
     p = jnp.asarray(rng.uniform(0.3, 0.7, n), jnp.float32)
     f = jax.jit(targets.random_junta, static_argnums=(1, 2))(jax.random.key(seed), n, k)
-    eps, p_min = jax.jit(learning.restriction_signal)(f, p)
+    eps, p_min = jax.jit(signal.restriction_signal)(f, p)
     want_eps, want_p = _brute(np.asarray(f.table, np.float64), np.asarray(f.support), p)
     assert float(eps) == pytest.approx(want_eps, rel=1e-4) and float(p_min) == pytest.approx(want_p, rel=1e-5)
     padded = jax.jit(lambda key: targets.random_junta(key, n, k, k_max=5))(jax.random.key(seed))  # the same function: the same signal
-    assert np.allclose(jax.jit(learning.restriction_signal)(padded, p), (eps, p_min), rtol=1e-5)
+    assert np.allclose(jax.jit(signal.restriction_signal)(padded, p), (eps, p_min), rtol=1e-5)
 
 
 def test_parity_signal_is_lemma_9s_exact_covariance():
@@ -51,11 +51,11 @@ def test_parity_signal_is_lemma_9s_exact_covariance():
     # (theory.parity_covariance), every other restriction more (e.g. x_3 fixed: 0.24 * 0.4 = 0.096); p_min = 0.4 * 0.3
     # * 0.1 = 0.012.
     p = jnp.asarray([0.6, 0.3, 0.5, 0.9, 0.55, 0.45], jnp.float32)
-    eps, p_min = learning.restriction_signal(targets.parity(jnp.asarray([0, 1, 3]), 6), p)
+    eps, p_min = signal.restriction_signal(targets.parity(jnp.asarray([0, 1, 3]), 6), p)
     assert float(eps) == pytest.approx(0.0768, rel=1e-5) and float(p_min) == pytest.approx(0.012, rel=1e-5)
     assert float(eps) == pytest.approx(theory.parity_covariance(np.asarray(p), [1, 1, 0, 1, 0, 0]).max(), rel=1e-5)
     # the uniform distribution: a parity's every restriction leaving two or more bits free has signal 0
-    assert float(learning.restriction_signal(targets.parity(jnp.asarray([0, 1, 3]), 6), jnp.full(6, 0.5))[0]) == 0.0
+    assert float(signal.restriction_signal(targets.parity(jnp.asarray([0, 1, 3]), 6), jnp.full(6, 0.5))[0]) == 0.0
 
 
 def _junta_rows(c=(0.1, 0.2), replicates=8, seed=0):
@@ -126,6 +126,6 @@ def test_parity_signal_figure_draws_m90_against_1_over_c_and_ln_n(tmp_path):
     rows = Table({**{n: rows[n] for n in ("cell", "replicate", "c", "m", "success", "exact_error", "p_min",
                                           "eps_star")},
                   "log2_n": np.full(size, 4), "alpha": np.full(size, 0.05), "impurity": rows["impurity"]})
-    files = learning._signal_plot(rows, str(tmp_path / "parity_signal"), ["log2_n", "impurity", "alpha", "c"],
-                                  "parity")
+    files = learning_report.signal_plot(rows, str(tmp_path / "parity_signal"), ["log2_n", "impurity", "alpha", "c"],
+                                        "parity")
     assert (tmp_path / "parity_signal.png").stat().st_size > 5000 and len(files) == 2

@@ -10,7 +10,7 @@ import pyarrow.csv as pcsv
 
 from jaxtrees.experiments.results import reading
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.studies import learning
+from jaxtrees.experiments.studies import common
 from jaxtrees.experiments.table import ByCell, Table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,14 +55,14 @@ def test_grouping_by_trial_makes_no_object_per_group():
 
 
 def test_trials_by_cell_agrees_with_a_loop_over_trials():
-    """learning.trials_by_cell (each trial's cell from the cells' codes, no key per trial) against per-trial Python:
+    """common.trials_by_cell (each trial's cell from the cells' codes, no key per trial) against per-trial Python:
     with cell and replicate columns, and with trials told apart by their m order only."""
     t = _trials(7, per_trial=3)
     order = np.random.default_rng(1).permutation(len(t) // 3)
     t = t.take((3 * order[:, None] + np.arange(3)).reshape(-1))  # trials shuffled: cells appear in another order
     by = ["k", "c", "impurity"]
     for rows in (t, Table({name: t[name] for name in ("m", "success", "eps_star", *by)})):
-        cells, m = learning.trials_by_cell(rows, by, ("eps_star",))
+        cells, m = common.trials_by_cell(rows, by, ("eps_star",))
         expected = {}
         for start in range(0, len(rows), 3):
             key = tuple(rows[start][name] for name in by)

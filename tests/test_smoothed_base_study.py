@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxtrees.experiments.studies import learning, smoothed_base, theory
+from jaxtrees.experiments.studies import signal, smoothed_base, theory
 from jaxtrees.experiments.table import Table
 
 
@@ -30,7 +30,7 @@ def test_root_signal_is_theorys_and_vanishes_at_the_critical_base():
     hat = np.float32(theory.critical_base(4))
     assert float(root(f, jnp.full(9, hat))) < 1e-7  # 0 in exact arithmetic
     # so the smallest restriction signal (over the 3^4 restrictions, the root among them) vanishes too
-    assert float(jax.jit(learning.restriction_signal)(f, jnp.full(9, hat))[0]) < 1e-7
+    assert float(jax.jit(signal.restriction_signal)(f, jnp.full(9, hat))[0]) < 1e-7
     assert float(smoothed_base.p_hat("critical", jnp.int32(4))) == pytest.approx(2**-0.5)
 
 

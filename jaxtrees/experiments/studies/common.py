@@ -1,7 +1,7 @@
-"""What the built-in studies share: the trial building blocks of :mod:`jaxtrees.experiments.study.trials` (trial keys,
-the sample-size grid, learning on its prefixes; re-exported here), choices and small group-bys of result tables.
+"""What the built-in studies share: choices, memory and compile settings, and small group-bys of result tables.
 
-Studies use these helpers and never each other's private ones.
+The trial building blocks (trial keys, the sample-size grid, learning on its prefixes) live in
+:mod:`jaxtrees.experiments.study.trials`. Studies use these helpers and never each other's private ones.
 """
 
 from __future__ import annotations
@@ -15,9 +15,14 @@ from jaxtrees.experiments.study.trials import (PRECISION_BITS, SPLIT_WIDTH, SUCC
                                          on_prefixes, prefix_widths, sample_sizes, trial_keys)
 from jaxtrees.experiments.study.trials import impurity_of as impurity
 
-__all__ = ["IMPURITY_NAMES", "PRECISION_BITS", "SPLIT_WIDTH", "SUCCESS_TOL", "at_max", "bytes_per_trial",
-           "check_sample_grid", "chosen", "group_max", "group_sums", "impurity", "keyed", "learn_on_prefixes",
-           "on_prefixes", "prefix_widths", "sample_sizes", "trial_keys"]
+__all__ = ["CPU_OPT_LEVEL", "IMPURITY_NAMES", "PRECISION_BITS", "SPLIT_WIDTH", "SUCCESS_TOL", "a_row_of_each", "at_max",
+           "bytes_per_trial", "check_sample_grid", "chosen", "group_max", "group_sums", "impurity", "keyed",
+           "learn_on_prefixes", "on_prefixes", "prefix_widths", "sample_sizes", "trial_codes", "trial_keys",
+           "trials_by_cell"]
+
+#: LLVM level for the learning studies' CPU programs: level 2 compiled the juntas programs in 0.55-0.85x the
+#: time of XLA's default 3 and ran their long-row counting 2.3x faster (docs/benchmarks.md).
+CPU_OPT_LEVEL = 2
 
 
 def chosen(params, name: str, build):
@@ -96,3 +101,58 @@ def group_sums(rows, by, values) -> dict:
     sums = np.bincount(codes, v, minlength=len(keys)).tolist()
     counts = np.bincount(codes, minlength=len(keys)).tolist()
     return {key: (s, n) for key, s, n in zip(keys, sums, counts) if n}
+
+
+def trials_by_cell(rows, by, columns=(), matrix: str = "success") -> tuple[dict, np.ndarray]:
+    """``(cells, m)``: per cell of ``by`` (a tuple of its values), ``(values, per_trial)``: ``float[trials, M]`` of
+    the column ``matrix`` over the ascending m grid ``m``, and each of ``columns`` per trial (at its largest m).
+    Trials are told apart by the ``cell`` and ``replicate`` columns (cells sorted, a cell's trials by cell and
+    replicate), else by the rows' m order (cells in their first trial's order)."""
+    column, m = _grid(rows, "m")
+    codes, size = trial_codes(rows)
+    values = np.full((size, m.size), np.nan)
+    values[codes, column] = np.asarray(rows[matrix], np.float64)
+    last = a_row_of_each(codes, size)  # (a trial's per-trial values are on each of its rows)
+    cell_codes, keys = tables.groups(rows, by)
+    cell = cell_codes[last]  # each trial's cell
+    count = np.bincount(cell, minlength=len(keys))
+    ends, order = np.cumsum(count), np.argsort(cell, kind="stable")  # a cell's trials by (cell, replicate)
+    if "cell" in rows or "replicate" in rows:
+        ranked = np.flatnonzero(count)  # cells sorted
+    else:  # cells in their first trial's order
+        first = np.full(len(keys), size)
+        np.minimum.at(first, cell, np.arange(size))
+        ranked = np.argsort(first, kind="stable")[:np.count_nonzero(count)]
+    per_trial = {name: np.asarray(rows[name], np.float64)[last] for name in columns}  # each column read once
+    out = {}
+    for g in ranked:
+        members = order[ends[g] - count[g]:ends[g]]
+        out[keys[g]] = (values[members], {name: v[members] for name, v in per_trial.items()})
+    return out, m
+
+
+def _grid(rows, name) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, grid)``: a column's distinct values ascending (float64) and each row's index in them, from its
+    codes (:func:`~jaxtrees.experiments.table.factorize`: no sort of the rows)."""
+    codes, uniques = tables.factorize(rows, name)
+    present = np.bincount(codes, minlength=len(uniques)) > 0
+    if present.all():
+        return codes, np.asarray(uniques, np.float64)
+    return (np.cumsum(present) - 1)[codes], np.asarray(uniques, np.float64)[present]  # a subset's rows
+
+
+def a_row_of_each(codes, size: int) -> np.ndarray:
+    """Per group of ``codes`` (``size`` groups), the index of one of its rows."""
+    row = np.zeros(size, np.int64)
+    row[codes] = np.arange(len(codes))
+    return row
+
+
+def trial_codes(rows) -> tuple[np.ndarray, int]:
+    """``(codes, trials)``: each row's trial, told apart by the ``cell`` and ``replicate`` columns (a cell fixes the
+    parameters), else by the rows' m order (a trial's rows consecutive, one per m)."""
+    trial = [name for name in ("cell", "replicate") if name in rows]
+    if trial:
+        return tables.group_codes(rows, trial)
+    starts = np.r_[True, np.diff(np.asarray(rows["m"], np.float64)) <= 0]
+    return np.cumsum(starts) - 1, int(np.count_nonzero(starts))

@@ -22,9 +22,8 @@ from jaxtrees.experiments.report import summary, thresholds
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
-from jaxtrees.experiments.studies.learning import CPU_OPT_LEVEL, trials_by_cell
-from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, at_max, impurity, on_prefixes,
-                                                 sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.common import (CPU_OPT_LEVEL, IMPURITY_NAMES, PRECISION_BITS, at_max, impurity,
+                                                 on_prefixes, sample_sizes, trial_keys, trials_by_cell)
 from jaxtrees.hypotheses import tree
 from jaxtrees.learners import GrowthRule
 from jaxtrees.learners.greedy import grow
@@ -132,7 +131,7 @@ def _slope(log2_m, median, k):
 def _report(rows):
     tree_medians, path_medians = _medians(rows, "first_address_depth"), _medians(rows, "path_address_depth")
     top = at_max(rows, BY, "m")
-    depths = {tuple(g[name] for name in BY): g for g in summary.means(top, BY, "tree_depth")}
+    depths = {tuple(g[name] for name in BY): g for g in tables.means(top, BY, "tree_depth")}
     table = []
     for cell, (log2_m, median, _, _) in tree_medians.items():
         info = dict(zip(BY, cell))

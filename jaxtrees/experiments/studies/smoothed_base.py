@@ -19,11 +19,12 @@ from jaxtrees.experiments.report import summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import theory
-from jaxtrees.experiments.studies.common import (IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, at_max, bytes_per_trial,
-                                                 check_sample_grid, chosen, learn_on_prefixes, sample_sizes, trial_keys)
-from jaxtrees.experiments.studies.learning import (CPU_OPT_LEVEL, c_slopes, draw_form, eps_panel, lemma11_check,
-                                                   lipschitz_cells, lipschitz_lines, restriction_signal,
-                                                   trials_by_cell)
+from jaxtrees.experiments.studies.common import (CPU_OPT_LEVEL, IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, at_max,
+                                                 bytes_per_trial, check_sample_grid, chosen, learn_on_prefixes,
+                                                 sample_sizes, trial_keys, trials_by_cell)
+from jaxtrees.experiments.studies.signal import restriction_signal
+from jaxtrees.experiments.studies.signal_report import (c_slopes, draw_form, eps_panel, lemma11_check, lipschitz_cells,
+                                                        lipschitz_lines)
 from jaxtrees.experiments.study.trials import exact_invariants
 
 #: The bases: ``critical`` p-hat = 2^(-2/k) (the target's root signal vanishes), ``half`` p-hat = 1/2 (the control).
@@ -129,7 +130,7 @@ def _smoothed(trials):
 
 def _thresholds(rows) -> dict:
     by_m = {}
-    for g in summary.rates(rows, [*BY, "m"], "success"):
+    for g in tables.rates(rows, [*BY, "m"], "success"):
         by_m.setdefault(tuple(g[name] for name in BY), []).append((g["m"], g["rate"]))
     return {cell: summary.threshold(points) for cell, points in by_m.items()}
 
@@ -137,7 +138,7 @@ def _thresholds(rows) -> dict:
 def _report(rows):
     trials = _trials(rows)
     m90 = _thresholds(rows)
-    rates = {tuple(g[name] for name in BY): g for g in summary.rates(trials, BY, "success")}
+    rates = {tuple(g[name] for name in BY): g for g in tables.rates(trials, BY, "success")}
     keys, q = tables.group_quantiles(trials, BY, np.abs(np.asarray(trials["root_signal"], np.float64)), [0.5])
     _, eps = tables.group_quantiles(trials, BY, "eps_star", [0.5])
     table = []
@@ -205,7 +206,7 @@ def _vanishing_lines(trials) -> list[str]:
     keys, q = tables.group_quantiles(plain, by, np.abs(np.asarray(plain["root_signal"], np.float64)), [0.5])
     critical = [root for key, (root,) in zip(keys, q) if key[2] == "critical"]
     rates = [f"k = {g['k']}, {g['base']}, {g['impurity']}: {g['rate']:.2f}"
-             for g in summary.rates(plain, by, "success")]
+             for g in tables.rates(plain, by, "success")]
     return [theory.identity("000 before Thm 2 (why smoothing)", "without smoothing (c = 0) at p-hat = 2^(-2/k) the "
                             "root's degree-1 signal of AND-XOR vanishes, as a parity's does at 1/2", "Median root "
                             f"signal there at most {max(critical, default=0):.2g} (the 2^-16 rounding of p-hat); "
@@ -219,7 +220,7 @@ def _plot(rows, stem):
 
 def _success_plot(rows, stem):
     panels = {}
-    for g in summary.rates(rows, [*BY, "m"], "success"):
+    for g in tables.rates(rows, [*BY, "m"], "success"):
         panels.setdefault((g["n"], g["k"], g["base"], g["impurity"]), {}).setdefault(g["c"], []).append(g)
     fig, axes = summary.figure(len(panels))
     counts = []
