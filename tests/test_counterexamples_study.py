@@ -8,7 +8,9 @@ import pytest
 
 import helpers
 
+from jaxtrees.experiments.studies import addressing_cells
 from jaxtrees.experiments.studies import counterexamples as ce
+from jaxtrees.experiments.studies import counterexamples_report as ce_report
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.table import Table
 
@@ -24,32 +26,32 @@ def test_the_full_addressing_grid_reaches_a_cell_where_lemma_14_applies_and_the_
     assert 10 in full["k"] and 7 in full["c"] and "block" in full["code"] and 0.25 in full["s"]
     assert "gini" in full["impurity"]
     for k in range(3, 10):
-        assert ce.target_depth(_cell(k=k)) > 2**k
-    assert ce.target_depth(_cell(k=8)) == 449 and ce.target_depth(_cell(k=10)) == 701
+        assert addressing_cells.target_depth(_cell(k=k)) > 2**k
+    assert addressing_cells.target_depth(_cell(k=8)) == 449 and addressing_cells.target_depth(_cell(k=10)) == 701
     for s in full["s"]:  # delta = 0.4 and 0.25: c0 = 4.02, 6.44 <= 7; k0 = 4.29, 5.40 <= 10
-        lemma = ce.lemma14(_cell(s=s))
+        lemma = addressing_cells.lemma14(_cell(s=s))
         assert lemma["applies"] and lemma["c0"] <= 7 and lemma["k0"] <= 10
     ce._addressing_check(_cell())  # n = 700 + 1024 is within the study's bounds
-    assert not ce.lemma14(_cell(impurity="entropy"))["applies"]
+    assert not addressing_cells.lemma14(_cell(impurity="entropy"))["applies"]
 
 
 def test_lemma14_keeps_its_constants():
-    lemma = ce.lemma14(_cell(k=6))
+    lemma = addressing_cells.lemma14(_cell(k=6))
     assert lemma["c0"] == pytest.approx(math.log(5) / 0.25)
     assert lemma["kappa"] == pytest.approx(4 / 3) and lemma["k0"] == pytest.approx(5.395508, rel=1e-6)
-    assert lemma["applies"] and not ce.lemma14(_cell(k=5))["applies"]
+    assert lemma["applies"] and not addressing_cells.lemma14(_cell(k=5))["applies"]
 
 
 def test_coded_cells_evaluate_the_distance_condition():
     """Issue 57: Lemmas 16-17 need a code distance >= (ln 5 / delta) k; with length c k, c <= 7, no cell meets it
     (Plotkin: d <= c k 2^(k-1) / (2^k - 1)), and the report says so per coded cell."""
     for k in (3, 4, 5, 6):
-        lemma = ce.lemma14(_cell(code="coded", k=k))
-        assert lemma["distance"] == ce.code_distance(k, 7 * k) <= 7 * k * 2 ** (k - 1) / (2**k - 1)
+        lemma = addressing_cells.lemma14(_cell(code="coded", k=k))
+        assert lemma["distance"] == addressing_cells.code_distance(k, 7 * k) <= 7 * k * 2 ** (k - 1) / (2**k - 1)
         assert lemma["distance_needed"] == pytest.approx(math.log(5) / 0.25 * k)
         assert not lemma["distance_ok"] and not lemma["applies"]
     report = ce.ADDRESSING.report(_rows([_cell(code="coded", k=4, c=7), _cell(k=4, c=7)]))
-    d = ce.code_distance(4, 28)
+    d = addressing_cells.code_distance(4, 28)
     assert f"| coded | 4 | 7 | 0.25 | gini | no (distance {d} < (ln 5 / delta) k = 25.75, k0 = 5.40) |" in report
     assert "| block | 4 | 7 | 0.25 | gini | no (c0 = 6.44, k0 = 5.40) |" in report
     assert f"- [outside] 002 Lemmas 16-17: 1 of the 1 codes of the coded cells: their distance is below (ln 5 / " \
@@ -66,7 +68,7 @@ def _rows(cells, paths=4, error=0.2, first=-1, memory_first=1):
                                      "first_address_depth", "memory_first")}
     for i, cell in enumerate(cells):
         for r in range(paths):
-            for d in ce.depths(cell):
+            for d in addressing_cells.depths(cell):
                 for name, value in (("cell", i), ("replicate", r), *cell.items(), ("depth", d), ("error", error),
                                     ("first_address_depth", first), ("memory_first", memory_first)):
                     columns[name].append(value)
@@ -96,7 +98,7 @@ def test_addressing_theory_section_tests_the_floor_and_says_the_rest():
 
 def _agnostic_rows(c=7):
     cell = {"k": 5, "c": c, "eps": 1.0, "s": 0.25, "impurity": "gini"}
-    depths = ce.depths(cell)  # 0 .. |A^free| = 16
+    depths = addressing_cells.depths(cell)  # 0 .. |A^free| = 16
     n = len(depths)
     error = np.r_[np.full(n, 0.2), np.where(np.asarray(depths) > 4, 0.05, 0.2)]
     return Table({"cell": np.zeros(2 * n, int), "replicate": np.repeat([0, 1], n), "k": np.full(2 * n, 5),
@@ -109,7 +111,7 @@ def _agnostic_rows(c=7):
 def test_agnostic_theory_section_gates_on_c0_and_names_the_lemmas_of_the_block_target():
     """Issue 65: the block f_{c,k} needs Lemma 12 (c >= c0), not the paper's Lemma 16 for f_{c,k,S}; Lemma 14 for f_pi
     needs k >= k0 (5 < 5.40 here)."""
-    assert ce.depths({"k": 5, "c": 7, "eps": 1.0, "s": 0.25, "impurity": "gini"})[-1] == 16
+    assert addressing_cells.depths({"k": 5, "c": 7, "eps": 1.0, "s": 0.25, "impurity": "gini"})[-1] == 16
     report = ce.AGNOSTIC.report(_agnostic_rows())
     assert "- [identity] 002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k} (the paper: Lemma 16 for " \
            "f_{c,k,S}): a path that has queried no addressing bit has error min(mu_d, 1 - mu_d) >= 1/8, and Pr[f_pi " \
@@ -130,7 +132,7 @@ def test_the_agnostic_trials_floor_and_distance_are_identities_where_c_reaches_c
 
     params = {"k": 5, "c": 7, "eps": 1.0, "s": 0.25, "impurity": "gini"}
     out = jax.jit(jax.vmap(lambda key: ce._agnostic_trial(key, params)))(jax.random.split(jax.random.key(1), 4))
-    depths = np.asarray(ce.depths(params))
+    depths = np.asarray(addressing_cells.depths(params))
     first = np.asarray(out["first_address_depth"])[:, None]
     clean = (first < 0) | (first >= depths[None])
     assert clean.any() and np.all(np.asarray(out["error"])[clean] >= 1 / 8 - 1e-6)
@@ -144,8 +146,8 @@ def test_overlays_are_drawn(tmp_path):
     from matplotlib.figure import Figure
 
     ax = Figure().subplots()
-    ce._addressing_overlay(ax, _cell(k=8), "C0", 256)
-    ce._addressing_overlay(ax, _cell(k=6), "C1", 64)
+    ce_report.addressing_overlay(ax, _cell(k=8), "C0", 256)
+    ce_report.addressing_overlay(ax, _cell(k=6), "C1", 64)
     segments = ax.collections  # the floors: solid where valid (k = 8), dotted where not (k = 6)
     assert [c.get_linestyle()[0][1] is None for c in segments] == [True, False]
     # the horizons 2^k (256, 64) and the targets' depths c k^2 + 1 (449, 253)
@@ -179,7 +181,7 @@ def test_gains_figure(tmp_path):
     rows = _rows([_cell(k=6), _cell(k=8)], paths=2)
     size = len(rows)
     rows = rows.with_columns(memory_gain_min=np.full(size, 1e-4), address_gain_max=np.full(size, 1e-8))
-    files = ce._gains_plot(rows, str(tmp_path / "addressing_gains"))
+    files = ce_report.gains_plot(rows, str(tmp_path / "addressing_gains"))
     assert (tmp_path / "addressing_gains.png").stat().st_size > 5000 and len(files) == 2
 
 

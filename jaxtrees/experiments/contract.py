@@ -32,7 +32,8 @@ JAX_SETTINGS = ("jax_default_prng_impl", "jax_threefry_partitionable", "jax_rand
 PRESENTATION = ("cli.py", "sklearn.py", "experiments/report/", "experiments/reporting.py", "experiments/convert.py",
                 "experiments/run/progress.py", "experiments/results/legacy.py", "experiments/studies/theory.py",
                 "experiments/studies/gd_scaling_report.py", "experiments/studies/gd_scaling_fits.py",
-                "experiments/studies/learning_report.py", "experiments/studies/signal_report.py")
+                "experiments/studies/learning_report.py", "experiments/studies/signal_report.py",
+                "experiments/studies/counterexamples_report.py")
 
 _FOLDERS = tuple(p for p in PRESENTATION if p.endswith("/"))
 
