@@ -11,10 +11,10 @@ import pytest
 from jaxtrees import learners
 from jaxtrees.core import sampling
 from jaxtrees.experiments import studies
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.run import runner
 from jaxtrees.experiments.table import Table
-from jaxtrees.experiments.studies import compare
+from jaxtrees.experiments.studies import compare, compare_report
 
 PARAMS = {**compare.SHARED, "learner": "id3-entropy", "family": "junta", "k": 2, "n": 6, "c": 0.2, "test_m": 256,
           "m_max": 128}
@@ -179,20 +179,20 @@ def test_theorem2_is_checked_and_marked_for_find_k_and_findmin(tmp_path):
     """Issue 57: 003 Theorem 2's m(0.1, 0.1) for r = k on the rank-k families: n = 8, k = 2: (1/0.1) ((8e/2)^2 ln 64 +
     ln 10) = 10 (118.23 * 4.1589 + 2.3026) = 4,940 (the quick grid's m_max 1024 lies below it); n = 4, k = 1:
     10 (4e ln 32 + ln 10) = 10 (10.873 * 3.4657 + 2.3026) = 399.9."""
-    assert compare.theorem2_m("parity", 2, 8) == pytest.approx(4939.6, abs=1)
-    assert compare.theorem2_m("tree", 1, 4) == pytest.approx(399.86, abs=0.05)
-    assert compare.theorem2_m("addressing", 2, 8) is None
+    assert compare_report.theorem2_m("parity", 2, 8) == pytest.approx(4939.6, abs=1)
+    assert compare_report.theorem2_m("tree", 1, 4) == pytest.approx(399.86, abs=0.05)
+    assert compare_report.theorem2_m("addressing", 2, 8) is None
     m = np.array([256, 512, 256, 512])
     rows = Table({"family": np.full(4, "junta", object), "k": np.full(4, 1), "n": np.full(4, 4), "c": np.zeros(4),
                   "learner": np.array(["findmin", "findmin", "find-k", "find-k"], object), "m": m,
                   "error": np.array([0.3, 0.05, 0.3, 0.2]), "success": np.zeros(4, int)})
-    text = compare._theorem2_report(rows)
+    text = compare_report.theorem2_report(rows)
     # past m = 399.9: m = 512 of both learners; findmin's error 0.05 <= 0.1 (share 1), find-k's 0.2 (share 0)
     assert "- [test] 003 Thm 2 (Thm 3 for depth-k trees): P[error <= 0.1] >= 0.9 for find-k and findmin from m >= " \
            "(1/eps) ((e n / r)^r ln(8n) + ln(1/delta)), r = k: holds in 1 of 2 (cell, learner, m) points at or past " \
            "that m; closest bound/measured inf." in text  # find-k's share 0 under a floor of 0.9: it fails
     assert "2 points of the grid lie below it." in text
-    panels = {(1, 4, 0.0): {name: summary.rates(rows.where(learner=name), ["m"], "success")
+    panels = {(1, 4, 0.0): {name: tables.rates(rows.where(learner=name), ["m"], "success")
                             for name in ("findmin", "find-k")}}
-    compare._family_plot(panels, "junta", str(tmp_path / "compare_junta"))
+    compare_report.family_plot(panels, "junta", str(tmp_path / "compare_junta"))
     assert (tmp_path / "compare_junta.png").stat().st_size > 5000

@@ -35,7 +35,6 @@ LONG_MODULES: dict = {
     "jaxtrees/experiments/report/summary.py": "being split by responsibility",
     "jaxtrees/experiments/run/distributed.py": "being split by responsibility",
     "jaxtrees/experiments/run/runner.py": "being split by responsibility",
-    "jaxtrees/experiments/studies/compare.py": "being split by responsibility",
     "jaxtrees/experiments/studies/theory.py": "being split by responsibility",
     "jaxtrees/experiments/study/declaration.py": "being split by responsibility",
     "jaxtrees/sklearn.py": "being split by responsibility",

@@ -33,7 +33,7 @@ PRESENTATION = ("cli.py", "sklearn.py", "experiments/report/", "experiments/repo
                 "experiments/run/progress.py", "experiments/results/legacy.py", "experiments/studies/theory.py",
                 "experiments/studies/gd_scaling_report.py", "experiments/studies/gd_scaling_fits.py",
                 "experiments/studies/learning_report.py", "experiments/studies/signal_report.py",
-                "experiments/studies/counterexamples_report.py")
+                "experiments/studies/counterexamples_report.py", "experiments/studies/compare_report.py")
 
 _FOLDERS = tuple(p for p in PRESENTATION if p.endswith("/"))
 

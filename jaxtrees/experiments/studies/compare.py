@@ -3,36 +3,30 @@
 A cell is (learner, family, k, n, c); the learner is *shared* (:attr:`Study.shared`), so trial r of
 every learner in a cell sees the same distribution, target and sample (common random numbers), each
 learner as the registry sizes it for the cell (:func:`size`). Targets, scoring and outputs:
-docs/studies.md.
+docs/studies.md; the figures and report: :mod:`~jaxtrees.experiments.studies.compare_report`.
 """
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.experiments.report import summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
-from jaxtrees.experiments.studies import fourier
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, at_max, check_sample_grid, chosen,
-                                                 group_max, keyed, on_prefixes, sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, on_prefixes,
+                                                 sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.compare_report import plot, report
 from jaxtrees.hypotheses.base import sample_error
 from jaxtrees.hypotheses.polynomial import n_subsets
 from jaxtrees.learners import greedy
 from jaxtrees.learners.fourier import MAX_GRAM_SETS
-from jaxtrees.learners.rank import sample_bound
 from jaxtrees.problems import Population, Queries
 
 FAMILIES = ("parity", "junta", "tree", "rank", "addressing")
-#: How a panel names its targets.
-PLURALS = {"parity": "{k}-parities", "junta": "{k}-juntas", "tree": "depth-{k} trees", "rank": "rank-{k} trees",
-           "addressing": "f_(1,{k}) addressing"}
 #: The spine length of the rank-k targets.
 RANK_LENGTH = 2
 
@@ -122,7 +116,7 @@ def _settings_table(rows) -> str:
     """Markdown: each learner's settings in each (k, n) and learner parameters of the rows."""
     names = [name for name in COMPARE.full if name in rows and name not in ("family", "c")]
     table = {}
-    for combo in summary.cells(rows, names):  # sorted column by column
+    for combo in tables.cells(rows, names):  # sorted column by column
         params = dict(zip(names, combo))
         key = (params["learner"], settings(params["learner"], params["n"], params["k"], params))
         table.setdefault(key, []).append(f"k = {params['k']}, n = {params['n']}")
@@ -221,185 +215,8 @@ def _check(params):
     if name in ("lmn-k", "lmn-k-biased", "sparse-k") and n_subsets(n, k) > MAX_GRAM_SETS:
         raise ValueError(f"k must keep the degree-k sets over n = {n} at most {MAX_GRAM_SETS} for {name}, got k = {k}")
 
-
-def _c_label(c) -> str:
-    return "uniform" if float(c) == 0 else f"c = {float(c):g}"
-
-
-def _label(name: str) -> str:
-    return f"{name} (queries)" if name == "km" else name
-
-
-@summary.styled
-def _plot(rows, stem):
-    curves = {}  # family -> (k, n, c) -> learner -> its rates over m: one pass over the rows
-    for g in summary.rates(rows, ["family", "k", "n", "c", "learner", "m"], "success"):
-        panel = curves.setdefault(g["family"], {}).setdefault((g["k"], g["n"], g["c"]), {})
-        panel.setdefault(g["learner"], []).append(g)
-    families = [functools.partial(_family_plot, panels, family, f"{stem}_{family}") for family, panels in curves.items()]
-    return summary.side_by_side(lambda: _overview_plot(rows, stem), *families)
-
-
-def _overview_plot(rows, stem):
-    """The atlas at a glance: per target family, each learner's success rate at the largest m, one
-    bar per c (95% Wilson interval as an error bar)."""
-    from matplotlib import colormaps
-
-    panel_by = ["family", "k", "n"]
-    top = at_max(rows, panel_by, "m")  # each panel's rows at its largest m
-    bars = keyed(summary.rates(top, [*panel_by, "c", "learner"], "success"), [*panel_by, "c", "learner"])
-    m_tops = group_max(top, panel_by, "m")
-    names = rows.unique("learner")
-    fig, axes = summary.figure(len(m_tops), width=5.0, height=1.2 + 0.3 * len(names))
-    cs = rows.unique("c")
-    height = 0.8 / len(cs)
-    counts = []
-    for ax, ((family, k, n), m_top) in zip(axes, m_tops.items()):
-        for j, c in enumerate(cs):
-            groups = {name: bars[(family, k, n, c, name)] for name in names if (family, k, n, c, name) in bars}
-            counts += [g["trials"] for g in groups.values()]
-            ys = [i + (j - (len(cs) - 1) / 2) * height for i in range(len(names))]
-            rate = [groups[name]["rate"] if name in groups else 0.0 for name in names]
-            err = [[max(0.0, r - groups[name]["low"]) if name in groups else 0.0 for r, name in zip(rate, names)],
-                   [max(0.0, groups[name]["high"] - r) if name in groups else 0.0 for r, name in zip(rate, names)]]
-            ax.barh(ys, rate, height=height, xerr=err, label=_c_label(c), color=colormaps["tab10"].colors[j % 10],
-                    error_kw={"lw": 0.6, "alpha": 0.6})
-        ax.set_yticks(range(len(names)), [_label(name) for name in names])
-        ax.invert_yaxis()
-        ax.set_xlim(0, 1.05)
-        ax.set_xlabel(f"P[success] at m = {m_top}")
-        ax.set_title(f"random {PLURALS[family].format(k=k)}, n = {n}")
-        ax.grid(alpha=0.3, axis="x")
-    summary.legend(fig, axes)
-    summary.suptitle(fig, f"Every registered learner on the same trials: success at the largest m "
-                          f"({summary.trials_text(counts).replace('per point', 'per bar')})")
-    return summary.save(fig, stem)
-
-
-def _family_plot(panels, family, stem):
-    """One family's figure: ``panels`` maps (k, n, c) to {learner: its :func:`~jaxtrees.experiments.table.rates`
-    over m}, each in sorted order."""
-    learners_shown = len({name for curves in panels.values() for name in curves})
-    cols = min(len(panels), summary.PANELS_PER_ROW)
-    width = max(6.0, 13.0 / cols)  # room for a legend of one entry per learner
-    legend_rows = -(-learners_shown // max(1, int(width * cols // 2.6)))
-    fig, axes = summary.figure(len(panels), width=width, height=4.6 + 0.32 * legend_rows / -(-len(panels) // cols))
-    counts = []
-    for ax, ((k, n, c), curves) in zip(axes, panels.items()):
-        for i, (name, groups) in enumerate(curves.items()):
-            counts += [g["trials"] for g in groups]
-            summary.rate_curve(ax, groups, "m", _label(name), band_alpha=0.08, ms=4, ls=("-", "--", ":")[min(i // 10, 2)])
-        bound = theorem2_m(family, k, n)
-        top = max((g["m"] for groups in curves.values() for g in groups), default=0)
-        note = "" if bound is None else f"\nThm 2 m(0.1, 0.1) = {bound:,.0f}" + ("" if bound <= top else " (beyond)")
-        if bound is not None and bound <= top:
-            ax.axvline(bound, color="k", ls="-.", lw=1, label="003 Thm 2's m(0.1, 0.1), r = k (find-k, findmin)")
-        summary.panel(ax, f"random {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}{note}",
-                      "training examples m (km: (2n + 1) m queries)", ylim=summary.RATE_LIMITS)
-    return summary.finish(fig, axes, stem, "P[success]\n(95% Wilson band)",
-                          f"Every learner on the same samples of {PLURALS[family].format(k='k')}: success = exact "
-                          "error 0, or no error on a fresh test sample", counts)
-
-
-REFERENCE = "id3-entropy"
-#: The eps and delta at which the figures mark 003 Theorem 2's m(eps, delta) and the report checks it.
-THEOREM2 = (0.1, 0.1)
-#: The learners Theorem 2 (and Theorem 3) speak of: rank-r consistent trees.
-RANK_LEARNERS = ("find-k", "findmin")
-#: Families whose targets have rank <= k (a depth-k tree has 2^(k+1) - 1 nodes: Theorem 3's floor(log2 s) = k).
-RANK_K_FAMILIES = ("parity", "junta", "tree", "rank")
-
-
-def theorem2_m(family: str, k: int, n: int):
-    """003 Theorem 2's m(eps, delta) (Theorem 3's for the depth-k trees, r = floor(log2 (2^(k+1) - 1)) = k) at
-    :data:`THEOREM2` for a family of rank <= k; None for the addressing targets (rank not bounded by k)."""
-    if family not in RANK_K_FAMILIES or not 1 <= int(k) <= int(n):
-        return None
-    return sample_bound(int(n), int(k), *THEOREM2)
-
-
-def _theorem2_report(rows) -> str:
-    """compare's Theory section: 003 Theorem 2 for find-k and findmin, at every m of the grid from its m on."""
-    from jaxtrees.experiments.studies import theory
-
-    if not any(name in rows.unique("learner") for name in RANK_LEARNERS):
-        return ""
-    eps, delta = THEOREM2
-    sel = rows.take(np.isin(rows["learner"], RANK_LEARNERS))
-    sel = sel.with_columns(_ok=np.asarray(sel["error"], np.float64) <= eps)
-    levels, shares, beyond = [], [], 0
-    for g in summary.rates(sel, ["family", "k", "n", "c", "learner", "m"], "_ok"):
-        bound = theorem2_m(g["family"], g["k"], g["n"])
-        if bound is None:
-            continue
-        if g["m"] >= bound:
-            levels.append(1 - delta)
-            shares.append(g["rate"])
-        else:
-            beyond += 1
-    return "\n" + theory.section([theory.check(
-        "003 Thm 2 (Thm 3 for depth-k trees)", f"P[error <= {eps:g}] >= {1 - delta:g} for find-k and findmin from m >= "
-        "(1/eps) ((e n / r)^r ln(8n) + ln(1/delta)), r = k", levels, shares, "lower",
-        unit="(cell, learner, m) points at or past that m", note=f"{beyond} points of the grid lie below it.")],
-        "The figures mark that m on every panel of a rank-k family (dash-dot) where it lies within the grid.")
-
-
 def _report(rows):
-    by = ["family", "k", "n", "c"]
-    names = rows.unique("learner")
-    curves = {}  # (family, k, n, c, learner) -> its rates over m: one pass over the rows
-    for g in summary.rates(rows, [*by, "learner", "m"], "success"):
-        curves.setdefault(tuple(g[name] for name in [*by, "learner"]), []).append(g)
-    m90, top = {}, {}
-    for (family, k, n, c, name), groups in curves.items():
-        reach = summary.threshold([(g["m"], g["rate"]) for g in groups])
-        if name == "km" and reach is not None:
-            reach = f"{(2 * int(n) + 1) * reach} queries"
-        best = max(groups, key=lambda g: g["m"])
-        m90[(family, k, n, c, name)] = "-" if reach is None else reach
-        top[(family, k, n, c, name)] = best
-    cells = summary.cells(rows, by)
-    maps = []
-    for family in rows.unique("family"):
-        columns = [cell[1:] for cell in cells if cell[0] == family]
-        header = ["learner"] + [f"k = {k}, n = {n}, {_c_label(c)}" for k, n, c in columns]
-        table = [[name] + [m90.get((family, *column, name), "") for column in columns] for name in names]
-        maps.append(f"#### {PLURALS[family].format(k='k')}\n\n" + summary.markdown_table(header, table))
-    findings = []
-    for cell in cells:
-        family, k, n, c = cell
-        where = f"{PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}"
-        ref = top.get((*cell, REFERENCE))
-        learned = [name for name in names if m90.get((*cell, name), "-") != "-"]
-        if ref is not None:
-            findings.append(f"- {where}: {REFERENCE} succeeds in {ref['rate']:.2f} [{ref['low']:.2f}, "
-                            f"{ref['high']:.2f}] of trials at m = {ref['m']}"
-                            + ("" if m90[(*cell, REFERENCE)] == "-" else f" (>= 0.9 from m = {m90[(*cell, REFERENCE)]})")
-                            + (f"; learners reaching 0.9 that {REFERENCE} does not: "
-                               + ", ".join(f"{name} ({m90[(*cell, name)]})" for name in learned)
-                               if m90[(*cell, REFERENCE)] == "-" and learned else "")
-                            + ("; no learner reaches 0.9" if not learned else "") + ".")
-    boosting = []
-    for cell in cells:
-        pair = [top.get((*cell, name)) for name in ("adaboost-stumps", "adaboost-parities-2")]
-        if all(pair):
-            family, k, n, c = cell
-            boosting.append(f"- {PLURALS[family].format(k=k)}, n = {n}, {_c_label(c)}: AdaBoost with stumps "
-                            f"{pair[0]['rate']:.2f}, with 2-parities {pair[1]['rate']:.2f} at m = {pair[0]['m']}.")
-    return ("## Every learner on the same trials\n\n"
-            "Learnability map: the smallest m of the grid from which a learner succeeds in >= 90% of trials "
-            "(\"-\": not within the grid). Success: exact error 0 for trees (exact scoring), no error on the fresh "
-            "test sample otherwise; km counts membership queries, population-entropy grows from the distribution "
-            "itself (it succeeds at every m or none).\n\n"
-            + "\n\n".join(maps)
-            + "\n\n### The learners' settings\n\nWhat each learner of the rows ran (the registry's configuration "
-            "at the study's size; names ending in -k follow the cell's k).\n\n" + _settings_table(rows)
-            + f"\n\n### What the atlas shows\n\nID3 is {REFERENCE} (greedy growth to the study's depth). The seeds "
-            "claim ID3 learns juntas under smoothed product distributions (000, Theorem 2) but not parities under "
-            "the uniform one (000, Theorem 1), that the addressing functions defeat impurity-based growth (002), "
-            "and that boosting sparse parities helps where stumps cannot (004).\n\n"
-            + "\n".join(findings) + "\n\n" + ("Boosting, success at the largest m:\n\n" + "\n".join(boosting) + "\n"
-                                              if boosting else "") + _theorem2_report(rows))
+    return report(rows, _settings_table(rows))
 
 
 COLUMNS = {
@@ -427,7 +244,7 @@ COMPARE = Study(
     axis=("m", sample_sizes),
     meanings=COLUMNS,
     check=_check,
-    plot=_plot,
+    plot=plot,
     report=_report,
     compile=Compile(uniform=("family", "learner"), choices={"family": FAMILIES, "learner": tuple(LEARNERS)},
                     buckets={"family": lambda family: "junta" if family in JUNTAS else family,
