@@ -38,6 +38,7 @@ def measure(name: str, mode: str, parallel: int) -> dict:
 
     from jaxtrees.experiments import studies
     from jaxtrees.experiments.run import runner, workers
+    from jaxtrees.experiments.run.job import Job
     from jaxtrees.experiments.results.store import Store
 
     study = studies.get(name)
@@ -46,7 +47,7 @@ def measure(name: str, mode: str, parallel: int) -> dict:
         store = Store(out, name, 0, 1)
         metadata = store.open(config.as_json(), "00000000")
         try:
-            job = runner._Job(study, config, store, metadata, jax.local_devices(), None, None, False)
+            job = Job(study, config, store, metadata, jax.local_devices(), None, None, False)
             work = job.start(job.plan(None))
             pool, start_s = None, 0.0
             if mode == "processes":

@@ -9,7 +9,7 @@ import pytest
 
 from jaxtrees.experiments import contract, studies
 from jaxtrees.experiments.results import reading
-from jaxtrees.experiments.run import runner
+from jaxtrees.experiments.run import job, memory, runner
 
 BASE = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64}
 
@@ -86,7 +86,7 @@ def test_the_contract_records_the_seed_offset_and_the_source():
     import jax
 
     study = studies.get("juntas")
-    terms = runner.contract(study, jax.devices()[0])
+    terms = job.contract(study, jax.devices()[0])
     assert terms["random_seed_offset"] == 0 and len(terms["source"]) == 16
     assert terms["numpy"] == np.__version__ and terms["declaration"]["static"] == ["m_max", "m_min", "n"]
     assert terms["study_code"] is None  # a built-in study's code is in the package's source digest
@@ -97,7 +97,7 @@ def test_a_run_too_large_for_the_machine_is_refused_before_compiling(tmp_path, m
     with the estimate and a --group that fits, before any program compiles."""
     from jaxtrees import cli
 
-    monkeypatch.setattr(runner, "available_memory", lambda device: 20 * 2**30)
+    monkeypatch.setattr(memory, "available_memory", lambda device: 20 * 2**30)
     monkeypatch.setattr(runner.compiling, "compile_program", lambda *a, **k: pytest.fail("compiled"))
     args = ["run", "smoothed-base", "--quick", "--set", "n=4096", "--set", "m_max=524288", "--set", "replicates=1000",
             "--out", str(tmp_path), "--no-progress"]
@@ -106,6 +106,6 @@ def test_a_run_too_large_for_the_machine_is_refused_before_compiling(tmp_path, m
     assert "GB at its peak (0.5 GB per trial x 32 trials vmapped x" in err, err
     assert "more than 80% of the 20.0 GB" in err and "rerun with --group" in err and "Traceback" not in err
     cpu = [types.SimpleNamespace(platform="cpu")] * 2
-    runner.fits("s", "p", 2**29, 8, cpu)  # 8 GB of 20: fits
+    memory.fits("s", "p", 2**29, 8, cpu)  # 8 GB of 20: fits
     with pytest.raises(ValueError, match="one trial alone needs 40.0 GB"):
-        runner.fits("s", "p", 20 * 2**30, 1, cpu)
+        memory.fits("s", "p", 20 * 2**30, 1, cpu)

@@ -20,7 +20,7 @@ import helpers
 from jaxtrees import cli
 from jaxtrees.core import platform as cpu_platform
 from jaxtrees.experiments import studies
-from jaxtrees.experiments.run import compiled, runner
+from jaxtrees.experiments.run import compiled, job, runner
 from jaxtrees.experiments.study import Compile, Study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -335,7 +335,7 @@ def test_a_resumed_run_under_other_compiler_options_is_refused_or_recorded(tmp_p
                                          "replicates": 6})
     first = runner.compiler_options(study, jax.devices()[0])  # the reference's
     runner.run(study, config, str(tmp_path), progress=False, max_trials=5)
-    monkeypatch.setattr(runner, "compiler_options", lambda study, device: {runner.OPT_LEVEL_FLAG: 1})
+    monkeypatch.setattr(job, "compiler_options", lambda study, device: {runner.OPT_LEVEL_FLAG: 1})
     with pytest.raises(runner.Changed, match="the compiler options: recorded"):
         runner.run(study, config, str(tmp_path), progress=False)
     metadata = json.loads((tmp_path / "juntas" / "metadata.json").read_text())

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jaxtrees.experiments import contract
-from jaxtrees.experiments.run import runner
+from jaxtrees.experiments.run import pacing, runner
 
 MODULE = '''
 """A slow study: each group sleeps $SLOW_DELAY s per trial (logged to $SLOW_LOG); $SLOW_TRACE s to trace."""
@@ -58,8 +58,8 @@ SCRIPT = textwrap.dedent('''
     import sys
     sys.path.insert(0, sys.argv[1])
     import slow_study
-    from jaxtrees.experiments.run import runner
-    runner.TARGET_CALL_SECONDS = float(sys.argv[3])
+    from jaxtrees.experiments.run import pacing, runner
+    pacing.TARGET_CALL_SECONDS = float(sys.argv[3])
     config = runner.configure(slow_study.STUDY, replicates=int(sys.argv[4]))
     try:
         runner.run(slow_study.STUDY, config, sys.argv[2], group=GROUP)
@@ -174,7 +174,7 @@ def test_rows_do_not_depend_on_the_call_sizes_and_the_first_call_prints_an_estim
     the first call prints the run's estimate."""
     flags = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
     two = _start(slow, tmp_path / "two", 40, {"SLOW_DELAY": "0.01", "XLA_FLAGS": flags}, target=0.1)
-    monkeypatch.setattr(runner, "TARGET_CALL_SECONDS", 0.1)
+    monkeypatch.setattr(pacing, "TARGET_CALL_SECONDS", 0.1)
     monkeypatch.setenv("SLOW_DELAY", "0.01")
     config = runner.configure(slow[1].STUDY, replicates=40)
     timed = runner.run(slow[1].STUDY, config, str(tmp_path / "timed"), group=GROUP)

@@ -18,7 +18,7 @@ import helpers
 from jaxtrees import cli
 from jaxtrees.experiments import studies
 from jaxtrees.experiments.results import reading, store
-from jaxtrees.experiments.run import runner
+from jaxtrees.experiments.run import job, runner
 from jaxtrees.experiments.table import Table
 
 TINY = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "impurity=entropy", "--set", "m_min=16",
@@ -109,8 +109,8 @@ def test_a_resume_under_a_setting_that_can_change_rows_is_refused(tmp_path, monk
         monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=1")
         named = "the compiler options: recorded"
     else:
-        real = runner.environment
-        monkeypatch.setattr(runner, "environment", lambda: {**real(), "jax": "0.0.1"})
+        real = job.environment
+        monkeypatch.setattr(job, "environment", lambda: {**real(), "jax": "0.0.1"})
         named = "jax: recorded"
     assert cli.main(args) == 2
     err = capsys.readouterr().err

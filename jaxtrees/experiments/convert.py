@@ -1,7 +1,7 @@
 """Converting an earlier version's results directory (CSV) to Parquet parts: ``jaxtrees convert DIR``.
 
 :func:`convert` reads the CSV rows (:mod:`~jaxtrees.experiments.results.legacy`), writes them as one part, records
-this machine's resume contract (:func:`~jaxtrees.experiments.run.runner.contract`) and removes the CSV files once
+this machine's resume contract (:func:`~jaxtrees.experiments.run.job.contract`) and removes the CSV files once
 the part reads back whole.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from jaxtrees.experiments import studies
 from jaxtrees.experiments.contract import config_digest, now
 from jaxtrees.experiments.results import files, legacy, reading, store
-from jaxtrees.experiments.run import runner
+from jaxtrees.experiments.run import job
 from jaxtrees.experiments.study import ID_COLUMNS
 
 
@@ -89,7 +89,7 @@ def _record_contract(directory: str, config: dict) -> str:
     study = studies.STUDIES.get(config["study"])
     if study is None:
         return ""
-    terms = {**runner.contract(study, jax.devices()[0]), "groups": {}}
+    terms = {**job.contract(study, jax.devices()[0]), "groups": {}}
     for path in (os.path.join(directory, "metadata.json"), os.path.join(directory, "rows", "_config.json")):
         try:
             with open(path) as fh:

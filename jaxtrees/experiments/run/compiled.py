@@ -170,7 +170,7 @@ def _wait(future: concurrent.futures.Future, interrupted: threading.Event | None
 
 
 def compile_program(job, program, cancelled: threading.Event | None = None, pool=None):
-    """``(executable, seconds, how)`` for ``job``'s (:class:`~jaxtrees.experiments.run.runner._Job`) ``program``,
+    """``(executable, seconds, how)`` for ``job``'s (:class:`~jaxtrees.experiments.run.job.Job`) ``program``,
     on any thread: "loaded" from the program cache (no tracing) where it holds the program, else traced
     and compiled, in this process or, given ``pool`` (:class:`~jaxtrees.experiments.run.workers.Pool`), in a
     worker whose executable this process loads ("compiled", or "loaded" where XLA's part came from JAX's

@@ -34,7 +34,7 @@ __all__ = ["MODES", "Pool", "WorkerDied", "choose", "default_workers"]
 MODES = ("auto", "threads", "processes")
 #: Host memory a worker may take while it compiles (a study program's compile peaked near 1 GiB on a CPU).
 WORKER_MEMORY = 2 * 2**30
-#: JAX settings that can change a program, copied into every worker (as :func:`runner.contract` records them).
+#: JAX settings that can change a program, copied into every worker (as :func:`job.contract` records them).
 CONFIG = ("jax_enable_x64", "jax_default_prng_impl", "jax_threefry_partitionable", "jax_default_matmul_precision",
           "jax_platforms")
 
