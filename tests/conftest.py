@@ -130,16 +130,16 @@ def unclipped_figures(monkeypatch):
     share colour, marker and line style."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from jaxtrees.experiments.report import summary
+    from jaxtrees.experiments.report import saving
 
     figures = []
-    save = summary.save
+    save = saving.save
 
     def recording_save(fig, stem):
         figures.append(fig)
         return save(fig, stem)
 
-    monkeypatch.setattr(summary, "save", recording_save)
+    monkeypatch.setattr(saving, "save", recording_save)
     yield figures
     assert figures, "no figure was saved"
     for fig in figures:

@@ -10,6 +10,7 @@ import pytest
 import helpers
 
 from jaxtrees import cli, targets
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.report import summary
 from jaxtrees.experiments.results import reading
 from jaxtrees.experiments.studies import descent, gd_common, gd_parity, gd_scaling, gd_scaling_fits
@@ -158,7 +159,7 @@ def test_gd_scaling_runs_plots_and_reports_the_exponent_table(tmp_path, capsys, 
     assert np.all(trials["influence_min"][trials["c"] > 0] > 0)
     earlier = (s_eps < s) | ((s < 0) & (s_eps >= 0))
     assert earlier.sum() >= 4, "the looser criterion must be met earlier in some trials"
-    by_init = summary.split(trials, ["family", "n", "c", "replicate"])  # both inits train on the same p, target and
+    by_init = tables.split(trials, ["family", "n", "c", "replicate"])  # both inits train on the same p, target and
     assert len(by_init) == 32  # data (init is a shared parameter)
     for pair in by_init.values():
         assert sorted(pair["init"].tolist()) == ["he", "lecun-nobias"]

@@ -7,7 +7,7 @@ import signal
 import numpy as np
 import pytest
 
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.report import saving, summary
 
 
 def _figure():
@@ -21,7 +21,7 @@ def _figure():
 @pytest.mark.parametrize("fork", ["1", "0"])
 def test_a_figure_is_written_as_png_and_svg_forked_or_not(tmp_path, monkeypatch, fork):
     monkeypatch.setenv("JAXTREES_FIGURE_FORK", fork)
-    paths = summary.save(_figure(), str(tmp_path / "f"))
+    paths = saving.save(_figure(), str(tmp_path / "f"))
     assert paths == [str(tmp_path / "f.png"), str(tmp_path / "f.svg")]
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = (tmp_path / "f.svg").read_text()
@@ -31,31 +31,31 @@ def test_a_figure_is_written_as_png_and_svg_forked_or_not(tmp_path, monkeypatch,
 
 def test_the_childs_error_is_raised_here_as_it_was(tmp_path, monkeypatch):
     """A full disk in the forked SVG writer is the OSError (errno and all) of an in-process write."""
-    write = summary._write
+    write = saving._write
 
     def full(fig, path, options):
         if path.endswith(".svg"):
             raise OSError(errno.ENOSPC, "No space left on device", path)
         write(fig, path, options)
 
-    monkeypatch.setattr(summary, "_write", full)
+    monkeypatch.setattr(saving, "_write", full)
     monkeypatch.setenv("JAXTREES_FIGURE_FORK", "1")
     with pytest.raises(OSError) as raised:
-        summary.save(_figure(), str(tmp_path / "f"))
+        saving.save(_figure(), str(tmp_path / "f"))
     assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(tmp_path / "f.svg")
 
 
 def test_a_child_killed_without_a_word_has_its_file_written_here(tmp_path, monkeypatch):
-    parent, write = os.getpid(), summary._write
+    parent, write = os.getpid(), saving._write
 
     def killed_in_the_child(fig, path, options):
         if os.getpid() != parent:
             os.kill(os.getpid(), signal.SIGKILL)
         write(fig, path, options)
 
-    monkeypatch.setattr(summary, "_write", killed_in_the_child)
+    monkeypatch.setattr(saving, "_write", killed_in_the_child)
     monkeypatch.setenv("JAXTREES_FIGURE_FORK", "1")
-    summary.save(_figure(), str(tmp_path / "f"))
+    saving.save(_figure(), str(tmp_path / "f"))
     assert (tmp_path / "f.svg").read_text().rstrip().endswith("</svg>")
 
 
@@ -63,16 +63,16 @@ def test_figures_drawn_side_by_side_give_their_paths_in_order_and_raise_a_childs
     monkeypatch.setenv("JAXTREES_FIGURE_FORK", "1")
 
     def draw(name):
-        return summary.save(_figure(), str(tmp_path / name))
+        return saving.save(_figure(), str(tmp_path / name))
 
     def broken():
         raise ValueError("no such column")
 
-    assert summary.side_by_side(lambda: draw("a"), lambda: draw("b")) == [
+    assert saving.side_by_side(lambda: draw("a"), lambda: draw("b")) == [
         str(tmp_path / f"{n}.{e}") for n in "ab" for e in ("png", "svg")]
     assert all((tmp_path / f"{n}.svg").read_text().rstrip().endswith("</svg>") for n in "ab")
     with pytest.raises(RuntimeError, match="drawing a figure failed: ValueError: no such column"):
-        summary.side_by_side(lambda: draw("c"), broken)
+        saving.side_by_side(lambda: draw("c"), broken)
 
 
 @pytest.mark.parametrize("fork", ["1", "0"])
@@ -84,20 +84,20 @@ def test_work_while_drawing_runs_once_between_the_first_figure_and_the_children(
 
     def draw(name):
         order.append(name)
-        return summary.save(_figure(), str(tmp_path / name))
+        return saving.save(_figure(), str(tmp_path / name))
 
     def work():
         order.append("work")
         return len(order)
 
-    with summary.while_drawing(work) as done:
-        paths = summary.side_by_side(lambda: draw("a"), lambda: draw("b"))
-        assert summary.side_by_side(lambda: draw("c"), lambda: draw("d"))  # the work is done once
+    with saving.while_drawing(work) as done:
+        paths = saving.side_by_side(lambda: draw("a"), lambda: draw("b"))
+        assert saving.side_by_side(lambda: draw("c"), lambda: draw("d"))  # the work is done once
     assert paths == [str(tmp_path / f"{n}.{e}") for n in "ab" for e in ("png", "svg")]
     forked = fork == "1" and os.cpu_count() > 1
     assert done() == (2 if forked else 5) and order.count("work") == 1  # children's draws are not in this process
     assert order == (["a", "work", "c"] if forked else ["a", "b", "c", "d", "work"])
-    assert summary._MEANWHILE == []
+    assert saving._MEANWHILE == []
 
 
 def test_symlog_and_log_ticks_are_plain_text(tmp_path):
@@ -108,7 +108,7 @@ def test_symlog_and_log_ticks_are_plain_text(tmp_path):
     bx.plot([16, 1024], [1e-5, 1e-1])
     summary.panel(bx, "log", "m")
     bx.set_yscale("log")
-    summary.save(fig, str(tmp_path / "f"))
+    saving.save(fig, str(tmp_path / "f"))
     labels = [t.get_text() for a in (ax, bx) for t in (*a.get_xticklabels(), *a.get_yticklabels())]
     assert labels and not [label for label in labels if "$" in label]
     assert {"4", "64"} <= {t.get_text() for t in ax.get_xticklabels()}
@@ -123,7 +123,7 @@ def test_a_symlog_axis_of_many_powers_labels_every_other_one(tmp_path):
     for ax in (wide, narrow):
         ax.set_xscale("symlog", base=2, linthresh=1)
         ax.set_xlim(0, None)
-    summary.save(fig, str(tmp_path / "f"))
+    saving.save(fig, str(tmp_path / "f"))
     shown = [float(t.get_text()) for t in wide.get_xticklabels() if t.get_text()]
     assert shown == [0, 1, 4, 16, 64, 256, 1024]
     assert {1, 2, 4, 8, 16, 32, 64} <= {float(t.get_text()) for t in narrow.get_xticklabels() if t.get_text()}
@@ -135,7 +135,7 @@ def test_a_log_axis_of_two_decades_or_more_has_minor_ticks_at_2_and_5(tmp_path):
     narrow.plot([10, 50], [1, 2])
     for ax in (wide, narrow):
         ax.set_xscale("log")
-    summary.save(fig, str(tmp_path / "f"))
+    saving.save(fig, str(tmp_path / "f"))
     inside = [x for x in wide.xaxis.get_minorticklocs() if 1 < x < 1e6]
     assert inside and {round(x / 10 ** int(np.floor(np.log10(x)))) for x in inside} == {2, 5}
     assert {round(x) for x in narrow.xaxis.get_minorticklocs() if 10 < x < 50} == {20, 30, 40}  # under two decades: all

@@ -33,7 +33,6 @@ INNER = {"results": ("writer", "layout", "legacy", "files", "reading", "store"),
 LONG_MODULES: dict = {
     "jaxtrees/cli.py": "being split by responsibility",
     "jaxtrees/experiments/report/generic.py": "being split by responsibility",
-    "jaxtrees/experiments/report/summary.py": "being split by responsibility",
     "jaxtrees/experiments/run/distributed.py": "being split by responsibility",
     "jaxtrees/experiments/studies/theory.py": "being split by responsibility",
     "jaxtrees/experiments/study/declaration.py": "being split by responsibility",

@@ -609,26 +609,26 @@ def test_values_are_coerced_to_the_parameter_type():
 def test_figures_wrap_panels_and_repeat_the_y_label(tmp_path):
     """Six panels: two rows of PANELS_PER_ROW = 4 columns, two hidden slots, the y label of the
     first panel repeated on the second row's first panel; PNG and SVG written."""
-    from jaxtrees.experiments.report import summary
+    from jaxtrees.experiments.report import saving, summary
 
     fig, axes = summary.figure(6)
     assert len(axes) == 6 and len(fig.axes) == 8 and sum(ax.get_visible() for ax in fig.axes) == 6
     axes[0].set_ylabel("P[success]")
     row_starts = [ax for ax in axes if ax.get_subplotspec().is_first_col()]
-    paths = summary.save(fig, str(tmp_path / "six"))
+    paths = saving.save(fig, str(tmp_path / "six"))
     assert [ax.get_ylabel() for ax in row_starts] == ["P[success]", "P[success]"]
     assert all(os.path.getsize(p) > 0 for p in paths)
 
 
 def test_split_groups_rows_in_natural_cell_order():
-    from jaxtrees.experiments.report import summary
+    from jaxtrees.experiments import table as tables
 
-    rows = summary.Table.from_rows([{"c": c, "k": k} for c, k in [("0.2", "10"), ("0.05", "3"), ("0.2", "3"),
+    rows = tables.Table.from_rows([{"c": c, "k": k} for c, k in [("0.2", "10"), ("0.05", "3"), ("0.2", "3"),
                                                                    ("0.05", "3")]])
-    parts = summary.split(rows, ["c", "k"])
+    parts = tables.split(rows, ["c", "k"])
     assert list(parts) == [(0.05, 3), (0.2, 3), (0.2, 10)]
     assert [len(p) for p in parts.values()] == [2, 1, 1]
-    assert summary.cells(rows, ["k"]) == [(3,), (10,)]
+    assert tables.cells(rows, ["k"]) == [(3,), (10,)]
 
 
 def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path, capsys):

@@ -234,7 +234,7 @@ def after_run(study, directory: str):
     """``(rows, figure paths, report text)`` of a finished run (process 0), or None where the run is incomplete
     (said on stderr)."""
     global LAST_POST_RUN_SECONDS
-    from jaxtrees.experiments.report import summary
+    from jaxtrees.experiments.report import saving
     from jaxtrees.experiments.results import reading
 
     t1 = time.perf_counter()
@@ -247,7 +247,7 @@ def after_run(study, directory: str):
         return None
     check_invariants(study, rows, directory)  # once, for both
     figures_imported()
-    with summary.while_drawing(lambda: write_report(study, directory, rows)) as report:
+    with saving.while_drawing(lambda: write_report(study, directory, rows)) as report:
         figures = plot_files(study, directory, rows)  # the report is written while its forked children draw
     text = report()
     LAST_POST_RUN_SECONDS = time.perf_counter() - t1

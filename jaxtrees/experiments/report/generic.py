@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 
 #: z of the 95% intervals (Wilson's for rates, the normal approximation for means).
@@ -68,7 +68,7 @@ class Groups(NamedTuple):
 @summary.styled
 def plot(rows, stem: str, spec: dict) -> list[str]:
     """Write ``stem``.png and ``stem``.svg: one panel per output of ``spec`` against x; returns the paths."""
-    return summary.save(_figure(rows, spec), stem)
+    return saving.save(_figure(rows, spec), stem)
 
 
 def report(rows, spec: dict) -> str:

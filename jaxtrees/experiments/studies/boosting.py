@@ -19,7 +19,7 @@ import numpy as np
 from jaxtrees import datasets
 from jaxtrees.core import bits, checks, sampling
 from jaxtrees.core.sampling import Data
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
@@ -130,14 +130,14 @@ def _rounds(params):
 
 @summary.styled
 def _plot(rows, stem):
-    return summary.side_by_side(lambda: _errors_plot(rows, stem), lambda: _bounds_plot(rows, stem + "_bounds"))
+    return saving.side_by_side(lambda: _errors_plot(rows, stem), lambda: _bounds_plot(rows, stem + "_bounds"))
 
 
 def _errors_plot(rows, stem):
     names = rows.unique("data")
     curves = {weak: {} for weak in LEARNERS}  # learner -> data -> its means per round, by round
     for weak in LEARNERS:
-        for g in summary.means(rows, ["data", "round"], f"{weak}_test_error"):  # one pass per learner
+        for g in tables.means(rows, ["data", "round"], f"{weak}_test_error"):  # one pass per learner
             curves[weak].setdefault(g["data"], []).append(g)
     fig, axes = summary.figure(len(names))
     counts = []

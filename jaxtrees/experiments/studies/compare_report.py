@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import at_max, group_max, keyed
 from jaxtrees.learners.rank import sample_bound
@@ -36,7 +36,7 @@ def plot(rows, stem):
         panel = curves.setdefault(g["family"], {}).setdefault((g["k"], g["n"], g["c"]), {})
         panel.setdefault(g["learner"], []).append(g)
     families = [functools.partial(family_plot, panels, family, f"{stem}_{family}") for family, panels in curves.items()]
-    return summary.side_by_side(lambda: _overview_plot(rows, stem), *families)
+    return saving.side_by_side(lambda: _overview_plot(rows, stem), *families)
 
 
 def _overview_plot(rows, stem):
@@ -72,7 +72,7 @@ def _overview_plot(rows, stem):
     summary.legend(fig, axes)
     summary.suptitle(fig, f"Every registered learner on the same trials: success at the largest m "
                           f"({summary.trials_text(counts).replace('per point', 'per bar')})")
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def family_plot(panels, family, stem):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.addressing_cells import lemma14, n_free, target_depth
 from jaxtrees.experiments.studies.common import at_max
@@ -61,7 +61,7 @@ def _rate_text(rate):
 
 @summary.styled
 def addressing_plot(rows, stem):
-    return summary.side_by_side(
+    return saving.side_by_side(
         lambda: _error_plot(rows, stem, ["code", "k", "c", "s"], "2^k", "f_{c,k}: exact path mode",
                             lambda c: f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g}", addressing_overlay),
         lambda: gains_plot(rows, stem + "_gains"))
@@ -112,7 +112,7 @@ def gains_plot(rows, stem):
     ax.grid(alpha=0.3, which="both")
     summary.legend(fig, axes)
     summary.suptitle(fig, "Gini gains along the path while it holds memory bits only (exact)")
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def _path_report(rows, by, metric, columns, cell_columns, title, text) -> str:

@@ -14,7 +14,8 @@ import numpy as np
 
 from jaxtrees import learners, targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.report import saving, summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, group_max,
@@ -133,14 +134,14 @@ PANEL = ["target", "n", "k", "theta", "l1"]
 
 @summary.styled
 def _plot(rows, stem):
-    return summary.side_by_side(lambda: _success_plot(rows, stem), lambda: _spectra_plot(rows, f"{stem}_spectra"),
+    return saving.side_by_side(lambda: _success_plot(rows, stem), lambda: _spectra_plot(rows, f"{stem}_spectra"),
                                 lambda: _approx_plot(rows, f"{stem}_approximation"))
 
 
 def _success_plot(rows, stem):
     panels = {}  # panel -> learner -> c -> its rates over m: one group-by per learner
     for learner in LEARNERS:
-        for g in summary.rates(rows, [*PANEL, "c", "m"], f"{learner}_success"):
+        for g in tables.rates(rows, [*PANEL, "c", "m"], f"{learner}_success"):
             curves = panels.setdefault(tuple(g[name] for name in PANEL), {}).setdefault(learner, {})
             curves.setdefault(g["c"], []).append(g)
     fig, axes = summary.figure(len(panels))
@@ -192,7 +193,7 @@ def _approx_plot(rows, stem):
         ax.grid(alpha=0.3, which="both")
     summary.legend(fig, axes)
     summary.suptitle(fig, "001's approximation theorem: h of degree log2(s / eps) keeping |h^(S)| >= eps / L1")
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def _at_m_max(rows):
@@ -204,7 +205,7 @@ def _spectra_plot(rows, stem):
     """Learned trees at m_max: L1 vs leaves and degree vs depth, with the bounds L1 <= s, degree <= depth."""
     top = _at_m_max(rows)
     fig, axes = summary.figure(2)
-    kinds = summary.split(top, ["target"])
+    kinds = tables.split(top, ["target"])
     for i, ((kind,), sel) in enumerate(kinds.items()):
         shift = 0.12 * (i - (len(kinds) - 1) / 2)  # side by side, not on top of each other
         style = summary.series_style(axes[0])
@@ -224,7 +225,7 @@ def _spectra_plot(rows, stem):
     axes[1].set_title("degree vs depth")
     summary.legend(fig, axes)
     summary.suptitle(fig, f"Spectra of the trees ID3 learns at m_max (exact, uniform basis; {len(top)} trees)")
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def _report(rows):
@@ -233,7 +234,7 @@ def _report(rows):
                                 for what in ("P[success] at max m", "m for 90%")]
     curves = {}  # learner -> cell -> its rates over m: one group-by per learner
     for name in LEARNERS:
-        for g in summary.rates(rows, [*by, "m"], f"{name}_success"):
+        for g in tables.rates(rows, [*by, "m"], f"{name}_success"):
             curves.setdefault(name, {}).setdefault(tuple(g[column] for column in by), []).append(g)
     table = []
     for cell in curves[LEARNERS[0]]:

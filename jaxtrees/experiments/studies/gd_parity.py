@@ -14,7 +14,8 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions
-from jaxtrees.experiments.report import steps, summary
+from jaxtrees.experiments.report import saving, steps, summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import trial_keys
@@ -70,14 +71,14 @@ def _uniform_plot(rows, stem):
     fig, (ax, ax_cdf) = summary.figure(2)
     extra = varying(rows, TRAINING)
     budget = int(rows["max_steps"].max())
-    for key, sel in summary.split(rows, ["k", *extra]).items():
+    for key, sel in tables.split(rows, ["k", *extra]).items():
         summary.median_curve(ax, sel, "n", f"k = {key[0]}" + suffix(extra, key[1:]))
     budget_lines(ax, budget)
     ax.set_xlabel("input bits n")
     ax.set_ylabel(f"{optimizer(rows)} steps to 100% test accuracy\n(median, interquartile band)")
     ax.set_title("k-parities, uniform inputs")
     ax.legend(fontsize=9)
-    for key, sel in summary.split(rows, ["n", "k", *extra]).items():
+    for key, sel in tables.split(rows, ["n", "k", *extra]).items():
         summary.learned_curve(ax_cdf, columns(sel, "steps", "eval_every", "max_steps"), "steps",
                               f"n = {key[0]}, k = {key[1]}" + suffix(extra, key[2:]))
     ax_cdf.set_xlabel(f"{optimizer(rows)} steps t")
@@ -85,7 +86,7 @@ def _uniform_plot(rows, stem):
     ax_cdf.set_title("time to learn")
     ax_cdf.legend(fontsize=8, loc="lower right")
     summary.suptitle(fig, network_title(rows) + ", online, uniform inputs (Barak et al. 2022 baseline)")
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def _barak_verdict(s, budget):
@@ -114,7 +115,7 @@ def _uniform_report(rows):
     header = ["n", "k", *extra, "trials", "learned within budget", "median steps [IQR]", "max steps (learned)",
               "Barak et al. 2022 claim", "this run"]
     table = []
-    for key, sel in summary.split(rows, ["n", "k", *extra]).items():
+    for key, sel in tables.split(rows, ["n", "k", *extra]).items():
         s = steps.censored_steps(sel)
         budget = first(sel, "max_steps")
         learned = int(np.isfinite(s).sum())
@@ -190,7 +191,7 @@ def _smoothed_plot(rows, stem):
     axes[0].set_ylabel(f"{optimizer(rows)} steps to 0 test error\n(median, interquartile band)")
     summary.legend(fig, axes)
     summary.suptitle(fig, f"{optimizer(rows)} ({network(rows)}), online,\non p_i = 1/2 + U[-c, c] (c-smoothed)")
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def _ratio_to_uniform(s, uniform) -> str:
@@ -210,7 +211,7 @@ def _smoothed_report(rows):
     header = ["k", *extra, "c", "n", "trials", "learned within budget", "median steps [IQR]", "median vs uniform",
               "mean share of |W1| on J"]
     table = []
-    cells = summary.split(rows, ["k", *extra, "c", "n"])
+    cells = tables.split(rows, ["k", *extra, "c", "n"])
     for key, sel in cells.items():
         s = steps.censored_steps(sel)
         uniform = cells.get((*key[:-2], 0.0, key[-1])) if key[-2] != 0 else None  # the cell's c = 0 twin

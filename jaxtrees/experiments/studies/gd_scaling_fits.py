@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from jaxtrees.experiments.report import fits, steps, summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.studies.gd_common import present, suffix
 
 #: Bootstrap resamples behind every interval of the gd-scaling report.
@@ -70,7 +71,7 @@ def scaling_exponents(trials, by, x_name, column="steps"):
     """{group key: (BootstrapFit, distinct x values, censored share, the group's trials)} for log steps vs
     log n (``x_name="n"``) or vs log(1/c) over c > 0 (``"c"``)."""
     out = {}
-    for key, sel in summary.split(trials, by).items():
+    for key, sel in tables.split(trials, by).items():
         if x_name == "c":
             sel = sel.take(sel["c"] > 0)
         if not len(sel):
@@ -108,7 +109,7 @@ def sensitivity(trials, by) -> dict:
     of ``by`` under every variant of the run (criteria x inits x :data:`RANGES` x :data:`FITS`)."""
     out = {}
     for label, column, rows in criteria(trials):
-        groups = {name: summary.split(rows.take(rows["n"] >= low), ["init", *by]) for name, low in RANGES.items()}
+        groups = {name: tables.split(rows.take(rows["n"] >= low), ["init", *by]) for name, low in RANGES.items()}
         for init in present(rows, "init"):  # the order of the variants: criterion, init, range, group, fit
             for name in RANGES:
                 for (init_, *key), sel in groups[name].items():
@@ -228,7 +229,7 @@ def local_slopes(trials, by) -> dict:
     between consecutive n (NaN where a median is censored), under every criterion and init."""
     out = {}
     for label, column, rows in criteria(trials):
-        for (init, *key), sel in summary.split(rows, ["init", *by]).items():  # ordered by init, then group
+        for (init, *key), sel in tables.split(rows, ["init", *by]).items():  # ordered by init, then group
             x, y, censored = steps.log_steps(sel, column)
             out[(tuple(key), label, init)] = [(math.exp(a), math.exp(b), s)
                                               for a, b, s in fits.local_slopes(x, y, censored)]

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from jaxtrees.experiments.report import steps, summary
+from jaxtrees.experiments.report import saving, steps, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.studies import gd_scaling_fits as scaling_fits
 from jaxtrees.experiments.studies import theory
@@ -265,7 +265,7 @@ def scaling_plot(rows, stem):
                           + (f"; dashed: median steps to test {loose[0][0]}" if loose else "")
                           + "; triangles at the budget: share of censored "
                           f"trials (size); {summary.trials_text(counts.tolist())}")
-    files = summary.save(fig, stem)
+    files = saving.save(fig, stem)
     mine = trials.take(trials["init"] == first(trials, "init"))  # the mechanism of the first init's trainings
     return files + _mechanism_plot(rows.take(_same_trials(rows, mine)), trials.take(_same_trials(trials, mine)), stem)
 
@@ -317,7 +317,7 @@ def _mechanism_plot(rows, trials, stem):
     axes[0].set_ylabel("first-layer row norm ||W1[i]||_2\n(median over trials still training)")
     ax = axes[-2]
     *_, keep = _mechanism_points(trials)
-    for (family_, k), sel in summary.split(trials.take(keep), ["family", "k"]).items():
+    for (family_, k), sel in tables.split(trials.take(keep), ["family", "k"]).items():
         ax.plot(np.asarray(sel["influence_min"], np.float64), np.asarray(sel["separated_all"]), ls="none", ms=3,
                 alpha=0.5, label=f"{k}-{family_}", **summary.series_style(ax))
     ax.set_xscale("log")
@@ -332,7 +332,7 @@ def _mechanism_plot(rows, trials, stem):
         ax.text(0.5, 0.5, "no trial whose support separated", transform=ax.transAxes, ha="center", va="center")
     _lemma11_panel(axes[-1], trials)
     summary.suptitle(fig, "Mechanism: the support's first-layer weights grow away from the rest")
-    return summary.save(fig, stem + "_mechanism")
+    return saving.save(fig, stem + "_mechanism")
 
 
 

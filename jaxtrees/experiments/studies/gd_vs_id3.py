@@ -16,7 +16,8 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments.report import steps, summary
+from jaxtrees.experiments.report import saving, steps, summary
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import theory
 from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
@@ -93,7 +94,7 @@ def _vs_plot(rows, stem):
     eps = ", ".join(f"{e:g}" for e in present(rows, "eps"))
     axes[0].set_ylabel(f"P[error <= {eps} within that many examples]\n(95% Wilson band)")
     summary.suptitle(fig, f"ID3 (depth k) vs {optimizer(rows)} ({network(rows)}) on identical (p, f)")
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def _vs_report(rows):
@@ -103,7 +104,7 @@ def _vs_report(rows):
               f"{net_name}: reached eps in budget", f"{net_name} examples, median [IQR]",
               f"{net_name} / ID3 (medians)", f"paired: P[{net_name} needs more]"]
     table = []
-    for key, sel in summary.split(rows, ["n", "k", *extra, "eps", "c"]).items():
+    for key, sel in tables.split(rows, ["n", "k", *extra, "eps", "c"]).items():
         tree = steps.censored_steps(sel, "tree_examples")
         net = steps.censored_steps(sel, "net_examples")
         mt, mn = steps.median(tree), steps.median(net)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import learning_report, theory
 from jaxtrees.experiments.studies.common import (CPU_OPT_LEVEL, IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL,
@@ -61,7 +61,7 @@ def _juntas_plot(rows, stem):
         return ("uniform (c = 0)" if float(c) == 0 else f"smoothed, c = {float(c):g}") + (
             f", {impurity}" if several else "")
 
-    return summary.side_by_side(
+    return saving.side_by_side(
         lambda: learning_report.success_plot(rows, stem, ["n", "k"], ["impurity", "c"], label,
                               lambda n, k: f"random {k}-juntas, n = {n}",
                               "ID3-style growth to depth k on c-smoothed product distributions"),
@@ -125,7 +125,7 @@ def _parity_plot(rows, stem):
         return f"n = {2**int(log2_n)}, " + (
             "uniform" if float(c) == 0 else f"(alpha, c) = ({float(alpha):g}, {float(c):g})")
 
-    return summary.side_by_side(
+    return saving.side_by_side(
         lambda: learning_report.success_plot(rows, stem, ["impurity"], ["log2_n", "alpha", "c"], label,
                               lambda impurity: f"log2(n)-parities, {impurity}",
                               "Parities under (alpha, c)-distributions vs uniform"),

@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import bits, checks, distributions, sampling
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
@@ -124,7 +124,7 @@ def _mean_curve(ax, groups, label, **style):
 def _curves(rows, by, metric) -> dict:
     """Per group of ``by``: the :func:`~jaxtrees.experiments.table.means` of ``metric`` over m (one pass)."""
     out = {}
-    for g in summary.means(rows, [*by, "m"], metric):
+    for g in tables.means(rows, [*by, "m"], metric):
         out.setdefault(tuple(g[name] for name in by), []).append(g)
     return out
 
@@ -134,7 +134,7 @@ PANEL = ["target", "k", "n", "eps", "delta"]
 
 @summary.styled
 def _plot(rows, stem):
-    return summary.side_by_side(lambda: _error_plot(rows, stem), lambda: _ranks_plot(rows, f"{stem}_ranks"),
+    return saving.side_by_side(lambda: _error_plot(rows, stem), lambda: _ranks_plot(rows, f"{stem}_ranks"),
                                 lambda: _calls_plot(rows, f"{stem}_calls"), lambda: _nodes_plot(rows, f"{stem}_nodes"))
 
 
@@ -196,7 +196,7 @@ def _nodes_plot(rows, stem):
     ax.set_title("Tree sizes against rank (003 Lemma 1)")
     ax.grid(alpha=0.3)
     summary.legend(fig, axes)
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def _theory_report(rows, fms, by) -> str:
@@ -248,7 +248,7 @@ def _ranks_plot(rows, stem):
     axes[0].set_ylabel("mean rank (95% band)")
     summary.legend(fig, axes)
     summary.suptitle(fig, "Ranks of the target, of the sample (FINDMIN) and of ID3's tree, all c pooled")
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def _lemma3_bounds(rows) -> np.ndarray:
@@ -263,7 +263,7 @@ def _calls_plot(rows, stem):
     fig, axes = summary.figure(1)
     ax = axes[0]
     hi = 1.0
-    for (kind,), sel in summary.split(_found(rows), ["target"]).items():
+    for (kind,), sel in tables.split(_found(rows), ["target"]).items():
         xs = _lemma3_bounds(sel)
         ys = np.asarray(sel["findmin_calls"], np.float64)
         hi = max(hi, xs.max(), ys.max())
@@ -276,7 +276,7 @@ def _calls_plot(rows, stem):
     ax.set_title("FIND's recursive calls (all m, c, n)")
     ax.grid(alpha=0.3)
     summary.legend(fig, axes)
-    return summary.save(fig, stem)
+    return saving.save(fig, stem)
 
 
 def _report(rows):
@@ -291,7 +291,7 @@ def _report(rows):
                              id3_ok=np.asarray(rows["id3_error"], np.float64) <= eps)
     fms, oks = {}, {}  # cell -> m -> rates of error <= eps: one pass each
     for rates, metric in ((fms, "findmin_ok"), (oks, "id3_ok")):
-        for g in summary.rates(rows, [*by, "m"], metric):
+        for g in tables.rates(rows, [*by, "m"], metric):
             rates.setdefault(tuple(g[name] for name in by), {})[g["m"]] = g
     top = at_max(rows, by, "m")  # each cell's rows at its largest m
     found, top_found = _found(rows), _found(top)

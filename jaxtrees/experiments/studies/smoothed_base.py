@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
-from jaxtrees.experiments.report import summary
+from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import theory
@@ -215,7 +215,7 @@ def _vanishing_lines(trials) -> list[str]:
 
 @summary.styled
 def _plot(rows, stem):
-    return summary.side_by_side(lambda: _success_plot(rows, stem), lambda: _theory_plot(rows, stem + "_theory"))
+    return saving.side_by_side(lambda: _success_plot(rows, stem), lambda: _theory_plot(rows, stem + "_theory"))
 
 
 def _success_plot(rows, stem):
