@@ -13,7 +13,7 @@ from jaxtrees import cli, targets
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.report import summary
 from jaxtrees.experiments.results import reading
-from jaxtrees.experiments.studies import descent, gd_common, gd_parity, gd_scaling, gd_scaling_fits
+from jaxtrees.experiments.studies import gd_common, gd_parity, gd_scaling, gd_scaling_fits
 from jaxtrees.experiments.table import Table
 
 NET = ["--set", "width=16", "--set", "max_steps=120", "--set", "eval_every=40", "--set", "test_size=64",
@@ -416,13 +416,6 @@ def test_gd_scaling_bad_parameters_exit_2(tmp_path, capsys, args, message):
     assert cli.main(["run", "gd-scaling", "--quick", "--out", str(tmp_path), *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "gd-scaling").exists()
-
-
-def test_descent_reexports_the_gd_studies():
-    """jaxtrees.experiments.studies.descent keeps the names notebooks and scripts use."""
-    assert descent.GD_SCALING is gd_scaling.GD_SCALING and descent.GD_SMOOTHED is gd_parity.GD_SMOOTHED
-    assert descent.CPU_REPORT["family"] == "parity" and descent.checkpoints is gd_scaling.checkpoints
-    assert descent._network_title is gd_common.network_title and descent._trials is gd_scaling_fits.trials
 
 
 def _with_signal(rows, seed=1):

@@ -8,9 +8,11 @@ for a laptop CPU and a full size for a GPU.
 from jaxtrees.experiments.studies.boosting import BOOSTING
 from jaxtrees.experiments.studies.compare import COMPARE
 from jaxtrees.experiments.studies.counterexamples import ADDRESSING, AGNOSTIC
-from jaxtrees.experiments.studies.descent import GD_PARITY_UNIFORM, GD_SCALING, GD_SMOOTHED, GD_VS_ID3
 from jaxtrees.experiments.studies.finite_addressing import ADDRESSING_SAMPLES
 from jaxtrees.experiments.studies.fourier import FOURIER
+from jaxtrees.experiments.studies.gd_parity import GD_PARITY_UNIFORM, GD_SMOOTHED
+from jaxtrees.experiments.studies.gd_scaling import GD_SCALING
+from jaxtrees.experiments.studies.gd_vs_id3 import GD_VS_ID3
 from jaxtrees.experiments.studies.learning import JUNTAS, PARITY, TREES
 from jaxtrees.experiments.studies.rank import RANK
 from jaxtrees.experiments.studies.smoothed_base import SMOOTHED_BASE
