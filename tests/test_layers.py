@@ -37,7 +37,6 @@ LONG_MODULES: dict = {
     "jaxtrees/experiments/studies/theory.py": "being split by responsibility",
     "jaxtrees/experiments/study/declaration.py": "being split by responsibility",
     "jaxtrees/sklearn.py": "being split by responsibility",
-    "jaxtrees/targets/juntas.py": "being split by responsibility",
 }
 LINE_BUDGET = 400
 #: Folders that may hold more than :data:`FOLDER_BUDGET` modules: the registries.
