@@ -35,7 +35,6 @@ LONG_MODULES: dict = {
     "jaxtrees/experiments/report/generic.py": "being split by responsibility",
     "jaxtrees/experiments/run/distributed.py": "being split by responsibility",
     "jaxtrees/experiments/studies/theory.py": "being split by responsibility",
-    "jaxtrees/experiments/study/declaration.py": "being split by responsibility",
     "jaxtrees/sklearn.py": "being split by responsibility",
 }
 LINE_BUDGET = 400

@@ -1,19 +1,20 @@
-"""A study's definition (:class:`Study`) and one resolved run of it (:class:`Config`).
+"""A study's definition (:class:`Study`) and its trials' keys (:func:`trial_key`, :func:`cell_hash`).
 
 A :class:`Study` needs a name, a pure ``trial(key, params) -> {output: array}`` (its docstring's first
 paragraph describes the study), a grid (parameter -> values; one, or a ``quick`` and a ``full`` size) and
 the trials per cell. Optional: which parameters are *static* (they change shapes or the compiled program:
 one compilation per distinct combination; a parameter of strings is static unless it is a
 ``Compile.choices``), an axis, the *shared* parameters, what each name means, a check of a cell, the
-figures and report, and the :class:`Compile` knobs. :func:`configure` resolves the grid (defaults, then
-overrides) into a :class:`Config` and checks every cell before any heavy work. A trial's key depends only
-on the seed and its cell's parameters (:meth:`Study.trial_key`).
+figures and report, and the :class:`~.options.Compile` knobs (:mod:`.options`); :func:`~.config.configure`
+resolves the grid into a :class:`~.config.Config` (:mod:`.config`). A trial's key depends only on the seed and its
+cell's parameters (:meth:`Study.trial_key`).
 
 >>> import jax
 >>> def coin(key, params):
 ...     "Coin flips of bias p: heads or tails."
 ...     return {"heads": jax.random.bernoulli(key, params["p"])}
 >>> study = Study("coin", coin, grid={"p": [0.25, 0.5], "coin": "fair"}, replicates=8)
+>>> from jaxtrees.experiments.study import configure
 >>> study.description, study.static, study.replicates, configure(study).trials
 ('Coin flips of bias p: heads or tails.', ('coin',), (8, 8), 16)
 """
@@ -23,19 +24,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import itertools
 import json
 import re
 import zlib
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import jax
 
 from jaxtrees.core import checks
-
-#: At most this many trials per run (cells x replicates); the runner lists the trials to do.
-MAX_TRIALS = 2**24
-
+from jaxtrees.experiments.study.options import COMPILE_KNOBS, Axis, Checks, Compile
 
 #: Parameters that mean the same in every built-in study that has them (a study's own
 #: ``Study.meanings`` entry wins). Not ``k`` or ``c``: the addressing studies' c is a parity width.
@@ -47,84 +44,6 @@ PARAMETER_MEANINGS = {
              "prefixes",
     "impurity": "the greedy trees' splitting criterion (entropy: ID3 / C4.5, gini: CART)",
 }
-
-
-class Axis(NamedTuple):
-    """What a trial's outputs run along: one row per value of ``values(cell)`` in column ``name``."""
-
-    name: str
-    values: Callable
-
-
-@dataclasses.dataclass(frozen=True)
-class Compile:
-    """How a study's trials are compiled: which cells share a program and how, compiler options, memory.
-
-    Attributes:
-      uniform: traced parameters that are the same for every trial of a vmapped group (the runner
-        packs groups by their values): they reach ``trial`` unbatched, so that ``lax.cond`` /
-        ``lax.switch`` on them run one branch per group (e.g. a depth that skips the levels below
-        it) where a batched value would run every branch.
-      bounds: uniform parameters (integers) with a static bound: the largest value among a static
-        group's cells reaches ``trial`` as ``params[name + "_max"]`` (e.g. arrays padded to k_max),
-        so one program serves every value. Results must not depend on the bound.
-      choices: parameter -> allowed values (strings), for parameters that are neither static nor
-        numbers: they reach ``trial`` as the int32 index of the value in ``params[name + "_choices"]``,
-        the static tuple of the values a static group's cells use (in this tuple's order).
-      buckets: parameter of ``choices`` -> ``bucket(value)``: cells whose values fall in different
-        buckets compile different programs (as if the bucket were static), cells in one bucket share
-        one, the trial choosing by the traced index (e.g. families of targets of one pytree
-        structure: :func:`~jaxtrees.experiments.studies.common.chosen`).
-      branches: static parameters whose values one program serves as branches: cells that differ
-        only in them (and have as many axis values) share one program, a ``lax.switch`` on the
-        group's branch (uniform per vmapped group) over the combinations of their values the program's
-        cells use, each branch the trial traced with its values static (``program["branches"]``):
-        the rows of a program per combination, at one program's sampling, scoring and trial loop.
-        Every branch's outputs must have the same shapes and dtypes; the group size, ``bounds`` and
-        ``choices`` come from all the program's cells (a branch's group may depend on the others').
-      after: ``after(key, params, outputs) -> outputs``, applied to every trial's outputs (the trial's key;
-        the params without ``branches``' parameters), outside the ``lax.switch`` of ``branches``: work that
-        the branches share on outputs of one shape (e.g. each branch's data padded to the largest) is
-        traced and compiled once, not once per branch. The rows are ``after``'s outputs.
-      cpu_opt_level: XLA:CPU's LLVM optimization level for the study's programs (None: XLA's
-        default, 3); an ``--xla_backend_optimization_level`` in XLA_FLAGS wins.
-      level_loop: whether a program of few trials (at most ``runner.LOOP_MAX_TRIALS``, or at most this
-        many where an int) grows its deep trees in a level loop (:func:`~jaxtrees.learners.growth.level_loop`:
-        the same trees, compiled faster, run 2-5x slower); a small int or False where a trial grows many
-        deep trees (the boosting study's forests).
-      bytes_per_trial: optional ``bytes_per_trial(params)``, the device memory one trial of a
-        cell needs at its peak; the default chunk then keeps a device under the runner's
-        ``MEMORY_BUDGET``.
-      working_set_per_trial: optional ``working_set_per_trial(params)``, the bytes one trial
-        sweeps again and again (e.g. float rows of its sample, round after round); on a CPU the
-        runner then vmaps fewer trials together, so that a group's sweeps stay in cache
-        (``CPU_CACHE_BUDGET``).
-    """
-
-    uniform: tuple = ()
-    bounds: tuple = ()
-    choices: dict = dataclasses.field(default_factory=dict)
-    buckets: dict = dataclasses.field(default_factory=dict)
-    branches: tuple = ()
-    after: Callable | None = None
-    cpu_opt_level: int | None = None
-    level_loop: bool | int = True
-    bytes_per_trial: Callable | None = None
-    working_set_per_trial: Callable | None = None
-
-
-#: The :class:`Compile` knobs a :class:`Study` reads as its own attributes (``study.bounds``, ...).
-COMPILE_KNOBS = tuple(f.name for f in dataclasses.fields(Compile))
-
-
-@dataclasses.dataclass(frozen=True)
-class Checks:
-    """A study's checks: ``cell(params)`` raises ValueError for a bad cell before any heavy work; ``rows(rows) ->
-    {statement: bool array, True where it holds}`` states the rows' invariants (e.g.
-    :func:`~jaxtrees.experiments.study.trials.exact_invariants`), whose breach the figures and report refuse, naming it."""
-
-    cell: Callable | None = None
-    rows: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +68,7 @@ class Study:
         distribution, target and sample in trial r of a cell.
       meanings: parameter, axis or output column -> what it means, for ``jaxtrees run STUDY --help``
         (:attr:`parameters`; a parameter left out falls back to :data:`PARAMETER_MEANINGS`) and
-        metadata.json (:attr:`columns`, see :func:`column_descriptions`).
+        metadata.json (:attr:`columns`, see :func:`~jaxtrees.experiments.study.config.column_descriptions`).
       check: ``check(params)`` raises ValueError for a bad cell, before any heavy work (None: no check
         beyond the grid's types); or :class:`Checks` ``(cell=, rows=)``, also the rows' invariants.
       plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``; both
@@ -312,8 +231,9 @@ class Study:
             groups.setdefault(key, []).append(index)
         return list(groups.values())
 
-    def programs(self, config: Config) -> list[dict]:
-        """The static values of every program ``config`` compiles (one per static group), in run order."""
+    def programs(self, config) -> list[dict]:
+        """The static values of every program ``config`` (a :class:`~jaxtrees.experiments.study.config.Config`)
+        compiles (one per static group), in run order."""
         cells = config.cells()
         return [self.program([cells[i] for i in members]) for members in self.static_groups(cells)]
 
@@ -373,7 +293,7 @@ def _names(study: str, field: str, names) -> tuple:
 def _strings(grids: tuple, choices: dict) -> list:
     """The parameters whose values are strings but ``choices``: static, however the study declares them."""
     return [name for name in grids[1] if name not in choices
-            and any(isinstance(v, str) for grid in grids for v in _as_list(grid[name]))]
+            and any(isinstance(v, str) for grid in grids for v in as_list(grid[name]))]
 
 
 def _axis(study: str, axis, parameters) -> Axis:
@@ -424,103 +344,6 @@ def _tabled(function: Callable) -> Callable:
     return wrapper
 
 
-#: The columns every results file starts with.
-ID_COLUMNS = {
-    "study": "the study's name",
-    "seed": "the root seed of the run",
-    "cell": "index of the cell (one combination of grid values) in the run's grid",
-    "replicate": "trial number within the cell; the trial's key is fold_in(fold_in(key(seed), "
-                 "crc32 of the cell's parameters but the study's shared ones), replicate)",
-}
-
-
-def column_descriptions(study: Study, config: Config) -> dict:
-    """Every column of the study's results file -> what it means: the id columns, the grid's
-    parameters, then the study's own columns (its axis and its trial's outputs)."""
-    grid = {name: f"parameter (grid: {', '.join(map(str, values))})" for name, values in sorted(config.grid.items())}
-    return {**ID_COLUMNS, **grid, **study.columns}
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-    """A resolved run: the grid (parameter -> list of values), replicates, seed, size."""
-
-    study: str
-    grid: dict
-    replicates: int
-    seed: int
-    quick: bool
-
-    def cells(self) -> list[dict]:
-        """The grid's cells in a fixed order (the product of the value lists)."""
-        names = sorted(self.grid)
-        return [dict(zip(names, values)) for values in itertools.product(*(self.grid[n] for n in names))]
-
-    @property
-    def trials(self) -> int:
-        """Cells x replicates."""
-        return len(self.cells()) * self.replicates
-
-    def as_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-def configure(study: Study, *, quick: bool = False, overrides: dict | None = None, seed: int = 0,
-              replicates: int | None = None) -> Config:
-    """Resolve the grid of ``study``: its quick or full defaults, then ``overrides``.
-
-    ``overrides`` maps a parameter to a value or a list of values (strings are parsed to the
-    parameter's type, and "a,b,c" is a list). A value given twice (``c=0.1,0.10``) is an error,
-    as is a run of more than ``MAX_TRIALS`` trials. Every cell is checked here.
-
-    >>> from jaxtrees.experiments import studies
-    >>> config = configure(studies.get("juntas"), quick=True, overrides={"c": "0,0.2", "k": 3})
-    >>> config.grid["c"], config.trials
-    ([0.0, 0.2], 800)
-    """
-    seed = checks.integer("seed", seed, low=0, high=2**31 - 1)
-    base = study.quick if quick else study.full
-    grid = {name: _as_list(value) for name, value in base.items()}
-    for name, value in (overrides or {}).items():
-        if name == "replicates":
-            replicates = value
-            continue
-        if name not in grid:
-            raise ValueError(f"unknown parameter {name!r} for study {study.name!r}; known: "
-                             f"{', '.join(sorted(grid))}, replicates (`jaxtrees run {study.name} --help` "
-                             f"describes each)")
-        grid[name] = [_parse(name, v, _as_list(study.full[name])[0]) for v in _as_list(value, split=True)]
-        if not grid[name]:
-            raise ValueError(f"parameter {name!r} needs at least one value")
-        repeated = sorted({json.dumps(v) for v in grid[name] if grid[name].count(v) > 1})
-        if repeated:
-            raise ValueError(f"parameter {name!r} lists the value {', '.join(repeated)} more than once "
-                             f"(a cell would run twice); give each value once")
-    if replicates is None:
-        replicates = study.replicates[0 if quick else 1]
-    if isinstance(replicates, str):
-        replicates = _parse("replicates", replicates, 1)
-    config = Config(study.name, grid, 1, seed, quick)
-    cells = config.cells()
-    replicates = checks.integer("replicates", replicates, low=1, high=max(1, MAX_TRIALS // len(cells)))
-    for cell in cells if study.check_cell is not None else ():
-        try:
-            study.check_cell(cell)
-        except ValueError as e:  # the cell names the other parameters a bound came from (m_max >= m_min)
-            raise ValueError(f"{e} (in the cell {', '.join(f'{k}={v}' for k, v in cell.items())})") from None
-    for name, values in grid.items():
-        if name in study.static or not any(isinstance(v, str) for v in values):
-            continue
-        allowed = study.choices.get(name)
-        if allowed is None:
-            raise ValueError(f"study {study.name!r}: parameter {name!r} takes strings, so it must be static "
-                             f"or declared in the study's choices")
-        for value in values:
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-    return dataclasses.replace(config, replicates=replicates)
-
-
 def trial_key(seed: int, cell: dict, replicate, study: Study | None = None):
     """The key of one trial (:meth:`Study.trial_key`; h = cell_hash(cell) when no ``study`` is given)."""
     h = cell_hash(cell) if study is None else study.key_hash(cell)
@@ -536,29 +359,10 @@ def cell_hash(cell: dict) -> int:
     return zlib.crc32(json.dumps(cell, sort_keys=True).encode()) & 0x7FFFFFFF
 
 
-def _as_list(value, split=False) -> list:
+def as_list(value, split=False) -> list:
+    """``value`` as a list of values: a list or tuple as it is, a string split at commas where ``split``."""
     if isinstance(value, (list, tuple)):
         return list(value)
     if split and isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
     return [value]
-
-
-def _parse(name: str, value, example):
-    """``value`` (a string, or a number from a JSON config) as the type of ``example``, so that
-    equal cells get equal keys however they were given (``c=0`` and ``"c": 0`` are both 0.0)."""
-    kind = type(example)
-    if isinstance(value, str):
-        try:
-            if kind is bool:
-                return {"true": True, "false": False, "1": True, "0": False}[value.lower()]
-            if kind in (int, float):
-                return kind(value)
-        except (ValueError, KeyError):
-            raise ValueError(f"{name} must be {kind.__name__}, got {value!r}") from None
-        return value
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if kind is not str and kind is not type(value):
-        raise ValueError(f"{name} must be {kind.__name__}, got {value!r}")
-    return value
