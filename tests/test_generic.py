@@ -1,4 +1,5 @@
-"""experiments/report/generic.py: figures and a report for any study from its rows and declared outputs, checked against
+"""experiments/report/generic.py, generic_figure.py and generic_report.py:
+figures and a report for any study from its rows and declared outputs, checked against
 small independent numpy computations (the Wilson interval in closed form, means, medians)."""
 
 import math
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxtrees.experiments.report import generic
+from jaxtrees.experiments.report import generic, generic_figure, generic_report
 from jaxtrees.experiments.table import ByCell, Table
 
 matplotlib.use("Agg")
@@ -55,7 +56,7 @@ def section(text, title):
 
 def test_rates_and_wilson_intervals_match_the_closed_form():
     rows, successes, trials = known_rates()
-    text = generic.report(rows, spec({"ok": "bool"}))
+    text = generic_report.report(rows, spec({"ok": "bool"}))
     assert text.startswith("The rate of ok against m, per combination of a, from 120 rows")
     assert "Constant over the rows: b = 7." in text
     table = section(text, "ok")
@@ -66,7 +67,7 @@ def test_rates_and_wilson_intervals_match_the_closed_form():
             low, high = wilson(k, n)
             expected.append([str(a), str(m), f"{k / n:.2f} [{low:.2f}, {high:.2f}]", str(n)])
     assert table == expected
-    _, groups = generic._prepared(rows, spec({"ok": "bool"}))
+    _, groups = generic.prepared(rows, spec({"ok": "bool"}))
     stats = groups.stats["ok"]
     reference = [wilson(successes[a][m], trials[a][m]) for a, m in groups.keys]
     np.testing.assert_allclose(stats.low, [lo for lo, _ in reference], rtol=1e-12)
@@ -75,7 +76,7 @@ def test_rates_and_wilson_intervals_match_the_closed_form():
 
 def test_m_for_90_percent_reached_and_not_reached():
     rows, successes, trials = known_rates()
-    text = generic.report(rows, spec({"ok": "bool"}))
+    text = generic_report.report(rows, spec({"ok": "bool"}))
     table = section(text, "ok: m for 90%")
     low = wilson(successes[0][32], trials[0][32])[0]  # a = 0: 0.5, 0.95, 1.0 -> 32
     assert table == [["0", "32", f"{low:.2f}"], ["1", "not reached (max rate 0.80 at m = 64)", "—"]]
@@ -84,16 +85,16 @@ def test_m_for_90_percent_reached_and_not_reached():
 def test_a_rate_that_falls_back_below_90_percent_is_not_held():
     rows = Table({"cell": np.zeros(40, int), "m": np.repeat([16, 32], 20),
                   "ok": np.r_[np.ones(19), np.zeros(1), np.ones(15), np.zeros(5)].astype(np.int8)})
-    table = section(generic.report(rows, spec({"ok": "bool"}, parameters=())), "ok: m for 90%")
+    table = section(generic_report.report(rows, spec({"ok": "bool"}, parameters=())), "ok: m for 90%")
     assert table == [["not held (rate 0.95 at m = 16, 0.75 at m = 32)", "—"]]
 
 
 def test_no_m_for_90_percent_where_x_is_not_a_sample_size():
     rows, _, _ = known_rates()
     rows = rows.with_columns(depth=rows["m"]).select("cell", "a", "b", "depth", "ok")
-    assert "for 90%" not in generic.report(rows, spec({"ok": "bool"}, axis="depth"))
+    assert "for 90%" not in generic_report.report(rows, spec({"ok": "bool"}, axis="depth"))
     meanings = {"depth": "training examples: the first depth of the sample"}
-    text = generic.report(rows, spec({"ok": "bool"}, axis="depth", meanings=meanings))
+    text = generic_report.report(rows, spec({"ok": "bool"}, axis="depth", meanings=meanings))
     assert "## ok: depth for 90%" in text
 
 
@@ -110,7 +111,7 @@ def numeric_rows(nan=0):
 @pytest.mark.parametrize("nan", [0, 7])
 def test_means_intervals_and_medians_match_numpy(nan):
     rows = numeric_rows(nan)
-    text = generic.report(rows, spec({"size": "float", "nodes": "int"}))
+    text = generic_report.report(rows, spec({"size": "float", "nodes": "int"}))
     a, m, size, nodes = rows["a"], rows["m"], rows["size"], rows["nodes"]
     for name, values in (("size", size), ("nodes", nodes)):
         expected = []
@@ -138,13 +139,14 @@ def test_the_x_without_an_axis_is_the_first_numeric_parameter_that_varies():
     assert (only_names.x, only_names.numeric, only_names.series) == ("learner", False, [])
     nothing = generic._layout(rows.where(learner="cart"), spec({"ok": "bool"}, parameters=["n", "learner"], axis=None))
     assert (nothing.x, nothing.series, nothing.constant) == (None, [], {"n": 16, "learner": "cart"})
-    assert "over all rows" in generic.report(rows.where(learner="cart"), spec({"ok": "bool"}, ["n", "learner"], None))
+    assert "over all rows" in generic_report.report(rows.where(learner="cart"),
+                                                    spec({"ok": "bool"}, ["n", "learner"], None))
 
 
 def test_the_figure_has_one_line_per_combination_and_a_log2_axis_for_powers_of_two():
     rows = numeric_rows()
     rows = rows.with_columns(ok=(rows["size"] > 12).astype(np.int8), b=np.where(rows["nodes"] > 4, "x", "y"))
-    fig = generic._figure(rows, spec({"ok": "bool", "size": "float"}, meanings={"m": "training examples: m"}))
+    fig = generic_figure._figure(rows, spec({"ok": "bool", "size": "float"}, meanings={"m": "training examples: m"}))
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert len(axes) == 2
     for ax in axes:
@@ -160,7 +162,7 @@ def test_the_figure_has_one_line_per_combination_and_a_log2_axis_for_powers_of_t
 
 def test_plot_writes_png_and_svg(tmp_path):
     rows, _, _ = known_rates()
-    paths = generic.plot(rows, str(tmp_path / "toy"), spec({"ok": "bool"}))
+    paths = generic_figure.plot(rows, str(tmp_path / "toy"), spec({"ok": "bool"}))
     assert paths == [str(tmp_path / "toy.png"), str(tmp_path / "toy.svg")]
     assert (tmp_path / "toy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = (tmp_path / "toy.svg").read_text()
@@ -170,30 +172,30 @@ def test_plot_writes_png_and_svg(tmp_path):
 def test_a_categorical_x_gets_a_tick_per_value(tmp_path):
     rows = Table({"cell": np.zeros(6, int), "learner": np.array(["id3", "cart", "id3", "cart", "forest", "id3"],
                                                                  dtype=object), "depth": [1.0, 2, 3, 4, 5, np.nan]})
-    fig = generic._figure(rows, spec({"depth": "float"}, parameters=["learner"], axis=None))
+    fig = generic_figure._figure(rows, spec({"depth": "float"}, parameters=["learner"], axis=None))
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["cart", "forest", "id3"]
-    text = generic.report(rows, spec({"depth": "float"}, parameters=["learner"], axis=None))
+    text = generic_report.report(rows, spec({"depth": "float"}, parameters=["learner"], axis=None))
     assert section(text, "depth") == [["cart", "3 [1.04, 4.96]", "3", "2"], ["forest", "5 [one value]", "5", "1"],
                                       ["id3", "2 [0.04, 3.96]", "2", "2"]]
 
 
 def test_a_group_whose_values_are_all_nan_is_skipped():
     rows = Table({"cell": np.zeros(4, int), "m": [8, 8, 16, 16], "err": [np.nan, np.nan, 1.0, 3.0]})
-    text = generic.report(rows, spec({"err": "float"}, parameters=()))
+    text = generic_report.report(rows, spec({"err": "float"}, parameters=()))
     assert section(text, "err") == [["16", "2 [0.04, 3.96]", "2", "2"]]
     assert "err: 2 NaN values of 4 left out" in text
-    fig = generic._figure(rows, spec({"err": "float"}, parameters=()))
+    fig = generic_figure._figure(rows, spec({"err": "float"}, parameters=()))
     assert list(fig.axes[0].get_lines()[0].get_xdata()) == [16.0]
 
 
 def test_errors():
     rows, _, _ = known_rates()
     with pytest.raises(KeyError, match="'success'"):
-        generic.report(rows, spec({"success": "bool"}))
+        generic_report.report(rows, spec({"success": "bool"}))
     with pytest.raises(KeyError, match="'success'"):
-        generic.plot(rows, "/nonexistent/x", spec({"ok": "bool", "success": "bool"}))
+        generic_figure.plot(rows, "/nonexistent/x", spec({"ok": "bool", "success": "bool"}))
     with pytest.raises(ValueError, match="no rows"):
-        generic.report(rows.take(np.zeros(0, int)), spec({"ok": "bool"}))
+        generic_report.report(rows.take(np.zeros(0, int)), spec({"ok": "bool"}))
 
 
 def test_parameters_as_cell_columns_as_a_store_reads_them():
@@ -201,7 +203,7 @@ def test_parameters_as_cell_columns_as_a_store_reads_them():
     rows, _, _ = known_rates()
     cells = Table({"cell": rows["cell"], "a": ByCell([0, 1], [0, 1]), "b": ByCell([7], [0, 0]), "m": rows["m"],
                    "ok": rows["ok"]})
-    assert generic.report(cells, spec({"ok": "bool"})) == generic.report(rows, spec({"ok": "bool"}))
+    assert generic_report.report(cells, spec({"ok": "bool"})) == generic_report.report(rows, spec({"ok": "bool"}))
 
 
 @settings(max_examples=40, deadline=None)
@@ -210,7 +212,7 @@ def test_parameters_as_cell_columns_as_a_store_reads_them():
 def test_rates_equal_the_mean_per_group(trials):
     a, b, m, ok = (np.asarray(column) for column in zip(*trials))
     rows = Table({"cell": np.zeros(len(a), int), "a": a, "b": b.astype(object), "m": m, "ok": ok.astype(np.int8)})
-    layout, groups = generic._prepared(rows, spec({"ok": "bool"}))
+    layout, groups = generic.prepared(rows, spec({"ok": "bool"}))
     by = {"a": a, "b": b, "m": m}
     names = [*layout.series, layout.x]
     for key, rate, count in zip(groups.keys, groups.stats["ok"].centre, groups.stats["ok"].count):

@@ -153,7 +153,7 @@ def check_invariants(study, rows, directory: str) -> None:
 
 def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> list[str]:
     """The study's figures (PNG and SVG) in ``directory``: its own ``plot``, else the generic one."""
-    from jaxtrees.experiments.report import generic
+    from jaxtrees.experiments.report import generic_figure
     from jaxtrees.experiments.results import reading
 
     if rows is None:  # (rows given: :func:`after_run` has checked them)
@@ -164,7 +164,7 @@ def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> l
     try:
         if study is not None and study.plot is not None:
             return study.plot(rows, stem)
-        return generic.plot(rows, stem, with_outputs(spec_, rows))
+        return generic_figure.plot(rows, stem, with_outputs(spec_, rows))
     except KeyError as e:
         raise ValueError(_lacking(directory, spec_["name"], e)) from None
     except OSError as e:
@@ -210,12 +210,12 @@ def write_report(study, directory: str, rows=None, spec_: dict | None = None) ->
 
 
 def _body(study, directory: str, rows, spec_: dict) -> str:
-    from jaxtrees.experiments.report import generic
+    from jaxtrees.experiments.report import generic_report
 
     try:
         if study is not None and study.report is not None:
             return study.report(rows)
-        return generic.report(rows, with_outputs(spec_, rows))
+        return generic_report.report(rows, with_outputs(spec_, rows))
     except KeyError as e:
         raise ValueError(_lacking(directory, spec_["name"], e)) from None
 
