@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from jaxtrees.experiments.run import distributed
+from jaxtrees.experiments.run import distributed, keeper
 
 
 def _port() -> int:
@@ -44,13 +44,13 @@ def test_the_settings_name_the_arguments_and_environment(monkeypatch, tmp_path):
                                  group=None, out=str(tmp_path), allow_changes=False)
     told = distributed.settings(args)
     assert told["JAX_RANDOM_SEED_OFFSET"] == "3" and told["--set"] == ["k=3"] and len(told["jaxtrees source"]) == 16
-    assert distributed._differences(told, {**told, "--group": 8}, 1).startswith("process 1 was started with --group")
-    assert distributed._differences(told, dict(told), 1) == ""
+    assert keeper._differences(told, {**told, "--group": 8}, 1).startswith("process 1 was started with --group")
+    assert keeper._differences(told, dict(told), 1) == ""
 
 
 @pytest.mark.parametrize("theirs", [{}, {"extra": 1}])
 def test_an_older_peer_or_an_extra_setting_is_a_difference(theirs):
-    assert distributed._differences({"a": 1}, theirs, 1)
+    assert keeper._differences({"a": 1}, theirs, 1)
 
 
 class _Coordinator:

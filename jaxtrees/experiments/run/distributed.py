@@ -2,20 +2,26 @@
 so that a process that never comes, a wrong count or a taken port is one sentence (no C++ abort), then
 ``jax.distributed.initialize``; at the end, :func:`finish` waits for every process still alive.
 
-The rendezvous and then JAX's coordination service run in a keeper process of their own (:func:`keep`, started by
-process 0), which stays until every process of the run has exited (each keeps its rendezvous connection open). So
-process 0's death is a peer's death like any other (the others end with a sentence), not an abort of every process:
-a client whose connection to the service closes aborts at once (XLA polls it for errors), and jaxlib's binding of
-the only hook (``missed_heartbeat_callback``) fails with std::bad_cast.
+:func:`initialize` joins the run; :func:`agree` compares the processes' contracts before the first call. The
+rendezvous and the coordination service run in a keeper process of their own (:mod:`~jaxtrees.experiments.run.keeper`,
+started by process 0), so process 0's death is a peer's death like any other, not an abort of every process.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import socket
+import subprocess
 import sys
 import time
 
-#: This process's connection to the keeper (:func:`keep`), open until the process exits.
+from jaxtrees.experiments import contract
+from jaxtrees.experiments.run.keeper import GRACE, HELLO
+
+#: This process's connection to the keeper (:func:`~jaxtrees.experiments.run.keeper.keep`), open until the process
+#: exits.
 _KEPT: list = []
 #: The keeper process that process 0 started (its ``Popen``).
 _KEEPER: list = []
@@ -76,7 +82,8 @@ def _cluster(timeout: float) -> tuple:
 
 
 class _ServedElsewhere:
-    """JAX's extension module, but for the coordination service, which the keeper process runs (:func:`keep`)."""
+    """JAX's extension module, but for the coordination service, which the keeper process runs
+    (:func:`~jaxtrees.experiments.run.keeper.keep`)."""
 
     def __init__(self, real):
         self._real = real
@@ -98,8 +105,6 @@ def agree(process: int, processes: int, terms: dict) -> None:
     """Every process's contract (what can change a row: :func:`~jaxtrees.experiments.contract.terms` with its
     programs' groups) against process 0's, before the first call: the same ValueError on every process, naming
     the first process and the settings in which it differs."""
-    from jaxtrees.experiments import contract
-
     client = _client()
     if client is None:
         return
@@ -156,18 +161,9 @@ def _stopped(client, processes: int) -> None:
                          f"whole: rerun the same command on every process to run the missing trials")
 
 
-#: The first line a process sends process 0 in :func:`_rendezvous` (then P, its id and its :func:`settings`).
-HELLO = "jaxtrees-rendezvous"
-
-
 def settings(args) -> dict:
     """What every process of a run must share, known before JAX starts: the command's arguments (but the process id),
     XLA_FLAGS and JAX's environment settings, versions and jaxtrees' source digest."""
-    import hashlib
-    import os
-
-    from jaxtrees.experiments import contract
-
     config = None
     if getattr(args, "config", None):
         try:
@@ -184,23 +180,15 @@ def settings(args) -> dict:
             **versions, "jaxtrees source": contract.source_digest()}
 
 
-def _differences(mine: dict, theirs: dict, pid: int) -> str:
-    """The first setting in which process ``pid`` differs from process 0, as a clause; "" where none does."""
-    for key in sorted(set(mine) | set(theirs)):
-        if mine.get(key) != theirs.get(key):
-            return (f"process {pid} was started with {key} = {theirs.get(key)!r}, process 0 with "
-                    f"{mine.get(key)!r}")
-    return ""
-
-
 def _rendezvous(address: str, processes: int, process_id: int, timeout: float, mine: dict | None = None) -> None:
     """Meet every process at ``address`` before ``jax.distributed.initialize``; ValueError after ``timeout`` s.
 
     XLA's coordination client ends the process with a C++ abort (SIGABRT, DEADLINE_EXCEEDED) when a peer has not
-    registered within the timeout, which Python cannot catch. So process 0 first starts the keeper (:func:`keep`),
-    which listens on HOST:PORT; every process connects and says P, its id and its settings; when all are there and
-    agree, the keeper says "go" and starts the coordination service on the same port, and each process calls
-    ``initialize`` (whose client retries until the service is up), keeping its connection open until it exits."""
+    registered within the timeout, which Python cannot catch. So process 0 first starts the keeper
+    (:func:`~jaxtrees.experiments.run.keeper.keep`), which listens on HOST:PORT; every process connects and says P,
+    its id and its settings; when all are there and agree, the keeper says "go" and starts the coordination service
+    on the same port, and each process calls ``initialize`` (whose client retries until the service is up), keeping
+    its connection open until it exits."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(f"--coordinator must be HOST:PORT, got {address!r}")
@@ -217,12 +205,9 @@ def _rendezvous(address: str, processes: int, process_id: int, timeout: float, m
 
 
 def _start_keeper(port: int, address: str, processes: int, timeout: float) -> None:
-    """Start :func:`keep` in a process of its own session (a Ctrl-C of process 0's terminal leaves it to the others)
-    and wait until it listens; ValueError with its sentence where it cannot."""
-    import os
-    import subprocess
-
-    command = [sys.executable, "-c", "import sys; from jaxtrees.experiments.run.distributed import keep; "
+    """Start :func:`~jaxtrees.experiments.run.keeper.keep` in a process of its own session (a Ctrl-C of process 0's
+    terminal leaves it to the others) and wait until it listens; ValueError with its sentence where it cannot."""
+    command = [sys.executable, "-c", "import sys; from jaxtrees.experiments.run.keeper import keep; "
                "keep(*sys.argv[1:])", str(port), address, str(processes), repr(float(timeout))]
     keeper = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
                               start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -235,138 +220,10 @@ def _start_keeper(port: int, address: str, processes: int, timeout: float) -> No
                          f"process 0 could not start the coordinator of {address} (exit {keeper.returncode})")
 
 
-def keep(port: str, address: str, processes: str, timeout: str) -> None:
-    """The keeper: the rendezvous on ``port``, then JAX's coordination service on it, until every process has
-    closed its connection (exited, or died); a refusal or a timeout is said to every process that joined."""
-    import os
-    import socket
-
-    port, processes, timeout = int(port), int(processes), float(timeout)
-    deadline = time.monotonic() + timeout
-    from jax._src.lib import _jax
-
-    try:
-        server = (socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True)
-                  if socket.has_dualstack_ipv6() else socket.create_server(("", port)))
-    except OSError as e:
-        print(f"error process 0 cannot serve the coordinator on port {port} of --coordinator {address} "
-              f"({e.strerror or e}); choose a free port and give every process the same one", flush=True)
-        os._exit(1)
-    print("ready", flush=True)
-    peers = _gather(server, address, processes, timeout, deadline)
-    if peers is None:
-        os._exit(1)
-    for conn in peers.values():
-        _say(conn, "go")
-    server.close()
-    quiet, said = os.open(os.devnull, os.O_WRONLY), os.dup(2)
-    os.dup2(quiet, 2)  # without its warning that recoverable tasks are experimental (absl, at construction)
-    try:
-        bind = os.environ.get("JAX_COORDINATOR_BIND_ADDRESS", f"[::]:{port}")  # as JAX would bind it
-        service = _jax.get_distributed_runtime_service(bind, processes, heartbeat_timeout=int(timeout),
-                                                       recoverable=True)
-    finally:
-        os.dup2(said, 2)
-    import selectors
-
-    watch = selectors.DefaultSelector()
-    for conn in peers.values():
-        conn.setblocking(False)
-        watch.register(conn, selectors.EVENT_READ)
-    while watch.get_map():
-        for found, _ in watch.select():
-            try:
-                ended = not found.fileobj.recv(64)
-            except BlockingIOError:
-                ended = False
-            except OSError:
-                ended = True
-            if ended:
-                watch.unregister(found.fileobj)
-                found.fileobj.close()
-    service.shutdown()
-    os._exit(0)
-
-
-def _gather(server, address: str, processes: int, timeout: float, deadline: float) -> dict | None:
-    """The keeper's side of :func:`_rendezvous`: every process's connection by id once all P have joined and agree
-    with process 0; None once it has told those that joined why not."""
-    hellos: dict = {}
-    while len(hellos) < processes:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            missing = sorted(set(range(processes)) - set(hellos))
-            line = (f"timeout process(es) {', '.join(map(str, missing))} of {processes} did not join at {address} "
-                    f"within {timeout:g} s (--distributed-timeout); start each with --coordinator {address} "
-                    f"--num-processes {processes} and its own --process-id, on hosts that can reach process 0's")
-            for conn, _ in hellos.values():
-                _say(conn, line)
-            return None
-        server.settimeout(left)
-        try:
-            conn, _ = server.accept()
-        except TimeoutError:
-            continue
-        conn.settimeout(max(0.1, min(5.0, deadline - time.monotonic())))
-        try:
-            words = [w.strip() for w in conn.makefile("r").readline().split(" ", 3)]
-        except OSError:
-            conn.close()
-            continue
-        if len(words) < 3 or words[0] != HELLO or not words[1].isdigit() or not words[2].isdigit():
-            conn.close()  # not one of ours (a port scanner, a health check)
-            continue
-        theirs, pid = int(words[1]), int(words[2])
-        try:
-            told = json.loads(words[3]) if len(words) > 3 and words[3] else {}
-        except ValueError:
-            told = {"settings": "unreadable"}
-        problem = (f"process {pid} was started with --num-processes {theirs}, process 0 with {processes}"
-                   if theirs != processes else
-                   f"two processes were started with --process-id {pid}" if pid in hellos else "")
-        advice = "give every process the same --num-processes and each its own --process-id"
-        hellos[pid] = (conn, told)
-        if not problem and 0 in hellos:  # each against process 0's settings, once it is there
-            problem = next(filter(None, (_differences(hellos[0][1], t, p) for p, (_, t) in sorted(hellos.items()))),
-                           "")
-            advice = "start every process with the same arguments, environment and installation"
-        if problem:
-            for other, _ in [(conn, told), *hellos.values()]:  # every process ends, with the difference named
-                _say(other, f"refused {problem}; {advice}")
-            _refuse_late(server, f"refused {problem}; {advice}", processes - len(hellos), deadline)
-            return None
-    return {pid: conn for pid, (conn, _) in hellos.items()}
-
-
-#: Seconds process 0 stays to tell processes still joining that the run was refused.
-GRACE = 5.0
-
-
-def _refuse_late(server, line: str, left: int, deadline: float) -> None:
-    """Tell up to ``left`` processes that join within :data:`GRACE` seconds (or the deadline) ``line``."""
-    end = min(deadline, time.monotonic() + GRACE)
-    while left > 0 and time.monotonic() < end:
-        server.settimeout(max(0.05, end - time.monotonic()))
-        try:
-            conn, _ = server.accept()
-        except (TimeoutError, OSError):
-            continue
-        with conn:
-            try:
-                conn.settimeout(1.0)
-                conn.makefile("r").readline()
-            except OSError:
-                pass
-            _say(conn, line)
-        left -= 1
-
-
 def _join(host: str, port: int, address: str, processes: int, process_id: int, timeout: float,
           deadline: float, mine: dict | None = None) -> None:
     """Each process's side of :func:`_rendezvous`: reach the keeper, say who it is, wait for "go"; the connection
     then stays open (:data:`_KEPT`) until the process exits."""
-    import socket
-
     hello = f"{HELLO} {processes} {process_id} {json.dumps(mine or {}, separators=(',', ':'))}\n".encode()
     while True:
         try:
@@ -406,11 +263,3 @@ def _join(host: str, port: int, address: str, processes: int, process_id: int, t
                          f"processes (see process 0's message)" if not reply else
                          f"process {process_id}: {address} answered {reply[:60]!r}, not a jaxtrees process 0; "
                          f"check the address")
-
-
-def _say(conn, line: str) -> None:
-    """Send one line to a peer, ignoring a peer that has gone."""
-    try:
-        conn.sendall(f"{line}\n".encode())
-    except OSError:
-        pass
