@@ -74,7 +74,7 @@ import jaxtrees as jt  # noqa: E402
 from jaxtrees.core import programs  # noqa: E402
 from jaxtrees.core.programs import jit  # noqa: E402
 from jaxtrees.experiments.run import runner  # noqa: E402
-from jaxtrees.experiments.studies.common import PRECISION_BITS  # noqa: E402
+from jaxtrees.experiments.study.trials import PRECISION_BITS  # noqa: E402
 
 
 def best_time(fn, reps):

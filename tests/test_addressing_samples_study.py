@@ -9,7 +9,7 @@ import pytest
 from jaxtrees import targets
 from jaxtrees.core import distributions, sampling
 from jaxtrees.experiments.studies import finite_addressing as fa
-from jaxtrees.experiments.studies.common import PRECISION_BITS, trial_keys
+from jaxtrees.experiments.study.trials import PRECISION_BITS, trial_keys
 from jaxtrees.experiments.table import Table
 from jaxtrees.hypotheses import tree
 from jaxtrees.learners import GrowthRule

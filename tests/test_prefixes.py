@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxtrees.experiments.study import trials
-from jaxtrees.experiments.studies import common, compare
+from jaxtrees.experiments.studies import compare
 
 PARAMS = {**compare.SHARED, "learner": "id3-entropy", "family": "junta", "k": 2, "n": 6, "c": 0.2, "test_m": 256,
           "m_max": 512}
@@ -21,7 +21,7 @@ PARAMS = {**compare.SHARED, "learner": "id3-entropy", "family": "junta", "k": 2,
 @given(low=st.integers(0, 12), span=st.integers(0, 14), split=st.integers(0, 20))
 def test_runs_partition_the_grid_and_bound_the_cost(low, span, split):
     grid = [2 ** (low + i) for i in range(span + 1)]
-    runs = common.prefix_widths(grid, split_width=2**split)
+    runs = trials.prefix_widths(grid, split_width=2**split)
     assert [m for _, ms in runs for m in ms] == grid  # every m once, ascending
     assert len(runs) <= 3 and runs[-1][0] == grid[-1]
     for width, ms in runs:
@@ -32,8 +32,8 @@ def test_runs_partition_the_grid_and_bound_the_cost(low, span, split):
 
 
 def test_cuts_are_made_only_where_a_fit_is_not_cheap():
-    assert len(common.prefix_widths(common.sample_sizes({"m_min": 16, "m_max": 8192}))) == 1
-    assert common.prefix_widths(common.sample_sizes({"m_min": 16, "m_max": 65536})) == [
+    assert len(trials.prefix_widths(trials.sample_sizes({"m_min": 16, "m_max": 8192}))) == 1
+    assert trials.prefix_widths(trials.sample_sizes({"m_min": 16, "m_max": 65536})) == [
         (4096, [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]), (16384, [8192, 16384]), (65536, [32768, 65536])]
 
 
@@ -44,8 +44,8 @@ def test_runs_of_widths_give_the_single_width_results(monkeypatch, learner):
     params = {**PARAMS, "learner": learner, "rounds": 8}
     keys = jax.random.split(jax.random.key(5), 4)
     one_width = jax.jit(jax.vmap(lambda k: compare._trial(k, params)))(keys)
-    monkeypatch.setattr(trials, "SPLIT_WIDTH", 32)  # prefix_widths lives there (common re-exports it)
-    assert len(common.prefix_widths(common.sample_sizes(params))) == 3
+    monkeypatch.setattr(trials, "SPLIT_WIDTH", 32)  # prefix_widths lives there
+    assert len(trials.prefix_widths(trials.sample_sizes(params))) == 3
     three = jax.jit(jax.vmap(lambda k: compare._trial(k, params)))(keys)
     np.testing.assert_array_equal(np.asarray(three["examples"]), np.asarray(one_width["examples"]))
     np.testing.assert_array_equal(np.asarray(three["success"]), np.asarray(one_width["success"]))

@@ -14,7 +14,6 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees.experiments.study import trials
-from jaxtrees.experiments.studies import common
 
 N, K = 12, 3
 PARAMS = {"m_min": 16, "m_max": 128}
@@ -45,13 +44,6 @@ def _learn(noise="none", rate=0.0, impurity=None, params=None):
     """Errors and features used of the ``TRIALS`` trials; ``params``: entries added to :data:`PARAMS`."""
     program = _program(noise, impurity, tuple({**PARAMS, **(params or {})}.items()))
     return [np.asarray(a) for a in program(jax.random.split(jax.random.key(3), TRIALS), jnp.float32(rate))]
-
-
-def test_common_re_exports_the_building_blocks():
-    for name in ("trial_keys", "sample_sizes", "learn_on_prefixes", "on_prefixes", "prefix_widths", "SUCCESS_TOL",
-                 "PRECISION_BITS", "check_sample_grid", "SPLIT_WIDTH"):
-        assert getattr(common, name) is getattr(trials, name)
-    assert common.impurity is trials.impurity_of
 
 
 def test_facade_loads_the_building_blocks_lazily():

@@ -9,16 +9,10 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments import table as tables
-from jaxtrees.experiments.study.trials import (PRECISION_BITS, SPLIT_WIDTH, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
-                                         on_prefixes, prefix_widths, sample_sizes, trial_keys)
-from jaxtrees.experiments.study.trials import impurity_of as impurity
 
-__all__ = ["CPU_OPT_LEVEL", "IMPURITY_NAMES", "PRECISION_BITS", "SPLIT_WIDTH", "SUCCESS_TOL", "a_row_of_each", "at_max",
-           "bytes_per_trial", "check_sample_grid", "chosen", "group_max", "group_sums", "impurity", "keyed",
-           "learn_on_prefixes", "on_prefixes", "prefix_widths", "sample_sizes", "trial_codes", "trial_keys",
-           "trials_by_cell"]
+__all__ = ["CPU_OPT_LEVEL", "a_row_of_each", "at_max", "bytes_per_trial", "chosen", "group_max", "group_sums", "keyed",
+           "trial_codes", "trials_by_cell"]
 
 #: LLVM level for the learning studies' CPU programs: level 2 compiled the juntas programs in 0.55-0.85x the
 #: time of XLA's default 3 and ran their long-row counting 2.3x faster (docs/benchmarks.md).

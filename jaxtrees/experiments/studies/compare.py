@@ -17,8 +17,9 @@ from jaxtrees.core import impurity as impurity_lib
 from jaxtrees.experiments.report import summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, on_prefixes,
-                                                 sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.common import chosen
+from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, on_prefixes,
+                                               sample_sizes, trial_keys)
 from jaxtrees.experiments.studies.compare_report import plot, report
 from jaxtrees.hypotheses.base import sample_error
 from jaxtrees.hypotheses.polynomial import n_subsets

@@ -17,7 +17,8 @@ from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies.addressing_cells import CODES, best_code, depths, n_free
-from jaxtrees.experiments.studies.common import impurity, trial_keys
+from jaxtrees.experiments.study.trials import trial_keys
+from jaxtrees.experiments.study.trials import impurity_of as impurity
 from jaxtrees.experiments.studies.counterexamples_report import (addressing_plot, addressing_report, agnostic_plot,
                                                                  agnostic_report)
 from jaxtrees.learners import growth, population

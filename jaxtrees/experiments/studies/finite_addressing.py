@@ -18,12 +18,14 @@ import numpy as np
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
+from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments.report import summary, thresholds
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
-from jaxtrees.experiments.studies.common import (CPU_OPT_LEVEL, IMPURITY_NAMES, PRECISION_BITS, at_max, impurity,
-                                                 on_prefixes, sample_sizes, trial_keys, trials_by_cell)
+from jaxtrees.experiments.studies.common import CPU_OPT_LEVEL, at_max, trials_by_cell
+from jaxtrees.experiments.study.trials import PRECISION_BITS, on_prefixes, sample_sizes, trial_keys
+from jaxtrees.experiments.study.trials import impurity_of as impurity
 from jaxtrees.hypotheses import tree
 from jaxtrees.learners import GrowthRule
 from jaxtrees.learners.greedy import grow

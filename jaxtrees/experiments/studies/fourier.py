@@ -18,8 +18,9 @@ from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, chosen, group_max,
-                                                 group_sums, on_prefixes, sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.common import chosen, group_max, group_sums
+from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, on_prefixes,
+                                               sample_sizes, trial_keys)
 from jaxtrees.fourier import spectra
 from jaxtrees.hypotheses import polynomial, tree
 from jaxtrees.hypotheses.base import sample_error

@@ -18,7 +18,7 @@ from jaxtrees.experiments.report import saving, steps, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import theory
-from jaxtrees.experiments.studies.common import trial_keys
+from jaxtrees.experiments.study.trials import trial_keys
 from jaxtrees.experiments.studies.gd_common import (BARAK, BARAK_BUDGET, EXACT_MAX_N, STATIC_TRAINING, TRAINING,
                                                     budget_lines, check_training, columns, divergence_note, first,
                                                     nested, network, network_text, network_title, optimizer, present,

@@ -19,7 +19,8 @@ import optax
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions
 from jaxtrees.experiments.study import Compile, Study
-from jaxtrees.experiments.studies.common import chosen, trial_keys
+from jaxtrees.experiments.studies.common import chosen
+from jaxtrees.experiments.study.trials import trial_keys
 from jaxtrees.experiments.studies.gd_common import BARAK, EXACT_MAX_N, STATIC_TRAINING, check_training, train_config
 from jaxtrees.experiments.studies.gd_scaling_report import RESOLVING_TEST_SIZE, scaling_plot, scaling_report
 from jaxtrees.learners import sgd

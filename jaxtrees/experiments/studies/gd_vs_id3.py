@@ -20,8 +20,8 @@ from jaxtrees.experiments.report import saving, steps, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
 from jaxtrees.experiments.studies import theory
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
-                                                 sample_sizes, trial_keys)
+from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
+                                               sample_sizes, trial_keys)
 from jaxtrees.experiments.studies.gd_common import (BARAK, EXACT_MAX_N, STATIC_TRAINING, TRAINING, check_training,
                                                     first, nested, network, network_text, optimizer, present,
                                                     smoothing, suffix, train_config, varying)

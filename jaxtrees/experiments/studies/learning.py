@@ -12,14 +12,14 @@ import jax.numpy as jnp
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
+from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import learning_report, theory
-from jaxtrees.experiments.studies.common import (CPU_OPT_LEVEL, IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL,
-                                                 bytes_per_trial, check_sample_grid, learn_on_prefixes, sample_sizes,
-                                                 trial_keys)
+from jaxtrees.experiments.studies.common import CPU_OPT_LEVEL, bytes_per_trial
+from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, exact_invariants,
+                                               learn_on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.experiments.studies.signal import SIGNAL_COLUMNS, restriction_signal
-from jaxtrees.experiments.study.trials import exact_invariants
 from jaxtrees.learners import MAX_DEPTH
 
 #: What the sample-complexity studies' output columns mean.

@@ -19,8 +19,8 @@ from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory
-from jaxtrees.experiments.studies.common import (PRECISION_BITS, at_max, check_sample_grid, chosen, group_max,
-                                                 group_sums, on_prefixes, sample_sizes, trial_keys)
+from jaxtrees.experiments.studies.common import at_max, chosen, group_max, group_sums
+from jaxtrees.experiments.study.trials import PRECISION_BITS, check_sample_grid, on_prefixes, sample_sizes, trial_keys
 from jaxtrees.hypotheses import node_tree, tree
 from jaxtrees.learners import GreedyTree, GrowthRule
 from jaxtrees.learners.rank import FindMin, sample_bound

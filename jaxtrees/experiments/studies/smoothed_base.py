@@ -15,17 +15,17 @@ import numpy as np
 
 from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
+from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Checks, Compile, Study
 from jaxtrees.experiments.studies import theory
-from jaxtrees.experiments.studies.common import (CPU_OPT_LEVEL, IMPURITY_NAMES, PRECISION_BITS, SUCCESS_TOL, at_max,
-                                                 bytes_per_trial, check_sample_grid, chosen, learn_on_prefixes,
-                                                 sample_sizes, trial_keys, trials_by_cell)
+from jaxtrees.experiments.studies.common import CPU_OPT_LEVEL, at_max, bytes_per_trial, chosen, trials_by_cell
+from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, exact_invariants,
+                                               learn_on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.experiments.studies.signal import restriction_signal
 from jaxtrees.experiments.studies.signal_report import (c_slopes, draw_form, eps_panel, lemma11_check, lipschitz_cells,
                                                         lipschitz_lines)
-from jaxtrees.experiments.study.trials import exact_invariants
 
 #: The bases: ``critical`` p-hat = 2^(-2/k) (the target's root signal vanishes), ``half`` p-hat = 1/2 (the control).
 BASES = ("critical", "half")
