@@ -16,7 +16,8 @@ from jaxtrees.core import checks, distributions
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments.study import Compile, Study
-from jaxtrees.experiments.studies.addressing_cells import CODES, best_code, depths, n_free
+from jaxtrees.experiments.studies.addressing_cells import CODES, best_code, depths
+from jaxtrees.experiments.studies.addressing_cells import n_free as _n_free
 from jaxtrees.experiments.study.trials import trial_keys
 from jaxtrees.experiments.study.trials import impurity_of as impurity
 from jaxtrees.experiments.studies.counterexamples_report import (addressing_plot, addressing_report, agnostic_plot,
@@ -107,7 +108,7 @@ def _agnostic_trial(key, params):
     kf, kp = keys["target"], keys["distribution"]
     f = targets.agnostic_addressing(kf, targets.addressing(params["c"], params["k"]), params["eps"])
     g = targets.nearby_junta(f)
-    n_free = n_free(params)
+    n_free = _n_free(params)
     p, first, free_before, error, gains = _follow(kp, f, params, n_free + 1)
     none = jnp.zeros(f.n, bool)
     distance = f.means(p, none, none)[0] - g.means(p, none, none)[0]
@@ -118,7 +119,7 @@ def _agnostic_trial(key, params):
 def _agnostic_check(params):
     _check_common(params)
     eps = checks.real("eps", params["eps"], low=0.0, high=1.0, low_open=True)
-    n_free = n_free(params)
+    n_free = _n_free(params)
     if n_free == 0 or n_free < eps * 2 ** params["k"] / 4:
         raise ValueError(f"eps = {eps} with k = {params['k']} leaves no even |A^free| in "
                          f"[eps 2^(k-2), eps 2^(k-1)]; raise eps or k")
