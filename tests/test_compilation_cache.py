@@ -156,6 +156,35 @@ def test_a_warm_run_loads_its_programs_without_tracing_them_and_another_static_v
     assert [r for r in changed if r["n"] == 8] == [r for r in cold if r["n"] == 8]
 
 
+#: :data:`DRIVER` for a study file (argv: cache, out, overrides, file): its programs keyed by its own code.
+FILE_DRIVER = DRIVER.replace('study = studies.get("juntas")', 'from jaxtrees.experiments import loading\n'
+                             'study = loading.load(sys.argv[4])[0]').replace('json.loads(k)["n"]', 'k')
+
+
+def test_a_study_file_s_programs_load_for_a_new_traced_value_and_compile_after_an_edit(tmp_path):
+    """A user's study file is cached like a built-in study: a new traced grid value (c) and more replicates load
+    its programs; an edit of its trial compiles again; a comment does not."""
+    source = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "own_study.py"
+    study_file = tmp_path / "own_study.py"
+    study_file.write_text(source.read_text())
+    grid = {"c": 0.1, "eta": 0.0, "m_min": 16, "m_max": 64, "replicates": 4}
+
+    def run(out, **change):
+        proc = subprocess.run([sys.executable, "-c", FILE_DRIVER, str(tmp_path / "cache"), str(tmp_path / out),
+                               json.dumps({**grid, **change}), str(study_file)],
+                              env={**os.environ, "JAXTREES_COMPILE_WORKERS": "threads"}, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout.splitlines()[-1])
+        return result["traces"], set(result["how"].values())
+
+    assert run("a")[1] == {"compiled"}
+    assert run("a", c="0.1,0.2", replicates=6) == (0, {"loaded"})
+    study_file.write_text(source.read_text().replace("N, K = 16, 3  # input bits", "N, K = 16, 3  # the bits"))
+    assert run("b")[1] == {"loaded"}
+    study_file.write_text(source.read_text().replace("error <= 1e-6", "error <= 1e-5"))
+    assert run("c")[1] == {"compiled"}
+
+
 def _executable(scale=2.0):
     """A freshly compiled program (this process, the cache off) and its serialized form."""
     from jax.experimental import serialize_executable

@@ -22,6 +22,7 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from jaxtrees.core import checks, programs
+from jaxtrees.experiments import contract
 from jaxtrees.experiments.run import programs as program_cache
 from jaxtrees.experiments.run import xla_cache
 from jaxtrees.experiments.results.layout import BRANCH  # noqa: F401 (the input a program's branch arrives in)
@@ -238,17 +239,23 @@ def cached(job, program) -> bool:
 
 
 def _program_cache(job, program, inputs, loop_chunk, options):
-    """``(Programs, key)`` of ``program``, or ``(None, None)`` where the cache is off or the study is not a
-    registered one (the package's source digest, part of the key, does not cover a study defined elsewhere)."""
+    """``(Programs, key)`` of ``program``, or ``(None, None)`` where the cache is off. The package's source digest
+    is part of every key; a study defined elsewhere (a user's file) adds its own code and declaration
+    (:func:`~jaxtrees.experiments.contract.study_terms`), and one of no file (a notebook cell) is not cached."""
     from jaxtrees.experiments import studies
 
     store = program_cache.programs()
-    if store is None or studies.STUDIES.get(job.study.name) is not job.study:
+    if store is None:
         return None, None
     leaves, tree = jax.tree.flatten(inputs)
     parts = {"study": job.study.name, "static": program.static, "seed": job.config.seed, "group": program.group,
              "inputs": [str(tree), [(tuple(x.shape), str(x.dtype)) for x in leaves]], "loop_chunk": loop_chunk,
              "options": options}
+    if studies.STUDIES.get(job.study.name) is not job.study:
+        terms = contract.study_terms(job.study)
+        if any(name.endswith("(no file)") for name in terms["study_code"] or {}):
+            return None, None
+        parts["study_terms"] = terms
     return store, program_cache.program_key(parts, job.devices)
 
 
