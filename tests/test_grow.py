@@ -77,9 +77,26 @@ def test_the_contract_names_a_changed_declaration_and_code():
            "cpu_features": "avx2"}
     said = contract.differences(recorded, now)
     assert any("the study's shared: recorded [], now ['eta']" in s for s in said)
-    assert any("own code (own.py) was edited" in s for s in said)
+    assert any("own code was edited (own.py)" in s for s in said)
     assert any("not recorded by the run that started" in s for s in said)
     assert len(said) == 3
+
+
+def test_a_study_file_s_digest_ignores_comments_docstrings_and_formatting(tmp_path):
+    """The study code term: per definition, comments, docstrings and layout left out; a change names the definition."""
+    path = tmp_path / "own.py"
+    path.write_text('"""A study."""\nimport jax\n\nCAP = 3\n\n\ndef trial(key, params):\n    """Its docs."""\n'
+                    '    return {"x": jax.random.uniform(key) < CAP}  # a comment\n')
+    before = contract._file_digest(str(path))
+    path.write_text('"""Another docstring."""\nimport jax\n# a new comment\nCAP = (3)\n\n\ndef trial(key, params):\n'
+                    '    """Other docs."""\n    return {"x": jax.random.uniform(key)   <   CAP}\n')
+    assert contract._file_digest(str(path)) == before
+    path.write_text('import jax\n\nCAP = 4\n\n\ndef trial(key, params):\n    return {"x": jax.random.uniform(key) < CAP}\n'
+                    '\n\ndef helper():\n    pass\n')
+    after = contract._file_digest(str(path))
+    assert sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)) == ["CAP", "helper"]
+    said = contract.differences({"study_code": {"own.py": before}}, {"study_code": {"own.py": after}})
+    assert said == ["the study's own code was edited (own.py: CAP (edited), helper (added))"]
 
 
 def test_the_contract_records_the_seed_offset_and_the_source():

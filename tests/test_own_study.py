@@ -82,13 +82,25 @@ def test_a_changed_trial_or_declaration_is_refused_naming_it_and_allowed_on_requ
     capsys.readouterr()
     assert cli.main(args) == 2
     err = capsys.readouterr().err
-    assert "own code (own_study.py) was edited" in err and "Traceback" not in err
+    assert "own code was edited (own_study.py: trial (edited))" in err and "Traceback" not in err
     study_file.write_text(text.replace('static=("m_min", "m_max"),', 'static=("m_min", "m_max"), shared=("eta",),'))
     assert cli.main(args) == 2
     assert "the study's shared: recorded [], now ['eta']" in capsys.readouterr().err
     assert cli.main([*args, "--allow-changes"]) == 0
     runs = json.loads((tmp_path / "juntas-noise" / "metadata.json").read_text())["runs"]
     assert any("the study's shared" in change for change in runs[-1]["overrides"])
+
+
+def test_a_comment_or_docstring_edit_resumes_with_nothing_rerun(study_file, tmp_path, capsys):
+    args = ["run", str(study_file), "--out", str(tmp_path), *TINY]
+    assert cli.main(args) == 0
+    parts = sorted(p.name for p in (tmp_path / "juntas-noise" / "rows").glob("part-*.parquet"))
+    text = study_file.read_text()
+    study_file.write_text(text.replace("N, K = 16, 3  # input bits, the junta's size", "# reworded\nN, K = 16, 3")
+                          .replace('"""Your own question', '"""Reworded: your own question'))
+    capsys.readouterr()
+    assert cli.main(args) == 0
+    assert sorted(p.name for p in (tmp_path / "juntas-noise" / "rows").glob("part-*.parquet")) == parts
 
 
 def test_more_replicates_keep_the_first_rows_and_add_new_ones(study_file, tmp_path):

@@ -11,6 +11,8 @@ what fingerprints a run for the store and the runner alike: :func:`config_digest
 
 from __future__ import annotations
 
+import ast
+import copy
 import datetime
 import functools
 import hashlib
@@ -31,6 +33,7 @@ JAX_SETTINGS = ("jax_default_prng_impl", "jax_threefry_partitionable", "jax_rand
 #: ``jaxtrees/`` does, data files included.
 PRESENTATION = ("cli.py", "sklearn.py", "experiments/report/", "experiments/reporting.py", "experiments/convert.py",
                 "experiments/run/progress.py", "experiments/results/legacy.py", "experiments/studies/theory.py",
+                "experiments/studies/verdicts.py",
                 "experiments/studies/gd_scaling_report.py", "experiments/studies/gd_scaling_fits.py",
                 "experiments/studies/learning_report.py", "experiments/studies/signal_report.py",
                 "experiments/studies/counterexamples_report.py", "experiments/studies/compare_report.py")
@@ -62,8 +65,8 @@ def terms(study, device, compiler_options: dict, xla_flags: str, env: dict) -> d
 
 
 def study_terms(study) -> dict:
-    """The study's part of the contract: its declaration and the digest of its own code outside the package (its
-    files; a function of no file, e.g. a notebook cell's: its compiled code)."""
+    """The study's part of the contract: its declaration and the digests of its own code outside the package (each
+    file's definitions: :func:`_file_digest`; a function of no file, e.g. a notebook cell's: its compiled code)."""
     code = {os.path.basename(f): _file_digest(f) for f in study_files(study)}
     for f in (study.trial, getattr(study, "check_cell", None), getattr(study, "after", None)):
         if f is not None and _outside(f) and not _file_of(f):
@@ -131,10 +134,66 @@ def study_files(study) -> list[str]:
                    if f is not None and _file_of(f) and _outside(f)})
 
 
-def _file_digest(path: str) -> str:
-    """A digest of the file's contents (read each time: a study file may be edited between runs of one process)."""
+def _file_digest(path: str) -> dict:
+    """What in a study file can change a row: a digest of each top-level definition's syntax tree by name (comments,
+    docstrings and formatting left out; statements that define no name: "(module code)"; imports: "(imports)"). A
+    file that does not parse: its bytes, as "(source)". Read each time: a study file may be edited between runs."""
     with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()[:16]
+        data = fh.read()
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return {"(source)": hashlib.sha256(data).hexdigest()[:16]}
+    digests: dict = {}
+    for node in tree.body:
+        if _docstring(node):
+            continue
+        text = ast.dump(_without_docstrings(node), include_attributes=False).encode()
+        for name in _defines(node):
+            digests.setdefault(name, hashlib.sha256()).update(text)
+    return {name: h.hexdigest()[:16] for name, h in sorted(digests.items())}
+
+
+def _docstring(node) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _without_docstrings(node):
+    """A copy of ``node`` without the docstrings of the functions and classes in it."""
+    node = copy.deepcopy(node)
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and inner.body and \
+                _docstring(inner.body[0]):
+            inner.body = inner.body[1:] or [ast.Pass()]
+    return node
+
+
+def _defines(node) -> list[str]:
+    """The top-level names a statement defines (its digest is filed under each)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return ["(imports)"]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+        node, (ast.AnnAssign, ast.AugAssign)) else []
+    names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return names or ["(module code)"]
+
+
+def code_changes(recorded, now) -> str:
+    """What differs between two study-code terms, by file and definition: "qdepth.py: trial (edited), CAP (added)"."""
+    recorded, now, out = recorded or {}, now or {}, []
+    for name in sorted(set(recorded) | set(now)):
+        old, new = recorded.get(name), now.get(name)
+        if old == new:
+            continue
+        if not isinstance(old, dict) or not isinstance(new, dict):
+            out.append(f"{name}" + ("" if old and new else " (added)" if new else " (removed)"))
+            continue
+        changed = [f"{d} ({'edited' if d in old and d in new else 'added' if d in new else 'removed'})"
+                   for d in sorted(set(old) | set(new)) if old.get(d) != new.get(d)]
+        out.append(f"{name}: {', '.join(changed)}")
+    return "; ".join(out)
 
 
 @functools.lru_cache(maxsize=1)
@@ -186,8 +245,7 @@ def differences(recorded: dict, now: dict, words: tuple = ("recorded", "now")) -
                     f"{_short(now[key].get(field))}" for field in sorted(set(recorded[key]) | set(now[key]))
                     if recorded[key].get(field) != now[key].get(field)]
         elif key == "study_code":
-            out.append(f"the study's own code ({', '.join(sorted({**(recorded[key] or {}), **(now[key] or {})}))}) "
-                       f"was edited")
+            out.append(f"the study's own code was edited ({code_changes(recorded[key], now[key])})")
         else:
             out.append(f"{NAMES.get(key, key.replace('_', ' '))}: {was} {_short(recorded[key])}, {is_} "
                        f"{_short(now.get(key))}")
