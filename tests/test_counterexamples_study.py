@@ -11,7 +11,7 @@ import helpers
 from jaxtrees.experiments.studies import addressing_cells
 from jaxtrees.experiments.studies import counterexamples as ce
 from jaxtrees.experiments.studies import counterexamples_report as ce_report
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.table import Table
 
 
@@ -93,7 +93,7 @@ def test_addressing_theory_section_tests_the_floor_and_says_the_rest():
     assert "block k = 10, c = 7, s = 0.25 (701 < 1024): true by construction" in separated
     low = ce.ADDRESSING.report(_rows([_cell(k=8)], error=0.01))  # the floor can fail: 0.01 < 1/24
     assert "holds in 0 of 6 (cell, depth) points; closest bound/measured 4.17." in low
-    assert theory.unkinded(report) == theory.unkinded(low) == []
+    assert verdicts.unkinded(report) == verdicts.unkinded(low) == []
 
 
 def _agnostic_rows(c=7):
@@ -122,7 +122,7 @@ def test_agnostic_theory_section_gates_on_c0_and_names_the_lemmas_of_the_block_t
     assert "- [outside] 002 Thm 11's proof (Sec. 6): the 1/8 floor and the distance bound in the 1 cell with c < c0 " \
            "= ln 5 / delta: Lemma 12 (the address near uniform) needs c >= c0." in near and "[identity] 002 Thm 11" \
         not in near
-    assert theory.unkinded(report) == theory.unkinded(near) == []
+    assert verdicts.unkinded(report) == verdicts.unkinded(near) == []
 
 
 def test_the_agnostic_trials_floor_and_distance_are_identities_where_c_reaches_c0():

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.table import Table
 
 
@@ -186,15 +186,15 @@ def test_fourier_approximation_sizes():
 
 
 def test_check_counts_ratio_and_closest_margin():
-    c = theory.check("001", "train <= bound", bound=[0.5, 0.4, 0.1, np.nan], measured=[0.25, 0.1, 0.2, 0.3],
+    c = verdicts.check("001", "train <= bound", bound=[0.5, 0.4, 0.1, np.nan], measured=[0.25, 0.1, 0.2, 0.3],
                      kind="upper", unit="rounds")
     assert (c.respected, c.points) == (2, 3)
     assert c.ratio == pytest.approx(2.0)  # median of 2, 4, 0.5
     assert (c.closest, c.farthest, c.kind) == (0.5, 4.0, "test")  # violated: a [test] whatever the margin
-    floor = theory.check("002", "error >= 1/8", bound=0.125, measured=[0.25, 0.125, 0.1], kind="lower")
+    floor = verdicts.check("002", "error >= 1/8", bound=0.125, measured=[0.25, 0.125, 0.1], kind="lower")
     assert (floor.respected, floor.points) == (2, 3)
     assert floor.closest == pytest.approx(1.25) and floor.farthest == pytest.approx(0.5)  # lower: the largest first
-    text = theory.section([c, "- [identity] a plain line"])
+    text = verdicts.section([c, "- [identity] a plain line"])
     assert text.startswith("## Theory\n") and "- [test] 001: train <= bound: holds in 2 of 3 rounds; closest " \
         "bound/measured 0.5." in text
     assert "- [identity] a plain line" in text
@@ -270,22 +270,22 @@ def test_remark15_examples_and_depth_by_hand():
 def test_a_bound_within_10x_is_a_test_beyond_it_vacuous():
     """[test] while the closest point is within VACUOUS_FACTOR of the bound (or any point violates it), [vacuous]
     beyond: the ratio range and no count."""
-    near = theory.check("000", "m <= B", bound=[20.0, 900.0], measured=[2.0, 3.0], kind="upper")
+    near = verdicts.check("000", "m <= B", bound=[20.0, 900.0], measured=[2.0, 3.0], kind="upper")
     assert near.kind == "test" and near.closest == 10.0
-    far = theory.check("000", "m <= B", bound=[21.0, 900.0], measured=[2.0, 3.0], kind="upper", unit="trials")
+    far = verdicts.check("000", "m <= B", bound=[21.0, 900.0], measured=[2.0, 3.0], kind="upper", unit="trials")
     assert far.kind == "vacuous"
-    assert theory.line(far) == "- [vacuous] 000: m <= B: bound / measured 10.5 to 300 over 2 trials: vacuous at " \
+    assert verdicts.line(far) == "- [vacuous] 000: m <= B: bound / measured 10.5 to 300 over 2 trials: vacuous at " \
         "this size."
     # a lower bound: its margin is measured / bound
-    assert theory.check("0", "e >= f", bound=[0.1], measured=[0.99], kind="lower").kind == "test"
-    assert theory.check("0", "e >= f", bound=[0.01], measured=[0.99], kind="lower").kind == "vacuous"
+    assert verdicts.check("0", "e >= f", bound=[0.1], measured=[0.99], kind="lower").kind == "test"
+    assert verdicts.check("0", "e >= f", bound=[0.01], measured=[0.99], kind="lower").kind == "vacuous"
     # a violation far from the bound is still a test, and says so
-    broken = theory.check("0", "m <= B", bound=[1e6, 1.0], measured=[1.0, 2.0], kind="upper")
-    assert broken.kind == "test" and theory.line(broken).startswith("- [test] 0: m <= B: holds in 1 of 2 points; "
+    broken = verdicts.check("0", "m <= B", bound=[1e6, 1.0], measured=[1.0, 2.0], kind="upper")
+    assert broken.kind == "test" and verdicts.line(broken).startswith("- [test] 0: m <= B: holds in 1 of 2 points; "
                                                                      "closest bound/measured 0.5.")
     # a zero measurement under an upper bound holds by an infinite factor; with no point at all: outside
-    assert theory.check("0", "e <= b", bound=[0.5], measured=[0.0], kind="upper").kind == "vacuous"
-    assert theory.line(theory.check("0", "e <= b", bound=[], measured=[], kind="upper")).startswith("- [outside] ")
+    assert verdicts.check("0", "e <= b", bound=[0.5], measured=[0.0], kind="upper").kind == "vacuous"
+    assert verdicts.line(verdicts.check("0", "e <= b", bound=[], measured=[], kind="upper")).startswith("- [outside] ")
 
 
 @pytest.mark.parametrize("side, low, high, verdict", [
@@ -297,21 +297,21 @@ def test_a_bound_within_10x_is_a_test_beyond_it_vacuous():
 ])
 def test_a_form_is_contradicted_only_by_an_interval_wholly_beyond_its_claim(side, low, high, verdict):
     claim = 0.0 if side == "positive" else 4.0
-    assert theory.Slope("x", (low + high) / 2, low, high, claim, side).verdict == verdict
+    assert verdicts.Slope("x", (low + high) / 2, low, high, claim, side).verdict == verdict
 
 
 def test_form_line_and_the_kinds_a_report_parses():
-    form = theory.Form("000 Thm 7", "m ~ eps^-4 suffices", "exponent of 1/eps* in m90",
-                       (theory.Slope("6 cells", 2.17, 1.47, 2.94, 4.0, "upper", 990, 1000),))
-    lines = [form, theory.identity("000 Lemma 9", "a floor"), theory.outside("000 Thm 12", "entropy", "not Lipschitz")]
-    text = theory.section(lines, "Intro.")
+    form = verdicts.Form("000 Thm 7", "m ~ eps^-4 suffices", "exponent of 1/eps* in m90",
+                       (verdicts.Slope("6 cells", 2.17, 1.47, 2.94, 4.0, "upper", 990, 1000),))
+    lines = [form, verdicts.identity("000 Lemma 9", "a floor"), verdicts.outside("000 Thm 12", "entropy", "not Lipschitz")]
+    text = verdicts.section(lines, "Intro.")
     assert "- [form] 000 Thm 7: m ~ eps^-4 suffices; exponent of 1/eps* in m90 (bootstrap 95%): 6 cells: 2.17 [1.47, " \
            "2.94], from 990 of 1,000 resamples against <= 4: consistent." in text
     report = "# r\n\n" + text + "\n### Cost\n\n- not a theory bullet\n"
-    assert len(theory.theory_bullets(report)) == 3 and theory.unkinded(report) == []
+    assert len(verdicts.theory_bullets(report)) == 3 and verdicts.unkinded(report) == []
     bad = report.replace("- [identity] ", "- ").replace("### Cost", "- [test] x: y: holds in 1 of 1; closest "
                                                                      "bound/measured 12.\n\n### Cost")
-    assert [b[:15] for b in theory.unkinded(bad)] == ["- 000 Lemma 9: ", "- [test] x: y: "]
+    assert [b[:15] for b in verdicts.unkinded(bad)] == ["- 000 Lemma 9: ", "- [test] x: y: "]
 
 
 def test_only_gini_meets_000s_lipschitz_hypothesis():
@@ -348,7 +348,7 @@ def _junta(c, m90, eps, n=16, k=1):
 
 
 def _bullet(report, start):
-    return next(b for b in theory.theory_bullets(report) if b.startswith(start))
+    return next(b for b in verdicts.theory_bullets(report) if b.startswith(start))
 
 
 def test_theorems_7_and_12_forms_fail_where_m90_grows_faster_than_they_allow():
@@ -522,8 +522,8 @@ def test_every_theory_bullet_of_a_report_begins_with_its_kind(name, monkeypatch)
     from jaxtrees.experiments import studies
 
     report = studies.get(name).report(_report_rows(name, monkeypatch))
-    bullets = theory.theory_bullets(report)
-    assert bullets and theory.unkinded(report) == []
+    bullets = verdicts.theory_bullets(report)
+    assert bullets and verdicts.unkinded(report) == []
     if name in ("juntas", "parity", "smoothed-base"):  # 000's Lipschitz theorems: forms on Gini, the rest outside
         lines = [b for b in bullets if " Thm" in b.split(":")[0]]
         assert {b.split("]")[0][3:] for b in lines} >= {"form", "outside"}

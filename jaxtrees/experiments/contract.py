@@ -34,6 +34,7 @@ JAX_SETTINGS = ("jax_default_prng_impl", "jax_threefry_partitionable", "jax_rand
 PRESENTATION = ("cli.py", "sklearn.py", "experiments/report/", "experiments/reporting.py", "experiments/convert.py",
                 "experiments/run/progress.py", "experiments/results/legacy.py", "experiments/studies/theory.py",
                 "experiments/studies/verdicts.py",
+                "experiments/studies/verdicts.py",
                 "experiments/studies/gd_scaling_report.py", "experiments/studies/gd_scaling_fits.py",
                 "experiments/studies/learning_report.py", "experiments/studies/signal_report.py",
                 "experiments/studies/counterexamples_report.py", "experiments/studies/compare_report.py")

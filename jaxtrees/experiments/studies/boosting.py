@@ -22,7 +22,7 @@ from jaxtrees.core.sampling import Data
 from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.studies.common import at_max, group_max
 from jaxtrees.learners import CART16, AdaBoost, Parities, Stump
 from jaxtrees.learners.bagging import random_forest
@@ -308,14 +308,14 @@ def _theory_report(rows) -> str:
     if not b:
         return ""
     names = ", ".join(WEAK[weak] for weak in b)
-    lines = [theory.identity("001 AdaBoost theorem", "training error <= prod_t 2 sqrt(eps_t (1 - eps_t)) <= "
+    lines = [verdicts.identity("001 AdaBoost theorem", "training error <= prod_t 2 sqrt(eps_t (1 - eps_t)) <= "
                              "exp(-sum_t gamma_t^2 / 2), gamma_t = 1 - 2 eps_t, on every round", f"Learners: {names}.",
                              "tests/test_boosting.py, tests/test_theory.py"),
-             theory.identity("001 AdaBoost theorem, its round count", "training error < 1/m from round ceil(2 ln m / "
+             verdicts.identity("001 AdaBoost theorem, its round count", "training error < 1/m from round ceil(2 ln m / "
                              "gamma^2) on (gamma: the smallest edge so far), since exp(-t gamma^2 / 2) < 1/m there",
                              _reached(rows, b)),
              _eq1_line(rows, b)]
-    return theory.section(lines, "Each statement, its kind first (004's edge gamma_t = 1 - 2 eps_t, the `*_gamma` "
+    return verdicts.section(lines, "Each statement, its kind first (004's edge gamma_t = 1 - 2 eps_t, the `*_gamma` "
                                  "column; 001 writes gamma' = 1/2 - eps = gamma / 2).")
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.report import saving, summary
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import verdicts
 from jaxtrees.experiments.studies.common import at_max, group_max, keyed
 from jaxtrees.learners.rank import sample_bound
 
@@ -134,7 +134,7 @@ def theorem2_report(rows) -> str:
             shares.append(g["rate"])
         else:
             beyond += 1
-    return "\n" + theory.section([theory.check(
+    return "\n" + verdicts.section([verdicts.check(
         "003 Thm 2 (Thm 3 for depth-k trees)", f"P[error <= {eps:g}] >= {1 - delta:g} for find-k and findmin from m >= "
         "(1/eps) ((e n / r)^r ln(8n) + ln(1/delta)), r = k", levels, shares, "lower",
         unit="(cell, learner, m) points at or past that m", note=f"{beyond} points of the grid lie below it.")],

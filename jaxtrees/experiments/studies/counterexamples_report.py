@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.report import saving, summary
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.studies.addressing_cells import lemma14, n_free, target_depth
 from jaxtrees.experiments.studies.common import at_max
 
@@ -213,30 +213,30 @@ def _addressing_theory(rows) -> str:
     valid = theory.theorem10_floor_valid(k, delta) & (depth <= 2.0**k)
     floor = theory.theorem10_floor(delta)
     tested = applies & valid
-    lines = [theory.check("002 Thm 10 (proof, Sec. 4)", "error of the tree truncated at depth d <= 2^k >= delta / 6 "
+    lines = [verdicts.check("002 Thm 10 (proof, Sec. 4)", "error of the tree truncated at depth d <= 2^k >= delta / 6 "
                           "where Lemma 14 applies and 1 - exp(-2^k delta^2 / 8) >= 2/3", floor[tested], mean[tested],
                           "lower", unit="(cell, depth) points")] if tested.any() else []
     outside = int((~tested).sum())
     if outside:
-        lines.append(theory.outside("002 Thm 10 (proof, Sec. 4)", f"the floor delta / 6 at {outside} (cell, depth) "
+        lines.append(verdicts.outside("002 Thm 10 (proof, Sec. 4)", f"the floor delta / 6 at {outside} (cell, depth) "
                                     "points", "Lemma 14 fails there (not Gini, c < c0 or k < k0; coded: "
                                     "the code's distance) or 1 - exp(-2^k delta^2 / 8) < 2/3"))
     inside = [c for c, lm in zip(cells, lemma) if lm["applies"]]
     if inside:
-        lines.append(theory.identity("002 Lemma 14 (Lemma 17 coded)", "every memory bit is queried before any "
+        lines.append(verdicts.identity("002 Lemma 14 (Lemma 17 coded)", "every memory bit is queried before any "
                                      f"addressing bit, on the paths of the {_cells(len(inside))} where it applies "
                                      "(Gini, c >= ln 5 / delta or the code's distance, k >= k0; exact gains)",
                                      where="tests/test_counterexamples_study.py"))
     lines += _gain_lines(rows, by)
     separated = [c for c, lm in zip(cells, lemma) if lm["applies"] and target_depth(c) < 2 ** c["k"]]
-    lines.append(theory.identity("002 Thm 3's depth separation", "the target's depth (c k^2 + 1, coded c k + 1) is "
+    lines.append(verdicts.identity("002 Thm 3's depth separation", "the target's depth (c k^2 + 1, coded c k + 1) is "
                                  "below the 2^k horizon in the cells where Lemma 14 applies: " + (
                                      ", ".join(f"{c['code']} k = {c['k']}, c = {c['c']}, s = {c['s']:g} ("
                                                f"{target_depth(c)} < {2 ** c['k']})" for c in separated) if separated
                                      else "none in these rows (block codes need k >= 10 at c = 7: k = 8 has depth 449 "
                                      "> 256)"), where="arithmetic of the grid"))
     lines += _distance_lines(cells, lemma)
-    return theory.section(lines, _THEORY_TEXT)
+    return verdicts.section(lines, _THEORY_TEXT)
 
 
 def _distance_lines(cells, lemma) -> list:
@@ -251,9 +251,9 @@ def _distance_lines(cells, lemma) -> list:
     text = "; ".join(f"k = {k}, c = {c}, s = {s:g}: {lm['distance']} vs {lm['distance_needed']:.2f}"
                      for (k, c, s), lm in sorted(short.items()))
     if short:
-        return [theory.outside("002 Lemmas 16-17", f"{len(short)} of the {len(codes)} codes of the coded cells",
+        return [verdicts.outside("002 Lemmas 16-17", f"{len(short)} of the {len(codes)} codes of the coded cells",
                                f"their distance is below (ln 5 / delta) k ({text}), so Lemma 17 does not apply there")]
-    return [theory.identity("002 Lemmas 16-17", f"each of the {len(codes)} codes has distance >= (ln 5 / delta) k",
+    return [verdicts.identity("002 Lemmas 16-17", f"each of the {len(codes)} codes has distance >= (ln 5 / delta) k",
                             where="tests/test_counterexamples_study.py")]
 
 
@@ -271,7 +271,7 @@ def _gain_lines(rows, by) -> list:
     holds = np.asarray([_lemma12_holds(c) for c in cells], bool)[codes]
     if not (holds & np.isfinite(np.asarray(rows["memory_gain_min"], np.float64))).any():
         return []
-    return [theory.identity("002 Lemma 14's proof (Gini gains, Lemma 8's kappa)", "under a memory-only restriction of "
+    return [verdicts.identity("002 Lemma 14's proof (Gini gains, Lemma 8's kappa)", "under a memory-only restriction of "
                             "size < 2^k every free memory bit's gain >= 2^(-2k) / (4 kappa) and every addressing bit's "
                             "<= kappa (2/5)^(2k), where c >= ln 5 / delta (coded: the code's distance)",
                             where="tests/test_counterexamples_study.py")]
@@ -294,24 +294,24 @@ def _agnostic_theory(rows) -> str:
     near = [c for c in cells if c["c"] >= lemma14(c)["c0"]]
     lines = []
     if near:
-        lines.append(theory.identity("002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k} (the paper: "
+        lines.append(verdicts.identity("002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k} (the paper: "
                                      "Lemma 16 for f_{c,k,S})", "a path that has queried no addressing bit has error "
                                      "min(mu_d, 1 - mu_d) >= 1/8, and Pr[f_pi != g] <= |A^free| (2^-k + 5^-k) < eps, "
                                      f"in the {_cells(len(near))} with c >= c0 = ln 5 / delta",
                                      where="tests/test_counterexamples_study.py"))
     far = [c for c in cells if c["c"] < lemma14(c)["c0"]]
     if far:
-        lines.append(theory.outside("002 Thm 11's proof (Sec. 6)", f"the 1/8 floor and the distance bound in the "
+        lines.append(verdicts.outside("002 Thm 11's proof (Sec. 6)", f"the 1/8 floor and the distance bound in the "
                                     f"{_cells(len(far))} with c < c0 = ln 5 / delta", "Lemma 12 (the address near "
                                     "uniform) needs c >= c0"))
     inside = [c for c in cells if lemma14(c)["applies"]]
     if inside:
-        lines.append(theory.identity("002 Lemma 14 for f_pi (the paper: Lemma 17 for f_{c,k,S})", "every free memory "
+        lines.append(verdicts.identity("002 Lemma 14 for f_pi (the paper: Lemma 17 for f_{c,k,S})", "every free memory "
                                      "bit is queried before any addressing bit, on the paths of the "
                                      f"{_cells(len(inside))} where it applies (Gini, c >= c0, k >= k0; exact gains)",
                                      where="tests/test_counterexamples_study.py"))
     if len(inside) < len(cells):
-        lines.append(theory.outside("002 Lemma 14 for f_pi", f"{len(cells) - len(inside)} of the {len(cells)} cells",
+        lines.append(verdicts.outside("002 Lemma 14 for f_pi", f"{len(cells) - len(inside)} of the {len(cells)} cells",
                                     "it needs Gini (an (alpha, L)-impurity here), c >= c0 and k >= k0"))
     lines += _gain_lines(rows, by)
-    return theory.section(lines, _THEORY_TEXT)
+    return verdicts.section(lines, _THEORY_TEXT)

@@ -22,7 +22,7 @@ from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments.report import summary, thresholds
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.studies.common import CPU_OPT_LEVEL, at_max, trials_by_cell
 from jaxtrees.experiments.study.trials import PRECISION_BITS, on_prefixes, sample_sizes, trial_keys
 from jaxtrees.experiments.study.trials import impurity_of as impurity
@@ -180,10 +180,10 @@ def _theory(rows) -> str:
         lines += [_remark15_form(cells, m, inside, info), _lightest_form(cells, m, inside, info), _constants(rows)]
     out = [cell for cell in cells if cell not in inside]
     if out:
-        lines.append(theory.outside("002 Remark 15", "the cells " + "; ".join(_cell_text(info[cell]) for cell in out),
+        lines.append(verdicts.outside("002 Remark 15", "the cells " + "; ".join(_cell_text(info[cell]) for cell in out),
                                     "it builds on Lemma 14, which needs an (alpha, L)-impurity (Gini here), c >= c0 "
                                     "= ln 5 / delta (Lemma 12) and k >= k0 (the table's 'Lemmas 12, 14 hold')"))
-    return theory.section(lines, "Each statement against the measured points, its kind first. h: a trial's first "
+    return verdicts.section(lines, "Each statement against the measured points, its kind first. h: a trial's first "
                                  "addressing depth at m (the shallowest node that queries an addressing bit); medians "
                                  "over a cell's trials, where they lie strictly inside (0, 2^k).")
 
@@ -226,9 +226,9 @@ def _remark15_form(cells, m, inside, info):
         return float(thresholds.row_slopes(*(v[None] for v in _remark15_points(medians, m, inside, info)))[0])
 
     fit = _bootstrap(cells, m, inside, statistic)
-    slope = theory.Slope(f"{len(inside)} cell{'s' if len(inside) > 1 else ''} where Lemmas 12 and 14 hold",
+    slope = verdicts.Slope(f"{len(inside)} cell{'s' if len(inside) > 1 else ''} where Lemmas 12 and 14 hold",
                          fit.estimate, fit.low, fit.high, 0.0, "positive", fit.replicates, REPLICATES)
-    return theory.Form("002 Remark 15", "2^O(h + k) examples make a greedy tree query memory bits to depth h and "
+    return verdicts.Form("002 Remark 15", "2^O(h + k) examples make a greedy tree query memory bits to depth h and "
                        "2^Omega(h + k) are needed, so log2 m = Theta(h + k)", "doublings of m per unit of h + k at the "
                        "first addressing depth h, least squares over the cells' medians", (slope,))
 
@@ -256,9 +256,9 @@ def _lightest_form(cells, m, inside, info):
         delta = hypotheses(info[cell])["delta"]
         claim = float(theory.remark15_depth(2.0, info[cell]["k"], delta) - theory.remark15_depth(1.0, info[cell]["k"],
                                                                                                    delta))
-        slopes.append(theory.Slope(_cell_text(info[cell]), fit.estimate, fit.low, fit.high, claim, "equal",
+        slopes.append(verdicts.Slope(_cell_text(info[cell]), fit.estimate, fit.low, fit.high, claim, "equal",
                                    fit.replicates, REPLICATES))
-    return theory.Form("002 Remark 15, the project's derivation of its O(h)", "a restriction of h memory bits keeps a "
+    return verdicts.Form("002 Remark 15, the project's derivation of its O(h)", "a restriction of h memory bits keeps a "
                        "share >= delta^h of the sample, so the lightest node runs out of examples first", "the whole "
                        "tree's median first addressing depth per doubling of m against 1 / log2(1 / delta)",
                        tuple(slopes))
@@ -275,7 +275,7 @@ def _constants(rows):
     delta = np.asarray([h["delta"] for h in hyp], np.float64)[codes]
     depth = np.asarray(rows["first_address_depth"], np.float64)
     claim = applies & (depth >= 0) & (depth < 2.0**k)  # Lemma 14 speaks of restrictions of size < 2^k
-    return theory.check("002 Remark 15 with the project's constants (not the paper's)", "m >= delta^-h (5/2)^(4k) "
+    return verdicts.check("002 Remark 15 with the project's constants (not the paper's)", "m >= delta^-h (5/2)^(4k) "
                         "examples keep every node at depth <= h on memory bits, so m < that at a measured first "
                         "addressing depth h", theory.remark15_examples(depth, k, delta)[claim],
                         np.asarray(rows["m"], np.float64)[claim], "upper", unit="(trial, m) points")

@@ -17,7 +17,7 @@ from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.studies.common import chosen, group_max, group_sums
 from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, on_prefixes,
                                                sample_sizes, trial_keys)
@@ -299,17 +299,17 @@ def _theory_report(rows) -> str:
     every learned tree and target."""
     tests = "tests/test_fourier.py, tests/test_theory.py"
     epsilons = ", ".join(map(str, APPROX_EPS.values()))
-    lines = [theory.identity("001 (Step 2)", "a tree of s leaves and depth d has L1 <= s and degree <= d",
+    lines = [verdicts.identity("001 (Step 2)", "a tree of s leaves and depth d has L1 <= s and degree <= d",
                              "Every learned tree, every trial and m.", tests),
-             theory.identity("001 approximation theorem and its proof (Step 3)", "h = the terms of degree <= log2(s / "
+             verdicts.identity("001 approximation theorem and its proof (Step 3)", "h = the terms of degree <= log2(s / "
                              "eps) with |h^(S)| >= eps / L1 has E[(F - h)^2] <= 2 eps and at most L1^2 / eps <= s^2 / "
                              "eps terms", f"Every learned tree and target, eps = {epsilons}.", tests)]
     for who, (eps, s, error, terms) in _approx_points(rows).items():
         name = "learned trees" if who == "tree" else "targets"
-        lines.append(theory.check(f"001 approximation theorem, as stated ({name})", "terms of h <= s / eps",
+        lines.append(verdicts.check(f"001 approximation theorem, as stated ({name})", "terms of h <= s / eps",
                                   theory.fourier_terms_stated(s, eps), terms, "upper",
                                   unit=f"({name[:-1]}, eps) points"))
-    return theory.section(lines, "Each statement of the notes, its kind first, against every measured point. The "
+    return verdicts.section(lines, "Each statement of the notes, its kind first, against every measured point. The "
                                  "notes state sparsity s / eps; their proof (Step 3: at most L1^2 / eps coefficients "
                                  "of size >= eps / L1) gives s^2 / eps, an identity; the statement's s / eps can fail.")
 

@@ -17,7 +17,7 @@ from jaxtrees.core import checks, distributions
 from jaxtrees.experiments.report import saving, steps, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import verdicts
 from jaxtrees.experiments.study.trials import trial_keys
 from jaxtrees.experiments.studies.gd_common import (BARAK, BARAK_BUDGET, EXACT_MAX_N, STATIC_TRAINING, TRAINING,
                                                     budget_lines, check_training, columns, divergence_note, first,
@@ -149,7 +149,7 @@ def _uniform_theory(rows) -> str:
     BARAK_BUDGET steps; a trial censored by a smaller budget of this run does not count against it."""
     s = steps.censored_steps(rows)
     learned = np.isfinite(s)
-    return theory.section([theory.check(
+    return verdicts.section([verdicts.check(
         "Barak et al. 2022 (the baseline; no seed bounds gradient descent: 000 Open Question 1)",
         f"every k-parity (n <= 30, k <= 4) learned within {BARAK_BUDGET:,} steps", np.full(int(learned.sum()),
                                                                                             float(BARAK_BUDGET)),
@@ -228,7 +228,7 @@ def _smoothed_report(rows):
     return summary.section(
         f"k-parities on c-smoothed inputs: {optimizer(rows)} steps to learn vs n", text, header, table,
         after="\n\nGrowth in n (least squares on log median vs log n, uncensored medians; a polynomial is a straight "
-              "line on the figure's log-log axes):\n\n" + growth) + divergence_note(rows) + "\n" + theory.section([],
+              "line on the figure's log-log axes):\n\n" + growth) + divergence_note(rows) + "\n" + verdicts.section([],
         "000 Open Question 1 states no bound for gradient descent under smoothing: no statement to test here. The "
         "degree-1 signal smoothing creates, P[max_J |I| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)) (000 Lemma 11), is "
         "compared per trial in gd-scaling's Theory section, whose rows record the signal.")

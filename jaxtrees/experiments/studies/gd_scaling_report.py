@@ -15,7 +15,7 @@ import numpy as np
 from jaxtrees.experiments.report import saving, steps, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.studies import gd_scaling_fits as scaling_fits
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.studies.gd_common import (EXACT_MAX_N, TRAINING, budget_lines, divergence_note, first,
                                                     group_medians, nested, network, network_text, optimizer,
                                                     present, smoothing, suffix, vals, varying)
@@ -150,7 +150,7 @@ def lemma11_check(trials):
     if not len(sel):
         return None
     t = np.asarray(sel["influence_max"], np.float64)
-    return theory.check("000 Lemma 11", "P[max_J |I(D, j)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)), alpha = 1/2 - c, "
+    return verdicts.check("000 Lemma 11", "P[max_J |I(D, j)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2)), alpha = 1/2 - c, "
                         "for p_i = 1/2 + U[-c, c], uncapped", bound[t > 0], measured[t > 0], "upper",
                         unit="smoothed trials", note=f"Measured: the empirical P[max_J |I| <= t] of the trial's "
                         f"(family, k, c) at its own t ({int((t <= 0).sum()):,} trials with t = 0 count in it).")
@@ -160,12 +160,12 @@ def theory_section(trials) -> str:
     """gd-scaling's "Theory" section: 000 Lemma 11 against every smoothed trial's exact signal; Lemma 9 outside."""
     lemma11 = lemma11_check(trials)
     lines = [lemma11 if lemma11 is not None else
-             theory.outside("000 Lemma 11", "P[max_J |I(D, j)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2))",
+             verdicts.outside("000 Lemma 11", "P[max_J |I(D, j)| <= t] <= (2/c)^k sqrt(t / (2 alpha^2))",
                             "no smoothed trial (c > 0) in these rows: the lemma is about p_i = 1/2 + U[-c, c]"),
-             theory.outside("000 Lemma 9", "|I(D_w, j)| > alpha^2 (2c)^(k-1)", "it needs |p_j - 1/2| >= c, which p_i "
+             verdicts.outside("000 Lemma 9", "|I(D_w, j)| > alpha^2 (2c)^(k-1)", "it needs |p_j - 1/2| >= c, which p_i "
                             "= 1/2 + U[-c, c] does not give (the exact signal p_j (1 - p_j) prod_{i in J \\ j} |2 p_i "
                             "- 1| is `influence_min` / `influence_max` for parities)")]
-    return theory.section(lines, "Each statement of the seed this study tests, its kind first, against the measured "
+    return verdicts.section(lines, "Each statement of the seed this study tests, its kind first, against the measured "
                                  "points.")
 
 

@@ -19,7 +19,7 @@ from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.experiments.report import saving, steps, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Study
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import verdicts
 from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, learn_on_prefixes,
                                                sample_sizes, trial_keys)
 from jaxtrees.experiments.studies.gd_common import (BARAK, EXACT_MAX_N, STATIC_TRAINING, TRAINING, check_training,
@@ -124,7 +124,7 @@ def _vs_report(rows):
             "node. Censored values (not reached) count as > m_max resp. > budget. 'Paired': among trials where at "
             f"least one learner reached eps, the share where {net_name} needed more examples.")
     return summary.section(f"Random k-juntas on identical smoothed distributions: examples to error <= eps, ID3 vs "
-                           f"{net_name}", text, header, table) + "\n" + theory.section([],
+                           f"{net_name}", text, header, table) + "\n" + verdicts.section([],
         "No seed states a bound for this comparison: 000 Theorem 2 (via Theorem 7) bounds ID3's examples up to an "
         "unstated constant (the `juntas` study's Theory section tests its form on Gini cells; this study's ID3 uses "
         "entropy, outside 000's Lipschitz hypothesis), and 000 Open Question 1 leaves gradient descent open.")

@@ -15,7 +15,7 @@ from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments.study import Checks, Compile, Study
-from jaxtrees.experiments.studies import learning_report, theory
+from jaxtrees.experiments.studies import learning_report, verdicts
 from jaxtrees.experiments.studies.common import CPU_OPT_LEVEL, bytes_per_trial
 from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, exact_invariants,
                                                learn_on_prefixes, sample_sizes, trial_keys)
@@ -191,7 +191,7 @@ def _trees_plot(rows, stem):
 
 def _trees_report(rows):
     return learning_report.threshold_report(rows, ["log2_n", "extra_depth", "impurity", "c"],
-                             "random depth-log2(n) trees (000 Conj. 3)") + "\n" + theory.section([],
+                             "random depth-log2(n) trees (000 Conj. 3)") + "\n" + verdicts.section([],
         "000 Conjecture 3 (ID3 learns depth-log n trees under smoothing) states no bound: no statement to test here; "
         "the juntas and parity studies test Theorems 7, 10 and 12 by their form and compare Lemmas 9 and 11.")
 

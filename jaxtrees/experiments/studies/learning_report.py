@@ -13,7 +13,7 @@ import numpy as np
 
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.report import summary
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.studies.common import a_row_of_each, at_max, trial_codes, trials_by_cell
 from jaxtrees.experiments.studies.signal_report import (DELTA, c_slopes, draw_form, eps_panel, lemma11_check,
                                                         lipschitz_cells, lipschitz_lines)
@@ -113,7 +113,7 @@ def signal_theory(rows, by, kind) -> str:
         return ""
     lines = []
     if kind == "parity":
-        lines.append(theory.identity("000 Lemma 9", "eps* > alpha^2 (2c)^(k-1) for p_j in (alpha, 1 - alpha), |p_j - "
+        lines.append(verdicts.identity("000 Lemma 9", "eps* > alpha^2 (2c)^(k-1) for p_j in (alpha, 1 - alpha), |p_j - "
                                      "1/2| >= c (the exact signal p_j (1 - p_j) prod |2 p_i - 1| of every (alpha, c) "
                                      "parity)"))
     else:
@@ -122,7 +122,7 @@ def signal_theory(rows, by, kind) -> str:
         lines.append(lemma11_check(trials, by, alpha, c, k, "alpha = 1/2 - c"))
     cells, m = trials_by_cell(rows, by, ("eps_star",))
     lines += lipschitz_lines(cells, m, by, kind)
-    return "\n" + theory.section(lines, "Each statement of the seed against the measured points, its kind first. "
+    return "\n" + verdicts.section(lines, "Each statement of the seed against the measured points, its kind first. "
                                         "eps*: per trial, the smallest over restrictions w of the support with f_w "
                                         "not constant of the largest |I(D_w, i)| (exact); p_min = prod_J min(p_j, 1 "
                                         "- p_j); m90: the smallest m from which a cell's success rate stays >= 0.9.")

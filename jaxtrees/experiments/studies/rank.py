@@ -18,7 +18,7 @@ from jaxtrees.core import bits, checks, distributions, sampling
 from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.studies.common import at_max, chosen, group_max, group_sums
 from jaxtrees.experiments.study.trials import PRECISION_BITS, check_sample_grid, on_prefixes, sample_sizes, trial_keys
 from jaxtrees.hypotheses import node_tree, tree
@@ -203,7 +203,7 @@ def _theory_report(rows, fms, by) -> str:
     """The rank report's Theory section: 003 Lemma 1's node bounds (FINDMIN's and ID3's trees), Theorem 2's
     guarantee at and past its m, Lemma 3's invocations."""
     learners = " and ".join(_trees(rows))
-    lines = [theory.identity("003 Lemma 1", "a reduced tree of rank r over n variables has between 2^(r+1) - 1 and 2 "
+    lines = [verdicts.identity("003 Lemma 1", "a reduced tree of rank r over n variables has between 2^(r+1) - 1 and 2 "
                              "sum_{i <= r} C(n, i) - 1 nodes (Lemma 5: rank <= floor(log2 nodes))",
                              f"Trees: {learners}'s, every trial and m.", "tests/test_rank.py, tests/test_theory.py")]
     levels, shares = [], []
@@ -214,17 +214,17 @@ def _theory_report(rows, fms, by) -> str:
             if m >= bound:
                 levels.append(1.0 - info["delta"])
                 shares.append(g["rate"])
-    lines.append(theory.check("003 Thm 2", "P[FINDMIN's error <= eps] >= 1 - delta from m >= (1/eps) ((e n / r)^r "
+    lines.append(verdicts.check("003 Thm 2", "P[FINDMIN's error <= eps] >= 1 - delta from m >= (1/eps) ((e n / r)^r "
                               "ln(8n) + ln(1/delta)), r = k", levels, shares, "lower", unit="(cell, m) points at or "
                               "past that m"))
     found = _found(rows)
     positive = np.asarray(found["findmin_rank"]) > 0  # rank 0: one call, the bound's 1, by construction
-    lines.append(theory.check("003 Lemma 3", "FIND's invocations in FINDMIN <= sum_{j <= r} (n + 1)^(2j) at the rank "
+    lines.append(verdicts.check("003 Lemma 3", "FIND's invocations in FINDMIN <= sum_{j <= r} (n + 1)^(2j) at the rank "
                               "found, r >= 1", _lemma3_bounds(found)[positive],
                               np.asarray(found["findmin_calls"])[positive], "upper",
                               unit="searches (every trial and m)", note=f"{int((~positive).sum()):,} searches at rank "
                               "0 make one call, the bound's 1."))
-    return theory.section(lines, "Each statement of the seed this study tests, its kind first, against every measured "
+    return verdicts.section(lines, "Each statement of the seed this study tests, its kind first, against every measured "
                                  "point.")
 
 

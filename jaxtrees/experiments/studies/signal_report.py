@@ -13,7 +13,7 @@ import numpy as np
 
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.report import summary, thresholds
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 
 #: The failure probability in Theorem 7's ln(n / delta) when the figures and reports scale m by it.
 DELTA = 0.1
@@ -27,7 +27,7 @@ def lemma11_check(trials, by, alpha, c, k, which: str):
     bound = theory.lemma11_union_probability(eps, alpha, c, k, capped=False)
     positive = eps > 0
     zeros = int((~positive).sum())
-    return theory.check("000 Lemma 11, union over the 3^k restrictions", "P[eps* <= t] <= 3^k (2/c)^k sqrt(t / (2 "
+    return verdicts.check("000 Lemma 11, union over the 3^k restrictions", "P[eps* <= t] <= 3^k (2/c)^k sqrt(t / (2 "
                         f"alpha^2)), {which}, uncapped", bound[positive], cdf[positive], "upper",
                         unit="smoothed trials", note=f"Measured: the empirical P[eps* <= t] of the trial's cell at its "
                         f"own t = eps* ({zeros:,} trials with eps* = 0 count in it).")
@@ -59,7 +59,7 @@ def lipschitz_lines(cells, m, by, kind) -> list:
         count = sum(1 for cell in cells if not theory.lipschitz(info[cell]["impurity"]))
         hint = "" if inside else ("; no smoothed Gini cell in these rows (the default grids have them; `--set "
                                   "impurity=entropy,gini` with a c > 0 adds them)")
-        lines.append(theory.outside("000 Thms 7, " + ("10" if kind == "parity" else "12"), f"the {count} "
+        lines.append(verdicts.outside("000 Thms 7, " + ("10" if kind == "parity" else "12"), f"the {count} "
                                     f"{' and '.join(others)} cells", f"{' and '.join(others)} "
                                     f"{'is' if len(others) == 1 else 'are'} not Lipschitz (slope unbounded at q = 0 "
                                     f"and 1), and 000 assumes a strongly concave, Lipschitz impurity (Sec. 1.2){hint}"))
@@ -88,24 +88,24 @@ def _cell_info(cell, kind) -> dict:
 
 
 def _slope(cells, m, x_of, label, claim, side="upper"):
-    """A :class:`theory.Slope` of log m90 on log x over ``cells`` (x per trial: ``x_of(cell, values)``)."""
+    """A :class:`verdicts.Slope` of log m90 on log x over ``cells`` (x per trial: ``x_of(cell, values)``)."""
     keys = list(cells)
     fit = thresholds.threshold_slope([cells[c][0] > 0 for c in keys], [x_of(c, cells[c][1]) for c in keys], m,
                                    replicates=REPLICATES)
-    return theory.Slope(label, fit.estimate, fit.low, fit.high, claim, side, fit.replicates, REPLICATES)
+    return verdicts.Slope(label, fit.estimate, fit.low, fit.high, claim, side, fit.replicates, REPLICATES)
 
 
 def _theorem7_form(cells, m):
     """000 Thm 7 by its form: the exponent of 1/eps* in m90 (cell medians) against 4."""
     with np.errstate(divide="ignore"):
         slope = _slope(cells, m, lambda cell, v: 1 / v["eps_star"], f"{len(cells)} Gini cells", 4.0)
-    return theory.Form("000 Thm 7", "m ~ beta^-2 gamma^2 eps^-4 alpha^-2k k ln(n / delta) suffices (Gini: beta^-2 "
+    return verdicts.Form("000 Thm 7", "m ~ beta^-2 gamma^2 eps^-4 alpha^-2k k ln(n / delta) suffices (Gini: beta^-2 "
                        "gamma^2 = 1/4)", "exponent of 1/eps* (the cell's median) in m90, least squares over the cells "
                        "reaching 90%", (slope,))
 
 
 def c_slopes(cells, m, info, kind) -> dict:
-    """Per group of cells that differ only in c (at least two): its :class:`theory.Slope` of log m90 on log(1/c)
+    """Per group of cells that differ only in c (at least two): its :class:`verdicts.Slope` of log m90 on log(1/c)
     against the theorem's own exponent at those c (Theorem 10: 4k - 4 as derived; Theorem 12: the bound's, 8k as c ->
     0 with alpha fixed), and the cells."""
     groups = {}
@@ -138,11 +138,11 @@ def _c_form(cells, m, info, kind):
     if not slopes:
         return None
     if kind == "parity":
-        return theory.Form("000 Thm 10", "m ~ beta^-2 gamma^2 (2c)^(-4k+4) alpha^(-2k-8) k ln(n / delta) suffices (as "
+        return verdicts.Form("000 Thm 10", "m ~ beta^-2 gamma^2 (2c)^(-4k+4) alpha^(-2k-8) k ln(n / delta) suffices (as "
                            "derived; the paper prints (2c)^(-4k-4))", "exponent of 1/c in m90 over the Gini cells "
                            "against the derived 4k - 4", slopes)
     alpha = "min(p-hat, 1 - p-hat) - c" if kind == "smoothed-base" else "1/2 - c"  # around a base, or around 1/2
-    return theory.Form("000 Thm 12", "m ~ B^k beta^-2 gamma^2 c^(-8k) delta1^-8 alpha^(-2k-8) k ln(n / delta2) "
+    return verdicts.Form("000 Thm 12", "m ~ B^k beta^-2 gamma^2 c^(-8k) delta1^-8 alpha^(-2k-8) k ln(n / delta2) "
                        "suffices", "exponent of 1/c in m90 over the Gini cells against the bound's own at these c "
                        f"(alpha = {alpha}; 8k as c -> 0)", slopes)
 
@@ -161,7 +161,7 @@ def _n_form(cells, m, info, kind):
               for (k, c, base), members in groups.items() if len({info[cell]["n"] for cell in members}) > 1]
     if not slopes:
         return None
-    return theory.Form("000 Thms 7, 12 (ln n)", f"m grows as ln(n / delta) at fixed k and c (delta = {DELTA:g})",
+    return verdicts.Form("000 Thms 7, 12 (ln n)", f"m grows as ln(n / delta) at fixed k and c (delta = {DELTA:g})",
                        "exponent of ln(n / delta) in m90 over the Gini cells against 1", tuple(slopes))
 
 

@@ -19,7 +19,7 @@ from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
 from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Checks, Compile, Study
-from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.studies.common import CPU_OPT_LEVEL, at_max, bytes_per_trial, chosen, trials_by_cell
 from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, exact_invariants,
                                                learn_on_prefixes, sample_sizes, trial_keys)
@@ -172,7 +172,7 @@ def _theory(rows, trials, m90) -> str:
         needed = np.asarray(gini["_needed"], np.float64)
         m_max = np.asarray(gini["m"], np.float64)
         known = np.where(np.isinf(needed) & (scale > m_max), np.nan, needed)  # censored beyond the grid: no verdict
-        lines.append(theory.check("000 Thm 7 per trial (constant 1, Gini: beta^-2 gamma^2 = 1/4)", "examples needed "
+        lines.append(verdicts.check("000 Thm 7 per trial (constant 1, Gini: beta^-2 gamma^2 = 1/4)", "examples needed "
                                   f"<= eps*^-4 p_min^-2 k ln(n / {DELTA:g}) / 4", scale, known, "upper",
                                   unit="smoothed Gini trials", note="Examples needed: the smallest m from which the "
                                   "trial's tree is exact (not exact at m_max: counted against a bound <= m_max, else "
@@ -180,7 +180,7 @@ def _theory(rows, trials, m90) -> str:
     cells, m = trials_by_cell(rows, BY, ("eps_star",))
     lines += lipschitz_lines(cells, m, BY, "smoothed-base")
     lines += _vanishing_lines(trials)
-    return theory.section(lines, "Each statement of the seed against the measured points, its kind first. eps*: per "
+    return verdicts.section(lines, "Each statement of the seed against the measured points, its kind first. eps*: per "
                                  "trial, the smallest over restrictions w of the support with f_w not constant of the "
                                  "largest |I(D_w, i)| (exact); p_min = prod_J min(p_j, 1 - p_j); m90: the smallest m "
                                  "from which a cell's success rate stays >= 0.9.")
@@ -207,7 +207,7 @@ def _vanishing_lines(trials) -> list[str]:
     critical = [root for key, (root,) in zip(keys, q) if key[2] == "critical"]
     rates = [f"k = {g['k']}, {g['base']}, {g['impurity']}: {g['rate']:.2f}"
              for g in tables.rates(plain, by, "success")]
-    return [theory.identity("000 before Thm 2 (why smoothing)", "without smoothing (c = 0) at p-hat = 2^(-2/k) the "
+    return [verdicts.identity("000 before Thm 2 (why smoothing)", "without smoothing (c = 0) at p-hat = 2^(-2/k) the "
                             "root's degree-1 signal of AND-XOR vanishes, as a parity's does at 1/2", "Median root "
                             f"signal there at most {max(critical, default=0):.2g} (the 2^-16 rounding of p-hat); "
                             "P[exact at m_max] at c = 0: " + "; ".join(rates) + ".")]
@@ -292,7 +292,7 @@ def _theorem7_bound(ax, trials, scale, top):
         gini = np.asarray([theory.lipschitz(v) for v in trials["impurity"]], bool)
         needed = np.asarray(trials["_needed"], np.float64)[gini]
         known = np.where(np.isinf(needed) & (THEOREM7_FACTOR * scale[gini] > top[gini]), np.nan, needed)
-        vacuous = gini.any() and theory.check("", "", THEOREM7_FACTOR * scale[gini], known, "upper").kind == "vacuous"
+        vacuous = gini.any() and verdicts.check("", "", THEOREM7_FACTOR * scale[gini], known, "upper").kind == "vacuous"
         ax.plot(span, THEOREM7_FACTOR * span, "k--", lw=1, label="Thm 7's bound, Gini, constant 1 (y = x / 4)"
                 + (": vacuous at this size" if vacuous else ""))
     ax.set_yscale("log")
