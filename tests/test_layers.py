@@ -21,7 +21,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "jaxtrees"
 
 #: Layer of each top-level subpackage or module, bottom (1) to top (9).
 LAYERS = {"core": 1, "hypotheses": 2, "fourier": 3, "targets": 4, "problems": 5, "datasets": 6, "learners": 7,
-          "experiments": 8, "sklearn": 9, "cli": 9, "cli_help": 9}
+          "experiments": 8, "sklearn": 9, "sklearn_base": 9, "sklearn_ensembles": 9, "cli": 9, "cli_help": 9}
 #: Floors inside experiments/, bottom (1) to top (7): a module of experiments/ imports its own floor or lower ones.
 FLOORS = {"contract": 1, "table": 1, "study": 2, "report": 3, "studies": 4, "results": 5, "run": 6, "loading": 7,
           "reporting": 7, "convert": 7, "api": 7}
@@ -31,7 +31,6 @@ INNER = {"results": ("writer", "layout", "legacy", "files", "reading", "store"),
                  "pacing", "job", "runner")}
 #: Modules allowed over :data:`LINE_BUDGET` lines, each with its reason; the list only shrinks.
 LONG_MODULES: dict = {
-    "jaxtrees/sklearn.py": "being split by responsibility",
 }
 LINE_BUDGET = 400
 #: Folders that may hold more than :data:`FOLDER_BUDGET` modules: the registries.
