@@ -25,6 +25,7 @@ import importlib
 
 from jaxtrees import fourier, hypotheses, learners, problems, targets
 from jaxtrees.core import bits, distributions, impurity, prng, sampling
+from jaxtrees.core.censored import Censored
 from jaxtrees.core.distributions import alpha_c, marginals, product, smoothed, uniform
 from jaxtrees.core.impurity import Impurity
 from jaxtrees.core.sampling import Data, draw, from_arrays, packed_bernoulli, prefix, quantize, with_weights

@@ -18,6 +18,7 @@ import numpy as np
 import optax
 
 from jaxtrees.core import bits, checks, prng, sampling
+from jaxtrees.core.censored import Censored
 from jaxtrees.learners.networks import ENCODINGS, LOSSES, Model, encode, margin_loss, mlp  # noqa: F401
 from jaxtrees.learners.sgd_data import _data, _scorer, _test_set
 
@@ -158,6 +159,14 @@ class Result(NamedTuple):
     params: Any  # the final parameters
     trace: Trace
     steps_to_eps: jax.Array  # int32: first recorded step with test_error <= eps, -1 if none
+    budget: Any = None  # int32: the last step the training could record (its step budget)
+
+    @property
+    def steps(self) -> Censored:
+        """Steps to error <= eps as a censored output: ``steps_to_eps``, or where it was not reached, the budget
+        with ``censored`` True (a trial returning ``{"steps": result.steps}`` gets both columns)."""
+        censored = self.steps_to_eps < 0
+        return Censored(jnp.where(censored, self.budget, self.steps_to_eps), censored)
 
 
 def train(key, p, target, config: TrainConfig, *, data_key=None, budget=None, init=None, trainable=None,
@@ -318,7 +327,7 @@ def _descend(k_init, n, next_batch, data0, score, mask, config, hyperparams, bud
         (params, _, _), trace = jax.lax.scan(record, state0, jnp.arange(E, dtype=jnp.int32))
     hit = trace.test_error <= config.eps
     steps_to_eps = jnp.where(jnp.any(hit), jnp.asarray(steps_at, jnp.int32)[jnp.argmax(hit)], -1)
-    return Result(params, trace, steps_to_eps)
+    return Result(params, trace, steps_to_eps, jnp.asarray(steps_at, jnp.int32)[-1])
 
 
 def _records_until_eps(record, state0, E: int, eps: float | None, limit):

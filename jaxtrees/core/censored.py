@@ -1,0 +1,47 @@
+"""Censored outputs: a value that was not reached within a budget (steps to learn, examples to succeed).
+
+A trial returns ``{"steps": Censored(value, censored)}``; the runner writes it as two columns, ``steps`` and
+``steps_censored`` (:func:`flatten`), and the generic report and figure read such a pair as right-censored: the
+censored share and censoring-aware quantiles (Kaplan-Meier), never a mean. ``value`` of a censored trial is its
+budget (the trial ran that long without reaching the event).
+
+>>> import jax.numpy as jnp
+>>> out = flatten({"steps": Censored(jnp.int32(200), jnp.bool_(True)), "error": jnp.float32(0.1)})
+>>> sorted(out), int(out["steps"]), bool(out["steps_censored"])
+(['error', 'steps', 'steps_censored'], 200, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+#: The column beside a censored output NAME: ``NAME`` + SUFFIX (bool, True where the budget ran out).
+SUFFIX = "_censored"
+
+
+class Censored(NamedTuple):
+    """A right-censored output: ``value`` (the event's time, or the budget where ``censored``) and ``censored``."""
+
+    value: Any
+    censored: Any
+
+
+def flatten(outputs: dict) -> dict:
+    """``outputs`` with each :class:`Censored` entry NAME written as NAME (its value) and NAME_censored (bool).
+    ValueError where a trial's own output already takes the name NAME_censored."""
+    out = {}
+    for name, value in outputs.items():
+        if isinstance(value, Censored):
+            if name + SUFFIX in outputs:
+                raise ValueError(f"the trial returns both a censored output {name!r} and an output "
+                                 f"{name + SUFFIX!r}: rename one")
+            out[name], out[name + SUFFIX] = value.value, value.censored
+        else:
+            out[name] = value
+    return out
+
+
+def censored_names(columns) -> list[str]:
+    """The censored outputs among ``columns`` (names): each NAME with a NAME_censored beside it."""
+    names = set(columns)
+    return [name for name in columns if name + SUFFIX in names]
