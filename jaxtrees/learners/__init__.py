@@ -16,7 +16,8 @@ access, the :class:`Size` fields its factory reads (tests/test_learner_registry.
 """
 
 from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
-from jaxtrees.learners.base import ACCESS, Learner, Size, check_data, get, names, register
+from jaxtrees.learners.base import (ACCESS, Learner, Size, SizingWarning, check_data, coefficient_floor, get, names,
+                                    register, warn_sizing)
 from jaxtrees.learners.best_first import CART16, BestFirstTree
 from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.rank import FindMin, find
@@ -47,31 +48,60 @@ def _terms(s: Size) -> int:
     return min(4**s.k, n_subsets(s.n, s.k))
 
 
+def _depth(name: str, s: Size) -> int:
+    """``s.depth``, warning where it is 0 (one leaf: a constant)."""
+    if s.depth == 0:
+        warn_sizing(name, "depth", s.depth, "grows no split: the tree is one leaf, a constant hypothesis")
+    return s.depth
+
+
+def _coefficient(name: str, field: str, s: Size) -> float:
+    """``s.theta`` or ``s.l1``, warning where it is above :func:`coefficient_floor` (k): it may keep no coefficient."""
+    value, floor = getattr(s, field), coefficient_floor(s.k)
+    if value > floor:
+        warn_sizing(name, field, value, f"is above 2^(-k/2) = {floor:.3g} for k = {s.k}: a k-junta may have no "
+                    "Fourier coefficient that large (majority of 5: none above 0.375; a bent function: all "
+                    "2^(-k/2)), and the learner then keeps none but the constant, a constant hypothesis")
+    return value
+
+
+def _max_rank(name: str, s: Size) -> int:
+    """``s.max_rank``, warning where it is below k (a k-junta or depth-k tree may need rank k)."""
+    if s.max_rank < s.k:
+        warn_sizing(name, "max_rank", s.max_rank, f"is below k = {s.k}: a target of size k (a k-junta, a depth-k "
+                    "tree) may have no consistent tree of rank <= max_rank, and FINDMIN then keeps the majority leaf")
+    return s.max_rank
+
+
 # Each factory sizes its learner from a Size: the degree, rank or depth from (n, k, depth), rounds and
-# members from rounds; degrees never above n (the conformance data include n = 1).
+# members from rounds; degrees never above n (the conformance data include n = 1). A sizing that may leave
+# a learner nothing warns (_depth, _coefficient, _max_rank).
 for _name in _IMPURITIES:
-    register(f"id3-{_name}", lambda s, name=_name: GreedyTree(GrowthRule(max_depth=s.depth, impurity=name)))
-register("id3-random-ties", lambda s: GreedyTree(GrowthRule(max_depth=s.depth, impurity="gini", tie_break="random")))
-register("population-entropy", lambda s: PopulationTree(GrowthRule(max_depth=s.depth)))
+    register(f"id3-{_name}", lambda s, name=_name: GreedyTree(GrowthRule(max_depth=_depth(f"id3-{name}", s),
+                                                                         impurity=name)))
+register("id3-random-ties", lambda s: GreedyTree(GrowthRule(max_depth=_depth("id3-random-ties", s), impurity="gini",
+                                                            tie_break="random")))
+register("population-entropy", lambda s: PopulationTree(GrowthRule(max_depth=_depth("population-entropy", s))))
 register("stump-error", lambda s: Stump(impurity="error"))
 register("stump-gini", lambda s: Stump(impurity="gini"))
 register("best-first-gini", lambda s: BestFirstTree(GrowthRule(max_depth=min(s.n, 15), impurity="gini"),
-                                                    max_leaves=2**s.depth))
+                                                    max_leaves=2 ** _depth("best-first-gini", s)))
 register("adaboost-stumps", lambda s: AdaBoost(Stump(impurity="error"), rounds=s.rounds))
 register("adaboost-parities-2", lambda s: AdaBoost(Parities(degree=min(2, s.n)), rounds=s.rounds))  # seed 004's
 register("adaboost-cart", lambda s: AdaBoost(CART16, rounds=max(1, s.rounds // 4)))
 register("parities-k", lambda s: Parities(degree=min(s.k, 3, s.n)))
-register("random-forest", lambda s: random_forest(members=s.rounds, max_depth=s.depth))
-register("bagging-majority", lambda s: Bagging(GreedyTree(GrowthRule(max_depth=s.depth)), members=s.rounds,
-                                               vote="majority"))
-register("lmn-k", lambda s: LowDegree(degree=min(s.k, s.n), threshold=s.theta))
-register("lmn-k-biased", lambda s: LowDegree(degree=min(s.k, s.n), threshold=s.theta, basis="biased",
-                                             max_terms=_terms(s)))
-register("sparse-k", lambda s: SparseRecovery(degree=min(s.k, s.n), l1=s.l1, basis="biased", max_terms=_terms(s)))
-register("km", lambda s: KushilevitzMansour(theta=s.theta, budget=(2 * s.n + 1) * s.m,
+register("random-forest", lambda s: random_forest(members=s.rounds, max_depth=_depth("random-forest", s)))
+register("bagging-majority", lambda s: Bagging(GreedyTree(GrowthRule(max_depth=_depth("bagging-majority", s))),
+                                               members=s.rounds, vote="majority"))
+register("lmn-k", lambda s: LowDegree(degree=min(s.k, s.n), threshold=_coefficient("lmn-k", "theta", s)))
+register("lmn-k-biased", lambda s: LowDegree(degree=min(s.k, s.n), threshold=_coefficient("lmn-k-biased", "theta", s),
+                                             basis="biased", max_terms=_terms(s)))
+register("sparse-k", lambda s: SparseRecovery(degree=min(s.k, s.n), l1=_coefficient("sparse-k", "l1", s),
+                                              basis="biased", max_terms=_terms(s)))
+register("km", lambda s: KushilevitzMansour(theta=_coefficient("km", "theta", s), budget=(2 * s.n + 1) * s.m,
                                             width=min(4**s.k, KushilevitzMansour(s.theta).frontier)))
 register("find-k", lambda s: find(s.k, max_calls=s.max_calls))
-register("findmin", lambda s: FindMin(max_rank=s.max_rank, max_calls=s.max_calls))
+register("findmin", lambda s: FindMin(max_rank=_max_rank("findmin", s), max_calls=s.max_calls))
 register("sgd", _sgd)
 
 
@@ -112,7 +142,7 @@ ABOUT = {
            "KushilevitzMansour: heavy coefficients from queries"),
     "find-k": ("sample", ("k", "max_calls"), "O(m (n + 1)^(2 k)), <= max_calls calls",
                "FIND: a consistent tree of rank <= k"),
-    "findmin": ("sample", ("max_calls", "max_rank"), "O(m (n + 1)^(2 rank)), <= max_calls calls",
+    "findmin": ("sample", ("k", "max_calls", "max_rank"), "O(m (n + 1)^(2 rank)), <= max_calls calls",
                 "FINDMIN: the consistent tree of least rank"),
     "sgd": ("sample", ("lr", "m", "steps", "width"), "steps 32 width (n + 1) multiply-adds",
             "SGD: an MLP, hinge loss, SGD on the m examples"),
@@ -140,5 +170,6 @@ def describe() -> str:
 
 __all__ = ["ABOUT", "ACCESS", "AdaBoost", "Bagging", "BestFirstTree", "CART16", "FindMin", "GreedyTree", "GrowthRule",
            "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH", "Parities", "Path",
-           "PopulationTree", "Size", "SparseRecovery", "Stump", "check_data", "describe", "find", "follow_path", "get",
-           "grow", "grow_exact", "info", "names", "random_forest", "register"]
+           "PopulationTree", "Size", "SizingWarning", "SparseRecovery", "Stump", "check_data", "coefficient_floor",
+           "describe", "find", "follow_path", "get", "grow", "grow_exact", "info", "names", "random_forest", "register",
+           "warn_sizing"]

@@ -16,6 +16,7 @@ A new learner is one module plus one :func:`register` line in :mod:`jaxtrees.lea
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable, NamedTuple, Protocol, runtime_checkable
 
 import jax.numpy as jnp
@@ -102,20 +103,42 @@ def reweighted(learner, data):
 class Size(NamedTuple):
     """The problem a registered learner is configured for: a study's cell (``n``, ``k``, ``m`` and the
     learner settings it varies) or, by default, the conformance suite's small problems. Each
-    factory reads the fields it needs."""
+    factory reads the fields it needs; the defaults leave every registered learner something to learn
+    on the ``compare`` study's target families at n = 8, k = 2, and a sizing that may leave a learner
+    nothing warns (:class:`SizingWarning`, naming the field)."""
 
     n: int = 8  # input bits
     k: int = 1  # the target's size: the Fourier degree, FIND's rank, the parity learner's degree
     m: int = 96  # examples per trial (a query learner: query triples per level)
     depth: int = 3  # tree depth
     rounds: int = 8  # boosting rounds, ensemble members
-    theta: float = 0.5  # the Fourier learners' coefficient threshold
+    theta: float = 0.1  # the Fourier learners' coefficient threshold (<= 2^(-k/2) up to k = 6: coefficient_floor)
     l1: float = 0.05  # the Lasso's penalty
-    max_rank: int = 3  # FINDMIN's largest rank
+    max_rank: int = 8  # FINDMIN's largest rank (every rank of n <= 8 bits; max_calls bounds the search)
     max_calls: int = 2**20  # FIND's invocations per sample
     width: int = 16  # the network's hidden width
     lr: float = 0.1  # the network's learning rate
     steps: int = 40  # the network's training steps
+
+
+class SizingWarning(UserWarning):
+    """A registered learner's sizing may leave it nothing to learn on targets of the size asked for."""
+
+
+def coefficient_floor(k: int) -> float:
+    """2^(-k/2): the largest |Fourier coefficient| every k-junta is sure to have (Parseval over its 2^k sets;
+    a bent function's are all this size), so a threshold above it may keep none.
+
+    >>> coefficient_floor(2), round(coefficient_floor(5), 3)  # majority of 5 has none above 0.375
+    (0.5, 0.177)
+    """
+    return 2.0 ** (-k / 2)
+
+
+def warn_sizing(name: str, field: str, value, why: str, stacklevel: int = 5) -> None:
+    """Warn (:class:`SizingWarning`) that the registered learner ``name``'s Size ``field`` = ``value`` ``why``;
+    ``stacklevel`` points at the caller of :func:`get` from a helper called by a factory."""
+    warnings.warn(f"learner {name!r}: Size {field} = {value!r} {why}", SizingWarning, stacklevel=stacklevel)
 
 
 _REGISTRY: dict[str, Callable[[Size], Learner]] = {}
