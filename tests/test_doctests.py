@@ -22,7 +22,8 @@ WITH_EXAMPLES = {"jaxtrees", "jaxtrees.core.bits", "jaxtrees.core.distributions"
                  "jaxtrees.learners.base", "jaxtrees.learners.growth", "jaxtrees.learners.greedy",
                  "jaxtrees.learners.population", "jaxtrees.learners.stumps", "jaxtrees.learners.sgd",
                  "jaxtrees.sklearn", "jaxtrees.experiments.report.summary", "jaxtrees.experiments.studies",
-                 "jaxtrees.datasets"}
+                 "jaxtrees.datasets", "jaxtrees.experiments.report.survival",
+                 "jaxtrees.experiments.report.compare_rates", "jaxtrees.experiments.report.figure_spec"}
 
 
 def test_core_modules_found():
