@@ -79,14 +79,15 @@ def test_m_for_90_percent_reached_and_not_reached():
     text = generic_report.report(rows, spec({"ok": "bool"}))
     table = section(text, "ok: m for 90%")
     low = wilson(successes[0][32], trials[0][32])[0]  # a = 0: 0.5, 0.95, 1.0 -> 32
-    assert table == [["0", "32", f"{low:.2f}"], ["1", "not reached (max rate 0.80 at m = 64)", "—"]]
+    assert table == [["0", "32", "[32, 64]", f"{low:.2f}"],
+                     ["1", "not reached (max rate 0.80 at m = 64)", "[64, > 64]", "—"]]
 
 
 def test_a_rate_that_falls_back_below_90_percent_is_not_held():
     rows = Table({"cell": np.zeros(40, int), "m": np.repeat([16, 32], 20),
                   "ok": np.r_[np.ones(19), np.zeros(1), np.ones(15), np.zeros(5)].astype(np.int8)})
     table = section(generic_report.report(rows, spec({"ok": "bool"}, parameters=())), "ok: m for 90%")
-    assert table == [["not held (rate 0.95 at m = 16, 0.75 at m = 32)", "—"]]
+    assert table == [["not held (rate 0.95 at m = 16, 0.75 at m = 32)", "[16, > 32]", "—"]]
 
 
 def test_no_m_for_90_percent_where_x_is_not_a_sample_size():
@@ -118,12 +119,13 @@ def test_means_intervals_and_medians_match_numpy(nan):
         for av in (0.5, 2.0):
             for mv in (8, 64, 1024):
                 v = values[(a == av) & (m == mv)]
+                left = [str(np.isnan(v).sum())] if nan and name == "size" else []  # NaN counted per group
                 v = v[~np.isnan(v)]
                 mean, half = v.mean(), Z * v.std(ddof=1) / math.sqrt(v.size)
                 expected.append([f"{av:g}", str(mv), f"{mean:.4g} [{mean - half:.4g}, {mean + half:.4g}]",
-                                 f"{np.median(v):.4g}", str(v.size)])
+                                 f"{np.median(v):.4g}", str(v.size), *left])
         assert section(text, name) == expected
-    assert ("size: 7 NaN values of 400 left out of its means and medians." in text) == bool(nan)
+    assert ("size: 7 NaN values of 400 left out of its means and medians (counted per group" in text) == bool(nan)
     assert "nodes: " not in text.split("## ")[0]
     assert "Constant over the rows: b = gini." in text
 
@@ -175,14 +177,14 @@ def test_a_categorical_x_gets_a_tick_per_value(tmp_path):
     fig = generic_figure._figure(rows, spec({"depth": "float"}, parameters=["learner"], axis=None))
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["cart", "forest", "id3"]
     text = generic_report.report(rows, spec({"depth": "float"}, parameters=["learner"], axis=None))
-    assert section(text, "depth") == [["cart", "3 [1.04, 4.96]", "3", "2"], ["forest", "5 [one value]", "5", "1"],
-                                      ["id3", "2 [0.04, 3.96]", "2", "2"]]
+    assert section(text, "depth") == [["cart", "3 [1.04, 4.96]", "3", "2", "0"],
+                                      ["forest", "5 [one value]", "5", "1", "0"], ["id3", "2 [0.04, 3.96]", "2", "2", "1"]]
 
 
-def test_a_group_whose_values_are_all_nan_is_skipped():
+def test_a_group_whose_values_are_all_nan_is_counted_not_drawn():
     rows = Table({"cell": np.zeros(4, int), "m": [8, 8, 16, 16], "err": [np.nan, np.nan, 1.0, 3.0]})
     text = generic_report.report(rows, spec({"err": "float"}, parameters=()))
-    assert section(text, "err") == [["16", "2 [0.04, 3.96]", "2", "2"]]
+    assert section(text, "err") == [["8", "—", "—", "0", "2"], ["16", "2 [0.04, 3.96]", "2", "2", "0"]]
     assert "err: 2 NaN values of 4 left out" in text
     fig = generic_figure._figure(rows, spec({"err": "float"}, parameters=()))
     assert list(fig.axes[0].get_lines()[0].get_xdata()) == [16.0]

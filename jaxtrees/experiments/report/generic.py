@@ -1,10 +1,11 @@
 """The groups behind a generic figure and report: a study's rows summarized from its declared outputs alone.
 
 ``spec`` (JSON; a results directory's metadata.json keeps it, so these work where the study's code no longer
-imports) names the study's axis, grid parameters and outputs ("bool", "int" or "float"). :func:`prepared` gives the
-:class:`Layout` (x: the axis, else the first numeric grid parameter that varies; one series per combination of the
-other parameters that vary) and the :class:`Groups` with each output's :class:`Stats`; every statistic is a few NumPy
-passes over the columns (:func:`jaxtrees.experiments.table.groups`, ``np.bincount``): nothing per row.
+imports) names the study's axis, grid parameters and outputs ("bool", "int" or "float"; an output ``NAME`` with a
+bool ``NAME_censored`` is censored, :func:`output_kinds`). :func:`prepared` gives the :class:`Layout` (x: the axis,
+else the first numeric grid parameter that varies; one series per combination of the other parameters that vary) and
+the :class:`Groups` with each output's :class:`Stats` (a censored one's :class:`~.survival.Summary`); the statistics
+are a few NumPy passes over the columns (:func:`jaxtrees.experiments.table.groups`, ``np.bincount``).
 :mod:`~jaxtrees.experiments.report.generic_figure` draws them, :mod:`~jaxtrees.experiments.report.generic_report`
 tabulates them.
 """
@@ -20,9 +21,16 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxtrees.experiments import table as tables
+from jaxtrees.experiments.report import survival
 
 #: z of the 95% intervals (Wilson's for rates, the normal approximation for means).
 Z = 1.96
+#: Resamples of the percentile bootstrap interval of a mean of values within [0, 1] (an error).
+RESAMPLES = 1000
+#: Columns that label the errors rather than being outputs (``problems.Score``): exact or on test points.
+LABELS = ("exact", "test_points")
+#: The suffix of the bool column that marks an output's censored trials.
+CENSORED = "_censored"
 #: Integer outputs whose groups x distinct values fit this many counters get their medians by counting, not sorting.
 COUNTING_CELLS = 2**22
 
@@ -39,12 +47,15 @@ class Layout(NamedTuple):
 class Stats(NamedTuple):
     """One output per group (one combination of the series' values and one x value), arrays over the groups."""
 
-    count: np.ndarray  # values behind each group's statistics (NaN left out)
+    count: np.ndarray  # values behind each group's statistics (NaN and inf left out)
     centre: np.ndarray  # the rate (bool) or the mean
     low: np.ndarray  # the 95% interval (Wilson's for a rate); NaN where one value gives none
     high: np.ndarray
     median: np.ndarray | None  # numeric outputs only
     missing: int  # NaN values left out
+    infinite: int = 0  # inf values left out
+    left_out: np.ndarray | None = None  # per group the NaN and inf values left out
+    bounded: bool = False  # every value within [0, 1]: the mean's interval a percentile bootstrap's
 
 
 class Groups(NamedTuple):
@@ -52,7 +63,8 @@ class Groups(NamedTuple):
 
     keys: list  # per group: (*series values, x value), or the series values only where x is None
     sizes: np.ndarray  # rows per group
-    stats: dict  # output name -> Stats
+    stats: dict  # output name -> Stats (a censored output: survival.Summary)
+    kinds: dict = {}  # output name -> its kind (output_kinds)
 
 
 def as_table(rows) -> tables.Table:
@@ -113,35 +125,67 @@ def _groups(rows, spec: dict, layout: Layout) -> Groups:
     """Group the rows by the series and x (one pass), then each output's statistics per group."""
     by = [*layout.series, *([layout.x] if layout.x else [])]
     codes, keys = tables.groups(rows, by)
-    stats = {name: (_rates if kind == "bool" else _means)(codes, len(keys), rows[name])
-             for name, kind in spec["outputs"].items()}
-    return Groups(keys, np.bincount(codes, minlength=len(keys)), stats)
+    kinds, stats = output_kinds(spec), {}
+    for name, kind in kinds.items():
+        if kind == "censored":
+            stats[name] = survival.summarized(codes, len(keys), rows[name], rows[name + CENSORED])
+        else:
+            stats[name] = (_rates if kind in ("bool", "share") else _means)(codes, len(keys), rows[name])
+    return Groups(keys, np.bincount(codes, minlength=len(keys)), stats, kinds)
+
+
+def output_kinds(spec: dict) -> dict:
+    """Output name -> kind: the spec's ("bool", "int", "float"), but "censored" for ``NAME`` where the outputs hold a
+    bool ``NAME_censored`` too (that one "share": the censored share), and without :data:`LABELS`."""
+    outputs = spec["outputs"]
+    kinds = {}
+    for name, kind in outputs.items():
+        if name in LABELS:
+            continue
+        if outputs.get(name + CENSORED) == "bool" and kind != "bool":
+            kind = "censored"
+        elif name.endswith(CENSORED) and kind == "bool" and outputs.get(name[:-len(CENSORED)], "bool") != "bool":
+            kind = "share"
+        kinds[name] = kind
+    return kinds
 
 
 def _present(codes, values):
-    """``(codes, values, missing)`` without the NaN values (float columns only: nothing copied otherwise)."""
+    """``(codes, values, nan, inf)`` without the NaN and inf values (float columns only: nothing copied otherwise),
+    and those per group (None where there are none)."""
     values = np.asarray(values)
     if values.dtype.kind != "f":
-        return codes, values, 0
-    nan = np.isnan(values)
-    missing = int(np.count_nonzero(nan))
-    return (codes[~nan], values[~nan], missing) if missing else (codes, values, 0)
+        return codes, values, 0, 0
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return codes, values, 0, 0
+    nan = int(np.count_nonzero(np.isnan(values)))
+    return codes[~bad], values[~bad], nan, int(np.count_nonzero(bad)) - nan, codes[bad]
+
+
+def _left_out(size: int, present) -> tuple[int, int, np.ndarray | None]:
+    """``(nan, inf, per group)`` of :func:`_present`'s answer."""
+    return (present[2], present[3], np.bincount(present[4], minlength=size)) if len(present) > 4 else (0, 0, None)
 
 
 def _rates(codes, size: int, values) -> Stats:
     """The share of 1s per group with its 95% Wilson interval."""
-    codes, values, missing = _present(codes, values)
+    present = _present(codes, values)
+    codes, values = present[:2]
     count = np.bincount(codes, minlength=size)
     successes = np.bincount(codes, values.astype(np.float64, copy=False), minlength=size)
     low, high = (np.atleast_1d(bound) for bound in tables.wilson(successes, count, Z))
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(count > 0, successes / count, np.nan)
-    return Stats(count, rate, low, high, None, missing)
+    nan, inf, left_out = _left_out(size, present)
+    return Stats(count, rate, low, high, None, nan, inf, left_out)
 
 
 def _means(codes, size: int, values) -> Stats:
-    """The mean per group with its 95% interval (mean +- z sd / sqrt(count)), and the median."""
-    codes, values, missing = _present(codes, values)
+    """The mean per group with its 95% interval (mean +- z sd / sqrt(count); :func:`_bootstrap` where every value lies
+    in [0, 1]), and the median."""
+    present = _present(codes, values)
+    codes, values = present[:2]
     x = values.astype(np.float64, copy=False)
     count = np.bincount(codes, minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -149,7 +193,27 @@ def _means(codes, size: int, values) -> Stats:
         squares = np.bincount(codes, (x - mean[codes]) ** 2, minlength=size)
         half = Z * np.sqrt(squares / (count - 1)) / np.sqrt(count)
     half = np.where(count > 1, half, np.nan)
-    return Stats(count, mean, mean - half, mean + half, _medians(codes, values, count), missing)
+    low, high = mean - half, mean + half
+    bounded = bool(x.size) and 0 <= x.min() and x.max() <= 1
+    if bounded:
+        low, high = _bootstrap(codes, x, count)
+    nan, inf, left_out = _left_out(size, present)
+    return Stats(count, mean, low, high, _medians(codes, values, count), nan, inf, left_out, bounded)
+
+
+def _bootstrap(codes, x: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group the 95% percentile bootstrap interval of the mean (:data:`RESAMPLES` resamples, each drawn as counts
+    of the group's distinct values; seeded): within the values' range, so never outside [0, 1]; NaN for one value."""
+    rng = np.random.default_rng(0)
+    order = np.argsort(codes, kind="stable")
+    ends = np.cumsum(count)
+    bounds = np.full((2, len(count)), np.nan)
+    for g, (start, end) in enumerate(zip(ends - count, ends)):
+        if end - start > 1:
+            distinct, times = np.unique(x[order[start:end]], return_counts=True)
+            means = rng.multinomial(end - start, times / (end - start), size=RESAMPLES) @ distinct / (end - start)
+            bounds[:, g] = np.quantile(means, [0.025, 0.975])
+    return bounds[0], bounds[1]
 
 
 def _medians(codes, values: np.ndarray, count: np.ndarray) -> np.ndarray:
@@ -185,7 +249,39 @@ def series_groups(keys: list, layout: Layout, stats: Stats) -> list[tuple[str, l
 
 
 def is_bool(spec: dict, name: str) -> bool:
-    return spec["outputs"][name] == "bool"
+    return output_kinds(spec).get(name, spec["outputs"].get(name)) in ("bool", "share")
+
+
+class Exactness(NamedTuple):
+    """How the rows' errors were measured (``problems.Score``'s ``exact`` and ``test_points`` columns)."""
+
+    rows: int
+    exact: int | None  # rows whose error is exact (None: no exact column)
+    points: tuple | None  # (fewest, most) test points of the estimated errors (None: no test_points column)
+
+
+def exactness(rows) -> Exactness | None:
+    """:class:`Exactness` of the rows, None where they carry neither ``exact`` nor ``test_points``."""
+    if not any(name in rows for name in LABELS):
+        return None
+    exact = np.asarray(rows["exact"]).astype(bool) if "exact" in rows else np.zeros(len(rows), bool)
+    points = np.asarray(rows["test_points"])[~exact] if "test_points" in rows else np.zeros(0)
+    return Exactness(len(rows), int(exact.sum()) if "exact" in rows else None,
+                     (int(points.min()), int(points.max())) if points.size else None)
+
+
+def exactness_text(label: Exactness | None) -> str:
+    """"exact", "estimated on N test points" (or "N-M"), or both with the rows of each; "" where not labelled."""
+    if label is None:
+        return ""
+    points = "" if label.points is None else \
+        f"{label.points[0]:,}" if label.points[0] == label.points[1] else f"{label.points[0]:,}-{label.points[1]:,}"
+    estimated = f"estimated on {points} test points" if points else "estimated (not exact)"
+    if label.exact == label.rows:
+        return "exact"
+    if not label.exact:
+        return estimated
+    return f"exact in {label.exact:,} of {label.rows:,} rows, {estimated} in the rest"
 
 
 def named(name: str, spec: dict) -> str:

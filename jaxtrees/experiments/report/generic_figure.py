@@ -1,8 +1,9 @@
-"""The generic figure of a study: one panel per declared output against x, one line per series.
+"""The generic figure of a study: panels of each declared output against x, one line per series.
 
 :func:`plot` writes it (PNG and SVG) from the rows and the spec alone (:mod:`~jaxtrees.experiments.report.generic`
-groups them): a rate with its Wilson band, a mean with its 95% band and its median dashed; a categorical x gets
-points side by side with error bars.
+groups them): a rate with its Wilson band, a mean with its 95% band and its median dashed, a censored output's
+product-limit median with its band (and its censored share in a panel of its own); a categorical x gets points side
+by side with error bars. Where a panel would hold more than 6 lines, small multiples (:mod:`.figure_spec`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import textwrap
 
 import numpy as np
 
-from jaxtrees.experiments.report import generic, saving, summary
+from jaxtrees.experiments.report import figure_spec, generic, saving, summary
 
 #: An x axis of at most this many values gets a tick at each.
 MAX_TICKS = 12
@@ -22,29 +23,62 @@ DODGE = 0.6
 
 
 @summary.styled
-def plot(rows, stem: str, spec: dict) -> list[str]:
-    """Write ``stem``.png and ``stem``.svg: one panel per output of ``spec`` against x; returns the paths."""
-    return saving.save(_figure(rows, spec), stem)
+def plot(rows, stem: str, spec: dict, *, figure: figure_spec.FigureSpec | None = None) -> list[str]:
+    """Write ``stem``.png and ``stem``.svg: the outputs of ``spec`` against x, laid out by ``figure`` (else
+    :func:`~.figure_spec.arranged`'s choice); returns the paths."""
+    return saving.save(_figure(rows, spec, figure), stem)
 
 
-def _figure(rows, spec: dict):
-    """The figure :func:`plot` saves (a matplotlib Figure): one panel per output, in reading order."""
+def _figure(rows, spec: dict, figure: figure_spec.FigureSpec | None = None):
+    """The figure :func:`plot` saves (a matplotlib Figure): a row of panels per output (one panel per value of the
+    small multiples' parameters; one panel per output, wrapped, where there are none)."""
     rows = generic.as_table(rows)
+    if figure is not None and figure.x:
+        spec = {**spec, "axis": figure.x}
     layout, groups = generic.prepared(rows, spec)
+    names = [n for n in (figure.outputs if figure and figure.outputs else groups.stats) if n in groups.stats]
+    values = {p: sorted({key[i] for key in groups.keys}, key=summary.natural_key) for i, p in enumerate(layout.series)}
+    hue, col = figure_spec.arranged(layout.series, values, figure)
+    picks = [[layout.series.index(p) for p in names_] for names_ in (hue, col)]
+    hues = sorted({tuple(k[i] for i in picks[0]) for k in groups.keys}, key=lambda v: [summary.natural_key(x) for x in v])
+    panels = sorted({tuple(k[i] for i in picks[1]) for k in groups.keys},
+                    key=lambda v: [summary.natural_key(x) for x in v])
     xs, ticks = _positions(groups.keys, layout)
-    fig, axes = summary.figure(len(groups.stats))
-    for ax, (name, stats) in zip(axes, groups.stats.items()):
-        series = generic.series_groups(groups.keys, layout, stats)
-        draw = _rate_series if generic.is_bool(spec, name) else _mean_series
-        for i, (label, members) in enumerate(series):
-            at = [xs[g] for g in members]
-            draw(ax, at if layout.numeric else _dodged(at, i, len(series)), stats, members, label, _style(i),
-                 len(series), layout.numeric)
-        _dress(ax, name, spec, layout, ticks)
-    if layout.series:
+    fig, grid = _panels(len(names), len(panels))
+    label = generic.exactness_text(generic.exactness(rows))
+    for row, name in zip(grid, names):
+        stats, kind = groups.stats[name], groups.kinds[name]
+        draw = _DRAW.get(kind, _mean_series)
+        for j, (ax, panel) in enumerate(zip(row, panels)):
+            lines = {}
+            for g, key in enumerate(groups.keys):
+                if tuple(key[i] for i in picks[1]) == panel and stats.count[g]:
+                    lines.setdefault(tuple(key[i] for i in picks[0]), []).append(g)
+            for h, members in sorted(lines.items(), key=lambda item: hues.index(item[0])):
+                i = hues.index(h)
+                at = [xs[g] for g in members]
+                draw(ax, at if layout.numeric else _dodged(at, i, len(hues)), stats, members,
+                     generic.assignment_text(hue, h) or "all", figure_spec.style(i), len(lines), layout.numeric)
+            where = generic.assignment_text(col, panel)
+            _dress(ax, name, kind, spec, layout, ticks, where, label if "error" in name.lower() else "", j == 0)
+    axes = [ax for row in grid for ax in row]
+    if hue:
         summary.legend(fig, axes)
     summary.suptitle(fig, _title(spec, layout, groups.sizes))
     return fig
+
+
+def _panels(outputs: int, panels: int):
+    """``(fig, grid)``: a row of ``panels`` panels per output, sharing x and, per output, y; without small multiples
+    (one panel each) :func:`summary.figure`'s wrapped rows."""
+    if panels == 1:
+        fig, axes = summary.figure(outputs)
+        return fig, [[ax] for ax in axes]
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.2 * panels, 3.6 * outputs), layout="constrained")
+    grid = fig.subplots(outputs, panels, squeeze=False, sharex=True, sharey="row")
+    return fig, [list(row) for row in grid]
 
 
 def _positions(keys: list, layout: generic.Layout) -> tuple[list[float], dict]:
@@ -57,15 +91,6 @@ def _positions(keys: list, layout: generic.Layout) -> tuple[list[float], dict]:
     values = sorted({key[-1] for key in keys}, key=summary.natural_key)
     index = {v: float(i) for i, v in enumerate(values)}
     return [index[key[-1]] for key in keys], {index[v]: generic.value_text(v) for v in values}
-
-
-def _style(i: int) -> dict:
-    """Series i's colour and marker: :func:`summary.series_style`'s 20 colours, the markers shifted by one in each
-    further round of 20, so that no two of 200 series look alike."""
-    from matplotlib import colormaps
-
-    tab20 = colormaps["tab20"].colors
-    return {"color": (tab20[0::2] + tab20[1::2])[i % 20], "marker": summary.MARKERS[(i + i // 20) % 10]}
 
 
 def _dodged(xs: list, i: int, n: int) -> list:
@@ -95,6 +120,25 @@ def _mean_series(ax, xs, stats: generic.Stats, members, label, style, n, numeric
     ax.plot(xs, stats.median[members], ls="--", lw=1.2, color=line.get_color(), label="_median")
 
 
+def _censored_series(ax, xs, stats, members, label, style, n, numeric):
+    """A censored output's product-limit median with its 95% band (cut at the budget where unbounded); a median the
+    censoring leaves unknown drawn as an open triangle at the budget."""
+    members = np.asarray(members)
+    budget = np.where(np.isfinite(stats.budget[members]), stats.budget[members], np.nan)
+    median, high = stats.median[members], np.where(np.isinf(stats.high[members]), budget, stats.high[members])
+    known = np.isfinite(median)
+    xs = np.asarray(xs, np.float64)
+    line, = ax.plot(xs[known], median[known], ls="-" if numeric else "none", ms=5, label=label, **style)
+    low = np.where(np.isinf(stats.low[members]), budget, stats.low[members])
+    if numeric:
+        ax.fill_between(xs, low, high, color=line.get_color(), alpha=_alpha(n))
+    else:
+        ax.vlines(xs, low, high, color=line.get_color())
+    if (~known).any():
+        ax.plot(xs[~known], budget[~known], ls="none", marker="^", mfc="none", ms=8, color=line.get_color(),
+                label="_not reached")
+
+
 def _alpha(n: int) -> float:
     """The bands' opacity: lighter where many series overlap."""
     return 0.2 if n <= 4 else 0.1
@@ -107,14 +151,18 @@ def _error_bars(ax, xs, stats: generic.Stats, members, label, style):
     ax.errorbar(xs, centre, yerr=yerr, ls="none", ms=6, capsize=3, label=label, **style)
 
 
-def _dress(ax, name: str, spec: dict, layout: generic.Layout, ticks: dict):
-    """Title, labels, scales and ticks of an output's panel."""
-    rate = generic.is_bool(spec, name)
+def _dress(ax, name: str, kind: str, spec: dict, layout: generic.Layout, ticks: dict, where: str = "",
+           label: str = "", first: bool = True):
+    """Title, labels, scales and ticks of an output's panel (``where``: its small multiple's values; ``label``:
+    the errors' exactness; ``first``: the first panel of its output's row, which carries the y label)."""
+    rate = kind in ("bool", "share")
     log = layout.numeric and _log_x(list(ticks))
-    summary.panel(ax, textwrap.fill(generic.named(name, spec), 44), generic.named(layout.x, spec) if layout.x else "",
+    title = textwrap.fill(generic.named(name, spec) + (f" ({label})" if label else ""), 44) + \
+        (f"\n{where}" if where else "")
+    summary.panel(ax, title, generic.named(layout.x, spec) if layout.x else "",
                   xbase=2 if log else None, ylim=summary.RATE_LIMITS if rate else None)
-    ax.set_ylabel(f"P[{name}]\n(95% Wilson band)" if rate else f"{name}: mean (95% band)\n"
-                  f"median {'dashed' if layout.numeric else 'as x'}")
+    if first:
+        ax.set_ylabel(_ylabel(name, kind, layout))
     if not layout.numeric:
         labels = list(ticks.values())
         tilt = {"rotation": 30, "ha": "right"} if max(map(len, labels)) > 8 else {}
@@ -134,8 +182,23 @@ def _log_x(xs: list) -> bool:
     return bool(np.all(np.log2(v) == np.round(np.log2(v))) or v.max() / v.min() > 10)
 
 
+def _ylabel(name: str, kind: str, layout: generic.Layout) -> str:
+    if kind == "share":
+        return f"P[{name}]: censored share\n(95% Wilson band)"
+    if kind == "bool":
+        return f"P[{name}]\n(95% Wilson band)"
+    if kind == "censored":
+        return f"{name}: median (Kaplan-Meier,\n95% band; \u25b3 not reached)"
+    return f"{name}: mean (95% band)\nmedian {'dashed' if layout.numeric else 'as x'}"
+
+
 def _title(spec: dict, layout: generic.Layout, sizes) -> str:
+    """One line: the study's name, its constant parameters and the trials per point (the description goes to the
+    report)."""
     constant = generic.assignment_text(list(layout.constant), list(layout.constant.values()))
-    constant = f"; {constant}" if layout.constant else ""
-    return f"{spec.get('name', 'study')}: {spec.get('description', '')}{constant} " \
-           f"({summary.trials_text(sizes[sizes > 0].tolist())})"
+    constant = f"; {textwrap.shorten(constant, 80, placeholder='...')}" if layout.constant else ""
+    return f"{spec.get('name', 'study')}{constant} ({summary.trials_text(sizes[sizes > 0].tolist())})"
+
+
+#: How each kind of output is drawn (the rest as means).
+_DRAW = {"bool": _rate_series, "share": _rate_series, "censored": _censored_series}
