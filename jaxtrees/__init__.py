@@ -54,7 +54,7 @@ _LAZY = {
     "studies": ("jaxtrees.experiments.studies", None), "summary": ("jaxtrees.experiments.report.summary", None),
     "Study": ("jaxtrees.experiments.study", "Study"), "Axis": ("jaxtrees.experiments.study", "Axis"),
     "Compile": ("jaxtrees.experiments.study", "Compile"), "Checks": ("jaxtrees.experiments.study", "Checks"),
-    "run": ("jaxtrees.experiments.api", "run"),
+    "run": ("jaxtrees.experiments.api", "run"), "figure": ("jaxtrees.experiments.report.figure_spec", "figure"),
     "trials": ("jaxtrees.experiments.study.trials", None),
     "trial_keys": ("jaxtrees.experiments.study.trials", "trial_keys"),
     "sample_sizes": ("jaxtrees.experiments.study.trials", "sample_sizes"),
