@@ -48,7 +48,7 @@ def _learn(noise="none", rate=0.0, impurity=None, params=None):
 
 def test_facade_loads_the_building_blocks_lazily():
     code = ("import sys, jaxtrees as jt; before = 'jaxtrees.experiments' in sys.modules; f = jt.learn_on_prefixes; "
-            "from jaxtrees.experiments import trials; "
+            "from jaxtrees.experiments.study import trials; "
             "print(before, f is trials.learn_on_prefixes, jt.trial_keys is trials.trial_keys, "
             "jt.sample_sizes is trials.sample_sizes, jt.check_sample_grid is trials.check_sample_grid)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

@@ -4,7 +4,7 @@ A study's trial is a pure ``trial(key, params) -> {output: array}`` that the run
 studies (:mod:`jaxtrees.experiments.studies`) are made of these pieces, and so can a researcher's own:
 
 >>> import jax, jaxtrees as jt
->>> from jaxtrees.experiments import trials
+>>> from jaxtrees.experiments.study import trials
 >>> params = {"m_min": 16, "m_max": 256}
 >>> trials.check_sample_grid(params, n=16)
 >>> trials.sample_sizes(params)
