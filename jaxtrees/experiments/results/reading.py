@@ -146,9 +146,16 @@ def parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
         path = os.path.join(rows_dir, name)
         try:
             reader = pq.ParquetFile(_verified(path), page_checksum_verification=True)
-            stamp = json.loads((reader.schema_arrow.metadata or {}).get(PART_KEY, b"{}"))
+            try:
+                stamp = json.loads((reader.schema_arrow.metadata or {}).get(PART_KEY, b"{}"))
+            except ValueError as e:  # not JSON, or not UTF-8
+                raise OSError(f"its footer's record is not readable ({e})") from None
+            if not isinstance(stamp, dict):
+                raise OSError(f"its footer's record is not an object ({type(stamp).__name__})")
             if digests is not None and stamp.get("config") is not None and stamp.get("config") not in digests:
-                raise ValueError(f"{path}: a part of another configuration; {WAY_OUT}")
+                refused(path, "a part of another configuration (another study, seed, grid or replicate count)",
+                        move, FOREIGN, "not read")
+                continue
             # a part of an earlier version carries no whole-file checksum: every page is read (page checksums)
             table = reader.read(columns=columns if _CRC.search(name) else None)
             if columns is not None:
@@ -198,21 +205,43 @@ def _verified(path: str):
 _CRC = re.compile(r"-c([0-9a-f]{8})\.parquet$")
 #: Where damaged parts go, beside rows/ (so that every reader of rows/ sees whole parts only).
 DAMAGED = "damaged"
+#: Where the files rows/ must not hold go (another run's parts, anything not a part), beside rows/.
+FOREIGN = "foreign"
 
 
-def damaged(path: str, why: str, move: bool | None):
+def damaged(path: str, why: str, move: bool | None, then: str = "its trials run again"):
     """A damaged part: moved to :data:`DAMAGED` with a warning (``move``: by this process), left to the process that
     moves it (False), or (``move`` None: a reader's) ValueError naming it."""
     if move is None:
         raise ValueError(f"{path} is damaged ({why}); rerun `jaxtrees run` with the same arguments (the run moves it "
                          f"to {DAMAGED}/ beside rows/ and runs its trials again), or {WAY_OUT}")
+    refused(path, f"damaged ({why})", move, DAMAGED, then)
+
+
+def refused(path: str, why: str, move: bool | None, folder: str, then: str):
+    """A file rows/ must not hold: moved to ``folder`` beside rows/ with a warning saying ``why`` and what ``then``
+    (``move``: by this process), left to the process that moves it (False), or (``move`` None: a reader's) ValueError
+    naming it."""
+    if move is None:
+        raise ValueError(f"{path}: {why}; rerun `jaxtrees run` with the same arguments (the run moves it to "
+                         f"{folder}/ beside rows/), or {WAY_OUT}")
     if not move:
         return
-    aside = os.path.join(os.path.dirname(os.path.dirname(path)), DAMAGED)
+    aside = move_aside(path, folder)
+    if aside is not None:
+        print(f"jaxtrees: warning: {path} is {why}: moved to {aside}, {then}", file=sys.stderr)
+
+
+def move_aside(path: str, folder: str) -> str | None:
+    """Move ``path`` to ``folder`` beside its directory (a name taken there: a numbered one); its new path, or None
+    where another process moved it first."""
+    aside = os.path.join(os.path.dirname(os.path.dirname(path)), folder)
+    target, n = os.path.join(aside, os.path.basename(path)), 1
+    while os.path.lexists(target):
+        target, n = os.path.join(aside, f"{os.path.basename(path)}.{n}"), n + 1
     try:
         os.makedirs(aside, exist_ok=True)
-        os.replace(path, os.path.join(aside, os.path.basename(path)))
+        os.replace(path, target)
     except FileNotFoundError:
-        return
-    print(f"jaxtrees: warning: {path} is damaged ({why}): moved to {os.path.join(aside, os.path.basename(path))}, "
-          f"its trials run again", file=sys.stderr)
+        return None
+    return target

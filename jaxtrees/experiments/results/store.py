@@ -51,6 +51,7 @@ class Store:
         self.lock_path = os.path.join(self.directory, ".lock")
         self.process, self.processes = process, processes
         self.config, self.digest, self._lock, self.configs, self.manifest = None, None, None, {}, {}
+        self.recorded: dict = {}  # metadata.json's and rows/_config.json's contracts (None: a copy lacks it)
 
     def open(self, config: dict, run_id: str | None = None) -> dict:
         """Create the directory, take (process 0) or check (the others) the lock of run ``run_id``,
@@ -74,6 +75,11 @@ class Store:
                         os.remove(os.path.join(folder, name))
             metadata = read_json(self.metadata_path, rebuildable=os.path.exists(self.manifest_path))
             manifest = read_json(self.manifest_path, rebuildable=metadata is not None)
+            started = bool(part_names(self.rows)) or bool((metadata or {}).get("runs"))
+            self.recorded = {name: copy.get("contract") for name, copy in
+                             (("metadata.json", metadata), ("rows/_config.json", manifest)) if copy is not None}
+            if not started:  # nothing written yet (a run killed before its first call): no contract to keep
+                self.recorded = {name: c for name, c in self.recorded.items() if c is not None}
             rebuilt = manifest is None and metadata is not None and os.path.exists(self.manifest_path)
             if rebuilt and self.process == 0:
                 print(f"jaxtrees: warning: {self.manifest_path} was damaged: rebuilt from metadata.json",
@@ -201,7 +207,12 @@ class Store:
                 damaged(path, str(e).removeprefix(f"{path}: ").split("; move the file")[0], self.process == 0)
                 continue
             if len(rows):
-                done[np.asarray(rows["cell"], np.int64) * replicates + rows["replicate"]] = True
+                trials = np.asarray(rows["cell"], np.int64) * replicates + rows["replicate"]
+                if done[trials].any():  # a copy of a part, or two runs' parts of one trial: the later one goes
+                    damaged(path, f"another part holds {int(done[trials].sum()):,} of its rows' trials too (a copy?)",
+                            self.process == 0, then="its other trials run again")
+                    continue
+                done[trials] = True
         return done
 
 

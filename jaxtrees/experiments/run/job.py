@@ -67,6 +67,21 @@ def contract(study: Study, device) -> dict:
     return contracts.terms(study, device, compiler_options(study, device), " ".join(flags), environment())
 
 
+def recorded_changes(copies: dict, terms: dict, groups: dict) -> list[str]:
+    """What differs between this run's ``terms`` (and program ``groups``) and each recorded copy of the contract
+    (``copies``: metadata.json's, rows/_config.json's), each once; a copy that lacks its contract (edited or damaged)
+    is a change too, never a fresh start."""
+    changed = []
+    for name, recorded in copies.items():
+        if recorded is None:
+            changed.append(f"{name} records no contract (the settings its rows were written under: the file was "
+                           f"edited or damaged), so they cannot be compared")
+            continue
+        changed += [c for c in contracts.differences(recorded, terms) + contracts.group_changes(recorded, groups)
+                    if c not in changed]
+    return changed
+
+
 @dataclasses.dataclass
 class Job:
     """One call of :func:`~jaxtrees.experiments.run.runner.run`, in steps: :meth:`plan` the trials, :meth:`start`
@@ -116,12 +131,13 @@ class Job:
             if pending.size:
                 work.append(self.size(members, pending))
         terms = contract(self.study, self.devices[0])
-        recorded = self.metadata.get("contract")
+        copies = self.store.recorded  # metadata.json's and rows/_config.json's: each checked
+        recorded = next((c for c in copies.values() if c is not None), None)
         groups = {**(recorded or {}).get("groups", {}), **{p.name: p.group for p in work}}
         if self.processes > 1:  # every process computes the rows process 0 would
             distributed.agree(self.process, self.processes, {**terms, "groups": {p.name: p.group for p in work}})
-        if recorded is not None:
-            changed = contracts.differences(recorded, terms) + contracts.group_changes(recorded, groups)
+        if copies:
+            changed = recorded_changes(copies, terms, groups)
             if changed and not self.allow_changes:
                 raise Changed(f"{self.store.directory} was started with other settings that can change its rows: "
                               f"{'; '.join(changed)}. Resume with the recorded ones (e.g. the same --group, "
