@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 
 from jaxtrees.cli_help import study_help
 from jaxtrees.core.platform import split_cpu, wide_vectors
@@ -49,6 +50,8 @@ def main(argv=None) -> int:
     run.add_argument("--group", type=int, default=None,
                      help="trials vmapped together per device (default: 32 on a CPU, 1024 on a GPU or TPU)")
     run.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    run.add_argument("--debug", action="store_true",
+                     help="on an error, the full traceback too (e.g. of an exception inside your study's trial)")
     run.add_argument("--allow-changes", action="store_true",
                      help="resume although settings that can change rows differ from the recorded ones (group, "
                           "XLA_FLAGS, versions, ...); the run records them as overrides")
@@ -68,8 +71,12 @@ def main(argv=None) -> int:
         p = sub.add_parser(name, help=text, description=f"Make {text} (OUT/STUDY written by `jaxtrees run`).")
         p.add_argument("results", help="the study's results directory, e.g. results/juntas")
     export = sub.add_parser("export", help="write a results directory's rows as one CSV file",
-                            description="Write the rows of OUT/STUDY as one tidy CSV (sorted by cell and replicate). "
-                                        "The rows themselves are Parquet: pandas.read_parquet('OUT/STUDY/rows') reads them.")
+                            description="Write the rows of OUT/STUDY as one tidy CSV (sorted by cell and replicate), "
+                                        "read as jaxtrees.experiments.results.read_results('OUT/STUDY') reads them: each "
+                                        "part's checksums verified, every trial's rows there once. The rows themselves "
+                                        "are Parquet: pandas.read_parquet('OUT/STUDY/rows') reads them too, but verifies "
+                                        "no checksum or trial, and pools the rows of every contract revision "
+                                        "(--allow-changes).")
     export.add_argument("results", help="the study's results directory, e.g. results/juntas")
     export.add_argument("--csv", metavar="PATH", nargs="?", const="", default="",
                         help="the CSV file to write (default: OUT/STUDY/results.csv; -: standard output)")
@@ -88,6 +95,8 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return _closed_pipe()
     except ValueError as e:
+        if getattr(args, "debug", False):
+            traceback.print_exception(e)
         print(f"jaxtrees {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
@@ -249,6 +258,7 @@ def _invocation(args) -> str:
 def _run_study(args) -> int:
     from jaxtrees.experiments import api
     from jaxtrees.experiments.run import runner
+    from jaxtrees.experiments.study.probe import probe
 
     study, origin = api.resolve(args.study)
     given = {}
@@ -262,7 +272,9 @@ def _run_study(args) -> int:
                              f"with a comma-separated list for a grid (--set {name}={given[name]},{value})")
         given[name] = value
     overrides, seed = api.overrides_of(given, args.config, args.seed)
-    config = runner.configure(study, quick=args.quick, overrides=overrides, seed=seed)
+    config = runner.configure(study, quick=args.quick, overrides=overrides, seed=seed,
+                              called=args.study if "builtin" not in origin else None)
+    probe(study, config)  # before anything is written: a fault of the trial or its grid is one sentence
     t0 = time.perf_counter()
     directory = api.execute(study, origin, config, args.out, chunk=args.chunk, group=args.group,
                             progress=not args.no_progress, allow_changes=args.allow_changes)

@@ -1,7 +1,8 @@
 """Input validation shared by the public API.
 
 Every check runs on concrete (host) values before any tracing or heavy work and raises
-``ValueError`` naming the parameter and its allowed range. Values that are JAX tracers (a user
+``ValueError`` naming the parameter and its allowed range (an :class:`OutOfRange`, which carries them; a traced
+value where a Python one is needed: a :class:`NeedsConcrete`). Values that are JAX tracers (a user
 vmapping over a constructor) cannot be inspected and are passed through unchecked.
 """
 
@@ -13,19 +14,35 @@ import jax
 import numpy as np
 
 
+class OutOfRange(ValueError):
+    """A value outside its declared range: ``name``, the bad ``value`` and the ``interval`` (e.g. "[0, 0.5]")."""
+
+    def __init__(self, message: str, name: str, value, interval: str):
+        super().__init__(message)
+        self.name, self.value, self.interval = name, value, interval
+
+
+class NeedsConcrete(ValueError):
+    """A traced value where a plain Python one is needed (it fixes a shape, a loop, or is range-checked): ``name``."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
+
+
 def is_concrete(x) -> bool:
     """True unless ``x`` (or a leaf of it) is a JAX tracer."""
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x))
 
 
 def _traced(name: str, value, kind: str) -> None:
-    """Raise ValueError when ``value`` is a JAX tracer where a plain Python number is required."""
+    """Raise :class:`NeedsConcrete` when ``value`` is a JAX tracer where a plain Python number is required."""
     if isinstance(value, jax.core.Tracer):
-        raise ValueError(f"{name} must be a plain Python {kind}, not a traced JAX value ({type(value).__name__}, "
-                         f"as inside jax.jit or jax.vmap): {name} is read on the host before tracing, where it "
-                         f"fixes an array shape, a loop or the compiled program, or is checked against its range; "
-                         f"pass a Python {kind} from outside the traced function (a static argument: "
-                         f"functools.partial, or jax.jit(..., static_argnames=...))")
+        raise NeedsConcrete(f"{name} must be a plain Python {kind}, not a traced JAX value ({type(value).__name__}, "
+                            f"as inside jax.jit or jax.vmap): {name} is read on the host before tracing, where it "
+                            f"fixes an array shape, a loop or the compiled program, or is checked against its range; "
+                            f"pass a Python {kind} from outside the traced function (a static argument: "
+                            f"functools.partial, or jax.jit(..., static_argnames=...))", name)
 
 
 def key(name: str, value):
@@ -54,7 +71,8 @@ def integer(name: str, value, *, low: int | None = None, high: int | None = None
         raise ValueError(f"{name} must be an integer, got {value!r}")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
-        raise ValueError(f"{name} must be in {_interval(low, high, False, False)}, got {value}")
+        interval = _interval(low, high, False, False)
+        raise OutOfRange(f"{name} must be in {interval}, got {value}", name, value, interval)
     return value
 
 
@@ -66,7 +84,8 @@ def real(name: str, value, *, low=None, high=None, low_open=False, high_open=Fal
         raise ValueError(f"{name} must be a real number, got {value!r}")
     value = float(value)
     if not np.isfinite(value) or _outside(value, low, high, low_open, high_open):
-        raise ValueError(f"{name} must be in {_interval(low, high, low_open, high_open)}, got {value}")
+        interval = _interval(low, high, low_open, high_open)
+        raise OutOfRange(f"{name} must be in {interval}, got {value}", name, value, interval)
     return value
 
 
@@ -80,10 +99,9 @@ def probabilities(name: str, values, *, low=0.0, high=1.0, low_open=False, high_
     bad = ~np.isfinite(arr) | _outside(arr, low, high, low_open, high_open)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(
-            f"{name} must lie in {_interval(low, high, low_open, high_open)}; "
-            f"{name}[{i}] = {float(arr[i])!r}"
-        )
+        interval = _interval(low, high, low_open, high_open)
+        raise OutOfRange(f"{name} must lie in {interval}; {name}[{i}] = {float(arr[i])!r}", name, float(arr[i]),
+                         interval)
     return np.asarray(arr, dtype=np.float32)
 
 

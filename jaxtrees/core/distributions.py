@@ -65,12 +65,25 @@ class Smoothed(NamedTuple):
     c: float
 
     def marginals(self, key, n: int):
+        _smoothing(self.p_hat, self.c)
         p_hat = jnp.broadcast_to(jnp.asarray(self.p_hat, jnp.float32), (_n(n),))
         delta = jax.random.uniform(key, (n,), jnp.float32, -1.0, 1.0) * self.c
         return p_hat + delta
 
 
 Family = Uniform | Product | AlphaC | Smoothed
+
+
+def _smoothing(p_hat, c) -> None:
+    """A concrete ``c`` of :class:`Smoothed` in [0, 1/2], and within [0, 1] around a concrete ``p_hat``: every p_i in
+    [0, 1] (a traced c is not checked; the class built directly, as :func:`smoothed` checks its arguments)."""
+    if not checks.is_concrete(c) or np.ndim(c) != 0:
+        return
+    high = 0.5
+    if checks.is_concrete(p_hat):
+        p_hat = np.asarray(p_hat, np.float64)
+        high = min(high, float(np.min(p_hat)), float(np.min(1.0 - p_hat)))
+    checks.real("c", float(np.asarray(c)), low=0.0, high=max(high, 0.0))
 
 
 def _n(n) -> int:

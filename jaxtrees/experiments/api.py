@@ -26,11 +26,13 @@ def run(study, out: str = "results", *, quick: bool = False, set: dict | None = 
     ones). The first call in a process sets up the CPU's devices (one per core) when JAX has not started yet."""
     from jaxtrees.experiments import reporting
     from jaxtrees.experiments.run import programs, runner
+    from jaxtrees.experiments.study.probe import probe
 
     study, origin = resolve(study)
     prepare()
     overrides, seed = overrides_of(set, config, seed)
-    resolved = runner.configure(study, quick=quick, overrides=overrides, seed=seed)
+    resolved = runner.configure(study, quick=quick, overrides=overrides, seed=seed, called=called(study, origin))
+    probe(study, resolved)  # before anything is written: a fault of the trial or its grid is one sentence
     import jax
 
     key = json.dumps({"study": origin, "quick": quick, "config": resolved.as_json(), "chunk": chunk, "group": group},
@@ -105,6 +107,16 @@ def resolve(study):
     if path and (module.__name__ == "__main__" or module.__name__.startswith("jaxtrees_study_")):
         return study, {"file": os.path.abspath(path), "name": attribute}
     return study, {"module": module.__name__, "name": attribute}
+
+
+def called(study, origin: dict) -> str:
+    """What a user types for the study whose origin is ``origin``: its file (``FILE:NAME`` where the file holds
+    several), ``module:NAME``, or its name."""
+    if "file" in origin:
+        return origin["file"]
+    if "module" in origin:
+        return f"{origin['module']}:{origin['name']}"
+    return study.name
 
 
 def overrides_of(given: dict | None, config, seed: int | None):
