@@ -60,8 +60,9 @@ class Config:
 
 
 def configure(study: Study, *, quick: bool = False, overrides: dict | None = None, seed: int = 0,
-              replicates: int | None = None) -> Config:
-    """Resolve the grid of ``study``: its quick or full defaults, then ``overrides``.
+              replicates: int | None = None, called: str | None = None) -> Config:
+    """Resolve the grid of ``study``: its quick or full defaults, then ``overrides``; ``called``: what a user types
+    for the study (a file's path; default its name), which an unknown parameter's message names.
 
     ``overrides`` maps a parameter to a value or a list of values (strings are parsed to the
     parameter's type, and "a,b,c" is a list). A value given twice (``c=0.1,0.10``) is an error,
@@ -81,7 +82,7 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
             continue
         if name not in grid:
             raise ValueError(f"unknown parameter {name!r} for study {study.name!r}; known: "
-                             f"{', '.join(sorted(grid))}, replicates (`jaxtrees run {study.name} --help` "
+                             f"{', '.join(sorted(grid))}, replicates (`jaxtrees run {called or study.name} --help` "
                              f"describes each)")
         grid[name] = [_parse(name, v, as_list(study.full[name])[0]) for v in as_list(value, split=True)]
         if not grid[name]:
