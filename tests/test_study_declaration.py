@@ -143,4 +143,22 @@ def test_the_declaration_changes_with_what_decides_rows_but_not_with_the_grids_v
 def test_every_built_in_study_declares_at_most_12_fields_4_required(name):
     fields = dataclasses.fields(studies.get(name))
     required = [f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    assert len(fields) <= 12 and required == ["name", "trial", "grid", "replicates"]
+    assert len(fields) <= 14 and required == ["name", "trial", "grid", "replicates"]  # 12, condition and censored
+
+
+def test_plot_condition_and_censored_are_validated_and_only_censored_is_declared():
+    """Issue 70: presentation fields (a figure spec as plot, the compared condition) leave the declaration alone;
+    censored outputs are declared where given, so the built-in studies' declarations do not change."""
+    spec = dataclasses.make_dataclass("Spec", ["x", "hue", "col"], frozen=True)("p", (), ())
+    study = _minimal(plot=spec, condition="p", censored=("steps",))
+    assert study.plot is spec and study.condition == "p" and study.censored == ("steps",)
+    assert study.declaration() == {**_minimal().declaration(), "censored": ["steps"]}
+    assert "censored" not in studies.get("juntas").declaration() and _minimal().condition is None
+    for changes, said in [({"condition": "q"}, "condition 'q' is not a grid parameter"),
+                          ({"censored": "steps"}, "censored must be a tuple of parameter names"),
+                          ({"censored": ("p",)}, "censored 'p' is a grid parameter or the axis"),
+                          ({"censored": ("steps_censored",)}, "censored names outputs"),
+                          ({"censored": ("a", "a")}, "censored names an output twice"),
+                          ({"plot": 3}, "plot must be callable or None")]:
+        with pytest.raises(ValueError, match=re.escape(said)):
+            _minimal(**changes)

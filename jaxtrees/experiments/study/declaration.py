@@ -73,7 +73,12 @@ class Study:
         beyond the grid's types); or :class:`Checks` ``(cell=, rows=)``, also the rows' invariants.
       plot, report: ``plot(rows, path_stem) -> list of files`` and ``report(rows) -> markdown``; both
         see the results as a :class:`~jaxtrees.experiments.table.Table` (columns, never row dicts; a
-        list of row dicts given by a caller becomes one). None: the generic figures and report.
+        list of row dicts given by a caller becomes one). None: the generic figures and report. ``plot`` may
+        also be a figure spec (``jt.figure(x=, hue=, col=)``: the generic figure's layout).
+      condition: the parameter whose values the generic report compares (None: the first that varies).
+      censored: outputs that are censored times: the trial returns ``NAME`` (an int or float) and ``NAME_censored``
+        (a bool, True where NAME is only a lower bound, e.g. a step budget ran out); in :meth:`declaration` where
+        given (it changes what an output means), unlike ``plot`` and ``condition`` (presentation only).
       compile: the :class:`Compile` knobs (also read as the study's attributes: ``study.bounds``, ...).
     """
 
@@ -89,6 +94,8 @@ class Study:
     plot: Callable | None = None
     report: Callable | None = None
     compile: Compile = dataclasses.field(default_factory=Compile)
+    condition: str | None = None
+    censored: tuple = ()
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -109,14 +116,32 @@ class Study:
                     raise ValueError(f"study {self.name!r}: check.{name} must be callable or None, got "
                                      f"{getattr(self.check, name)!r}")
         for name in ("check", "plot", "report"):
-            if name == "check" and isinstance(self.check, Checks):
+            if (name == "check" and isinstance(self.check, Checks)) or (name == "plot" and _figure_spec(self.plot)):
                 continue
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise ValueError(f"study {self.name!r}: {name} must be callable or None, got {getattr(self, name)!r}")
         for name in ("plot", "report"):  # both see a Table, however they are called
-            if getattr(self, name) is not None:
+            if callable(getattr(self, name)):
                 set_(name, _tabled(getattr(self, name)))
         self._check_names()
+        self._check_presentation()
+
+    def _check_presentation(self):
+        """ValueError unless ``condition`` is a grid parameter (or None) and ``censored`` names outputs."""
+        if self.condition is not None and self.condition not in self.full:
+            raise ValueError(f"study {self.name!r}: condition {self.condition!r} is not a grid parameter (the grid's: "
+                             f"{', '.join(sorted(self.full))})")
+        names = _names(self.name, "censored", self.censored)
+        for name in names:
+            if not name.isidentifier() or name.endswith("_censored"):
+                raise ValueError(f"study {self.name!r}: censored names outputs (the trial then returns NAME and "
+                                 f"NAME_censored), got {name!r}")
+            if name in self.full or (self.axis is not None and name == self.axis.name):
+                raise ValueError(f"study {self.name!r}: censored {name!r} is a grid parameter or the axis, not an "
+                                 f"output")
+        if len(set(names)) != len(names):
+            raise ValueError(f"study {self.name!r}: censored names an output twice: {list(names)}")
+        object.__setattr__(self, "censored", names)
 
     def _check_names(self):
         """ValueError naming the field whose names are not the grid's parameters, or that contradict."""
@@ -188,7 +213,8 @@ class Study:
 
     def declaration(self) -> dict:
         """What decides the rows besides the code and the grid's values (JSON): the parameters' names, the
-        static, shared and axis names and the compile knobs that change programs (functions by name)."""
+        static, shared and axis names and the compile knobs that change programs (functions by name); the
+        censored outputs where there are any (not ``plot`` or ``condition``: presentation only)."""
         knobs = self.compile
         return {"parameters": sorted(self.full), "static": sorted(self.static), "shared": sorted(self.shared),
                 "axis": None if self.axis is None else self.axis.name, "uniform": sorted(knobs.uniform),
@@ -197,7 +223,8 @@ class Study:
                             for name, bucket in sorted(knobs.buckets.items())},
                 "branches": list(knobs.branches), "cpu_opt_level": knobs.cpu_opt_level,
                 "level_loop": knobs.level_loop, **{name: _qualified(getattr(knobs, name)) for name in (
-                    "after", "bytes_per_trial", "working_set_per_trial")}}
+                    "after", "bytes_per_trial", "working_set_per_trial")},
+                **({"censored": sorted(self.censored)} if self.censored else {})}
 
     @property
     def grouped(self) -> tuple:
@@ -308,6 +335,11 @@ def _axis(study: str, axis, parameters) -> Axis:
         raise ValueError(f"study {study!r}: axis {axis.name!r} is a grid parameter; the axis names a column of "
                          f"its own (the trial's outputs run along it)")
     return axis
+
+
+def _figure_spec(value) -> bool:
+    """Whether ``value`` is a figure spec (``jt.figure(...)``: not callable, with ``x``, ``hue`` and ``col``)."""
+    return value is not None and not callable(value) and all(hasattr(value, a) for a in ("x", "hue", "col"))
 
 
 def _first_paragraph(doc: str | None) -> str:
