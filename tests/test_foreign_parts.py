@@ -1,5 +1,6 @@
 """rows/ holds only the run's own whole parts: a resume reads its contract from both copies, a part refused for any
-reason (another configuration, a duplicate, a bad footer) is moved out of rows/, named."""
+reason (another configuration, a duplicate, a bad footer) and any foreign file are moved out of rows/, named; NaN and
+inf outputs are kept by every read."""
 
 import json
 import os
@@ -7,8 +8,10 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+import jaxtrees as jt
 from jaxtrees import cli
 from jaxtrees.experiments import studies
 from jaxtrees.experiments.results import reading
@@ -55,7 +58,7 @@ def test_a_resume_whose_contract_is_missing_from_one_copy_is_refused_never_a_fre
     assert len(reading.read_results(str(tmp_path / "juntas"))) == before  # nothing more written
 
 
-def test_parts_of_another_configuration_and_a_duplicate_leave_rows(finished, tmp_path, capsys):
+def test_parts_of_another_configuration_a_duplicate_and_a_foreign_file_leave_rows(finished, tmp_path, capsys):
     directory = _copy(finished, tmp_path)
     rows = directory / "rows"
     [part] = sorted(rows.glob("part-*.parquet"))
@@ -67,13 +70,16 @@ def test_parts_of_another_configuration_and_a_duplicate_leave_rows(finished, tmp
     shutil.copy(foreign_part, rows / foreign_part.name)
     duplicate = rows / part.name.replace("part-0", "part-1", 1)  # the same rows under a later name
     shutil.copy(part, duplicate)
+    (rows / "notes.parquet").write_bytes(part.read_bytes())
+    (rows / "README.txt").write_text("my notes")
     with pytest.raises(ValueError, match="a part of another configuration"):
         reading.read_results(str(directory))
     capsys.readouterr()
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY]) == 0
     err = capsys.readouterr().err
     assert sorted(p.name for p in rows.iterdir()) == ["_config.json", part.name]
-    assert (directory / "foreign" / foreign_part.name).exists() and foreign_part.name in err
+    for name in ("notes.parquet", "README.txt", foreign_part.name):
+        assert (directory / "foreign" / name).exists() and name in err
     assert (directory / "damaged" / duplicate.name).exists() and "another part holds" in err
     assert len(reading.read_results(str(directory))) == len(reading.read_results(str(finished)))
     import pandas as pd
@@ -99,3 +105,48 @@ def test_an_old_format_part_with_a_bad_footer_is_named_and_moved(finished, tmp_p
     assert cli.main(["run", "juntas", "--quick", "--out", str(tmp_path), *TINY]) == 0
     assert old.name in capsys.readouterr().err and (directory / "damaged" / old.name).exists()
     assert pa.__version__ and len(reading.read_results(str(directory))) == len(reading.read_results(str(finished)))
+
+
+def test_a_flipped_data_byte_of_an_old_format_part_is_refused_by_its_page_checksum(finished, tmp_path):
+    """Page checksums (written since the Parquet store) are verified by the reader: a part without a whole-file CRC in
+    its name is still refused on one flipped data byte."""
+    import pyarrow.parquet as pq
+
+    directory = _copy(finished, tmp_path)
+    [part] = sorted((directory / "rows").glob("part-*.parquet"))
+    old = part.with_name(part.name.split("-c")[0] + ".parquet")
+    part.rename(old)
+    data = bytearray(old.read_bytes())
+    meta = pq.read_metadata(old)
+    column = meta.row_group(0).column(meta.schema.names.index("success"))
+    at = column.data_page_offset + (column.total_compressed_size // 2)
+    data[at] ^= 0x10
+    old.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=f"{old.name} is damaged"):
+        reading.read_results(str(directory))
+
+
+def test_nan_and_inf_outputs_are_read_and_counted_never_dropped(tmp_path):
+    import jax.numpy as jnp
+
+    def trial(key, params):
+        """Outputs nan, inf and -inf by cell."""
+        value = jnp.where(params["c"] == 0.0, jnp.nan, jnp.where(params["c"] == 1.0, jnp.inf, -jnp.inf))
+        return {"value": value.astype(jnp.float32), "success": jnp.bool_(True)}
+
+    study = jt.Study(name="nonfinite", trial=trial, grid={"c": [0.0, 1.0, 2.0]}, replicates=3)
+    jt.run(study, out=str(tmp_path), quick=True)
+    rows = reading.read_results(str(tmp_path / "nonfinite"))
+    assert len(rows) == 9
+    value = np.asarray(rows["value"])
+    assert np.isnan(value).sum() == 3 and (value == np.inf).sum() == 3 and (value == -np.inf).sum() == 3
+    assert reading.completeness(str(tmp_path / "nonfinite"), rows) == (9, 9)
+    csv = reading.export_csv(str(tmp_path / "nonfinite"), str(tmp_path / "out.csv"))
+    assert len(open(csv).read().splitlines()) == 10
+
+
+def test_a_reader_names_foreign_files_in_rows_and_leaves_them_out(finished, tmp_path, capsys):
+    directory = _copy(finished, tmp_path)
+    (directory / "rows" / "notes.csv").write_text("a,b\n1,2\n")
+    assert len(reading.read_results(str(directory))) == len(reading.read_results(str(finished)))
+    assert "holds files not of the run (notes.csv)" in capsys.readouterr().err

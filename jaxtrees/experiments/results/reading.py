@@ -55,6 +55,10 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
     if not part_names(rows_dir):
         raise ValueError(f"no results in {directory} (expected rows/part-*.parquet); rerun `jaxtrees run` with the "
                          f"same arguments to write them")
+    if foreign_files(rows_dir):
+        print(f"jaxtrees: warning: {rows_dir} holds files not of the run ({', '.join(foreign_files(rows_dir)[:5])}): "
+              f"left out here, read by pandas.read_parquet of rows/; rerun `jaxtrees run` with the same arguments to "
+              f"move them to {FOREIGN}/ beside rows/", file=sys.stderr)
     history = {} if config is None else configs(read_json(os.path.join(rows_dir, "_config.json"), rebuildable=True)
                                                 or read_json(os.path.join(directory, "metadata.json"), rebuildable=True))
     if config is not None:
@@ -230,6 +234,22 @@ def refused(path: str, why: str, move: bool | None, folder: str, then: str):
     aside = move_aside(path, folder)
     if aside is not None:
         print(f"jaxtrees: warning: {path} is {why}: moved to {aside}, {then}", file=sys.stderr)
+
+
+def foreign_files(rows_dir: str) -> list[str]:
+    """The names in ``rows_dir`` that are not the run's: neither a part, ``_config.json`` nor a temporary of a
+    writing process (pandas and pyarrow read every file of the folder but those named ``.*`` or ``_*``)."""
+    if not os.path.isdir(rows_dir):
+        return []
+    return sorted(n for n in os.listdir(rows_dir) if not (
+        (n.startswith("part-") and n.endswith(".parquet")) or n == "_config.json"
+        or (n.endswith(".tmp") and n.startswith((".p", "_config.json.p")))))
+
+
+def move_foreign(rows_dir: str) -> None:
+    """Move every foreign file of ``rows_dir`` (:func:`foreign_files`) to :data:`FOREIGN` beside it, with a warning."""
+    for name in foreign_files(rows_dir):
+        refused(os.path.join(rows_dir, name), "not a part of this run", True, FOREIGN, "not read")
 
 
 def move_aside(path: str, folder: str) -> str | None:

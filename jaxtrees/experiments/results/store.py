@@ -21,7 +21,7 @@ import numpy as np
 from jaxtrees.experiments.contract import config_digest, now
 from jaxtrees.experiments.results.files import fsync_directory, part_names, read_json, write_atomic
 from jaxtrees.experiments.results.layout import Layout, check_columns, columns_table
-from jaxtrees.experiments.results.reading import PART_KEY, configs, damaged, parts
+from jaxtrees.experiments.results.reading import PART_KEY, configs, damaged, move_foreign, parts
 
 
 class Store:
@@ -73,6 +73,8 @@ class Store:
                 for name in os.listdir(folder):  # a killed run's temporaries (another process's are its own)
                     if name.endswith(".tmp") and (name.startswith(mine) if mine else self.process == 0):
                         os.remove(os.path.join(folder, name))
+            if self.process == 0:
+                move_foreign(self.rows)  # rows/ holds the run's parts only: what pandas reads there is the run's
             metadata = read_json(self.metadata_path, rebuildable=os.path.exists(self.manifest_path))
             manifest = read_json(self.manifest_path, rebuildable=metadata is not None)
             started = bool(part_names(self.rows)) or bool((metadata or {}).get("runs"))
