@@ -424,7 +424,7 @@ def test_branches_of_one_program_give_the_rows_of_a_program_each(tmp_path):
 
 def test_branches_must_be_static_and_share_their_output_shapes(tmp_path):
     def trial(key, params):
-        return {"x": jnp.zeros(params["n"])}  # a shape that differs between branches
+        return {"x": jnp.zeros((), jnp.float32 if params["n"] == 2 else jnp.int32)}  # a dtype that differs
 
     study = Study(name="shapes", trial=trial, grid={"n": [2, 3]}, replicates=2, static=("n",),
                   compile=Compile(branches=("n",)))
@@ -461,10 +461,10 @@ def test_after_runs_once_outside_the_branches_and_gives_the_rows_of_the_inline_t
     assert len(split.programs(config)) == 1 and len(alone.programs(config)) == 3
     rows = [_rows(runner.run(s, config, str(tmp_path / str(i)), progress=False)) for i, s in enumerate((split, alone))]
     assert rows[0] == rows[1] and len(rows[0]) == 3 * 2 * 3
-    assert seen[0] == ["scale"]  # traced once, without the branch parameter n
+    assert seen and all(s == ["scale"] for s in seen)  # without the branch parameter n (run and probe alike)
     seen.clear()
     runner.run(split, runner.configure(split, quick=True, overrides={"n": 3}), str(tmp_path / "one"), progress=False)
-    assert seen == [["scale"]]  # a program of one branch passes the same parameters
+    assert seen and all(s == ["scale"] for s in seen)  # a program of one branch passes the same parameters
 
 
 def test_partial_run_then_resume(tmp_path, reference):

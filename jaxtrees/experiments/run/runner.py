@@ -28,6 +28,7 @@ from jaxtrees.experiments.run.progress import Progress
 from jaxtrees.experiments.results.reading import read_results
 from jaxtrees.experiments.results.store import Store
 from jaxtrees.experiments.study import Config, Study, cell_hash, configure, trial_key
+from jaxtrees.experiments.study.probe import probe
 
 __all__ = ["ACCELERATOR_GROUP", "CPU_CACHE_BUDGET", "GROUP", "MEMORY_BUDGET", "Changed", "default_compile_threads",
            "group_size", "memory_budget", "run", "Study", "Config", "configure", "cell_hash", "trial_key", "read_results"]
@@ -80,6 +81,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
     process, processes = jax.process_index(), jax.process_count()
     platform = jax.local_devices()[0].platform
     workers.choose(compile_workers, study, platform, processes)  # a bad value fails before the store is opened
+    probe(study, config)  # the trial traced on the grid's values: a bad value or output is a sentence, nothing written
     store = Store(out, study.name, process, processes)
     run_id = f"{int(np.frombuffer(os.urandom(4), np.uint32)[0]):08x}"
     if process == 0:  # takes the directory's lock, then tells the others the run's id, which they find in it

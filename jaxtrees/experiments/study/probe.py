@@ -94,7 +94,7 @@ def _trace(study: Study, base: dict, traced: dict, concrete: dict):
     abstract; the outputs' shapes."""
     fixed = {**base, **{name: value[1] for name, value in concrete.items()}}
     abstract = {name: values[0][1] for name, values in traced.items() if name not in concrete}
-    unbranched = {name: value for name, value in fixed.items() if name not in study.branches or "branches" not in base}
+    unbranched = {name: value for name, value in fixed.items() if name not in study.branches}  # as the runner passes
 
     def one(key, dynamic):
         out = _arrays(study.trial(key, {**fixed, **dynamic}))
