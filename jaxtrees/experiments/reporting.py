@@ -86,7 +86,10 @@ def spec(study) -> dict:
     params = list(study.full)
     return {"name": study.name, "description": study.description.rstrip("."), "axis": None if study.axis is None else study.axis.name,
             "parameters": params, "static": [p for p in params if p in study.static],
-            "meanings": {**{p: study.meaning(p) for p in params if study.meaning(p)}, **dict(study.columns)}}
+            "meanings": {**{p: study.meaning(p) for p in params if study.meaning(p)}, **dict(study.columns)},
+            "condition": study.condition, "figure": None if callable(study.plot) or study.plot is None else {
+                "x": study.plot.x, "hue": list(study.plot.hue), "col": list(study.plot.col),
+                "outputs": None if study.plot.outputs is None else list(study.plot.outputs)}}
 
 
 def about(study, origin: dict) -> dict:
@@ -153,7 +156,7 @@ def check_invariants(study, rows, directory: str) -> None:
 
 def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> list[str]:
     """The study's figures (PNG and SVG) in ``directory``: its own ``plot``, else the generic one."""
-    from jaxtrees.experiments.report import generic_figure
+    from jaxtrees.experiments.report import figure_spec, generic_figure
     from jaxtrees.experiments.results import reading
 
     if rows is None:  # (rows given: :func:`after_run` has checked them)
@@ -162,9 +165,11 @@ def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> l
     spec_ = spec_ or spec(study)
     stem = os.path.join(directory, spec_["name"])
     try:
-        if study is not None and study.plot is not None:
+        if study is not None and callable(study.plot):
             return study.plot(rows, stem)
-        return generic_figure.plot(rows, stem, with_outputs(spec_, rows))
+        layout = spec_.get("figure")  # the study's figure spec (jt.figure), recorded: it serves without the file too
+        return generic_figure.plot(rows, stem, with_outputs(spec_, rows),
+                                   figure=None if layout is None else figure_spec.figure(**layout))
     except KeyError as e:
         raise ValueError(_lacking(directory, spec_["name"], e)) from None
     except OSError as e:
@@ -215,7 +220,7 @@ def _body(study, directory: str, rows, spec_: dict) -> str:
     try:
         if study is not None and study.report is not None:
             return study.report(rows)
-        return generic_report.report(rows, with_outputs(spec_, rows))
+        return generic_report.report(rows, with_outputs(spec_, rows), condition=spec_.get("condition"))
     except KeyError as e:
         raise ValueError(_lacking(directory, spec_["name"], e)) from None
 
