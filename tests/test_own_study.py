@@ -91,6 +91,23 @@ def test_a_changed_trial_or_declaration_is_refused_naming_it_and_allowed_on_requ
     assert any("the study's shared" in change for change in runs[-1]["overrides"])
 
 
+def test_a_declared_figure_layout_and_condition_shape_the_figure_and_the_report(study_file, tmp_path):
+    """Study(plot=jt.figure(...), condition=...): panels by c, lines by eta; the report compares eta's values; both
+    kept in metadata.json, so `jaxtrees report` without the file compares the same way."""
+    text = study_file.read_text().replace('    static=("m_min", "m_max"),', '    static=("m_min", "m_max"), condition="eta",\n'
+                                          '    plot=jt.figure(x="m", hue="eta", col="c"),')
+    study_file.write_text(text)
+    assert cli.main(["run", str(study_file), "--out", str(tmp_path), *TINY, "--set", "c=0.1,0.2"]) == 0
+    directory = tmp_path / "juntas-noise"
+    spec = json.loads((directory / "metadata.json").read_text())["study"]["spec"]
+    assert spec["condition"] == "eta" and spec["figure"] == {"x": "m", "hue": ["eta"], "col": ["c"], "outputs": None}
+    report = (directory / "report.md").read_text()
+    assert "success: by eta" in report
+    study_file.unlink()
+    assert cli.main(["report", str(directory)]) == 0
+    assert "success: by eta" in (directory / "report.md").read_text()
+
+
 def test_a_comment_or_docstring_edit_resumes_with_nothing_rerun(study_file, tmp_path, capsys):
     args = ["run", str(study_file), "--out", str(tmp_path), *TINY]
     assert cli.main(args) == 0
