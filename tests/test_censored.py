@@ -47,3 +47,20 @@ def test_sgd_steps_are_censored_at_the_budget():
     np.testing.assert_array_equal(np.asarray(steps.censored), ~reached)
     np.testing.assert_array_equal(np.asarray(steps.value), np.where(reached, result.steps_to_eps, cfg.steps))
     assert not reached[0]  # a learning rate of 1e-6 learns nothing in 200 steps
+
+
+def test_a_declared_censored_output_s_sentinel_marks_the_censored_trials(tmp_path):
+    """Study(censored=("steps",)): the trial returns a step count or -1 (as jt.train's steps_to_eps); the rows get
+    steps_censored where it is -1, and the generic report shows the censored share and a median, never a mean."""
+    def trial(key, params):
+        """Steps to succeed: a geometric count, -1 past a budget of 8."""
+        steps = jnp.ceil(jax.random.exponential(key) / params["r"]).astype(jnp.int32)
+        return {"steps": jnp.where(steps > 8, -1, steps)}
+
+    study = jt.Study("budget", trial, grid={"r": [0.2, 1.0]}, replicates=64, censored=("steps",))
+    rows = jt.run(study, out=str(tmp_path), progress=False)
+    steps, flag = np.asarray(rows["steps"]), np.asarray(rows["steps_censored"]).astype(bool)
+    np.testing.assert_array_equal(flag, steps < 0)
+    assert flag.any() and not flag.all()
+    report = (tmp_path / "budget" / "report.md").read_text()
+    assert "censored" in report and "median" in report.lower() and "mean steps" not in report.lower()

@@ -1,6 +1,7 @@
 """Censored outputs: a value that was not reached within a budget (steps to learn, examples to succeed).
 
-A trial returns ``{"steps": Censored(value, censored)}``; the runner writes it as two columns, ``steps`` and
+A trial returns ``{"steps": Censored(value, censored)}`` (or a sentinel, -1, for an output the study declares
+censored: ``Study(censored=("steps",))``); the runner writes it as two columns, ``steps`` and
 ``steps_censored`` (:func:`flatten`), and the generic report and figure read such a pair as right-censored: the
 censored share and censoring-aware quantiles (Kaplan-Meier), never a mean. ``value`` of a censored trial is its
 budget (the trial ran that long without reaching the event).
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import jax.numpy as jnp
+
 #: The column beside a censored output NAME: ``NAME`` + SUFFIX (bool, True where the budget ran out).
 SUFFIX = "_censored"
 
@@ -26,11 +29,14 @@ class Censored(NamedTuple):
     censored: Any
 
 
-def flatten(outputs: dict) -> dict:
-    """``outputs`` with each :class:`Censored` entry NAME written as NAME (its value) and NAME_censored (bool).
+def flatten(outputs: dict, declared=()) -> dict:
+    """``outputs`` with each :class:`Censored` entry NAME written as NAME (its value) and NAME_censored (bool); a
+    ``declared`` name given as a plain value is censored where it is negative or NaN (a sentinel such as -1).
     ValueError where a trial's own output already takes the name NAME_censored."""
     out = {}
     for name, value in outputs.items():
+        if name in declared and not isinstance(value, Censored):
+            value = Censored(value, ~(jnp.asarray(value) >= 0))
         if isinstance(value, Censored):
             if name + SUFFIX in outputs:
                 raise ValueError(f"the trial returns both a censored output {name!r} and an output "

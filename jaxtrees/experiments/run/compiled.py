@@ -331,7 +331,7 @@ def build(study: Study, static: dict, seed: int, devices, group: int):
     unbranched = {name: value for name, value in base.items() if name not in study.branches}  # after's: 1 branch or more
 
     def trial(key, values, dynamic, shared):
-        out = censored.flatten(study.trial(key, {**base, **values, **dynamic, **shared}))
+        out = censored.flatten(study.trial(key, {**base, **values, **dynamic, **shared}), study.censored)
         return {name: jnp.asarray(value) for name, value in out.items()}
 
     def switch(key, dynamic, shared):
@@ -354,7 +354,7 @@ def build(study: Study, static: dict, seed: int, devices, group: int):
         out = switch(key, dynamic, shared)
         if study.after is None:
             return out
-        out = censored.flatten(study.after(key, {**unbranched, **dynamic, **shared}, out))  # once, any branch
+        out = censored.flatten(study.after(key, {**unbranched, **dynamic, **shared}, out), study.censored)  # once
         return {name: jnp.asarray(value) for name, value in out.items()}
 
     vmapped = jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None)))  # a jit: traced once, for its shapes and in the cond

@@ -76,9 +76,9 @@ class Study:
         list of row dicts given by a caller becomes one). None: the generic figures and report. ``plot`` may
         also be a figure spec (``jt.figure(x=, hue=, col=)``: the generic figure's layout).
       condition: the parameter whose values the generic report compares (None: the first that varies).
-      censored: outputs that are censored times: the trial returns ``NAME`` (an int or float) and ``NAME_censored``
-        (a bool, True where NAME is only a lower bound, e.g. a step budget ran out); in :meth:`declaration` where
-        given (it changes what an output means), unlike ``plot`` and ``condition`` (presentation only).
+      censored: outputs that are censored times marked by a sentinel: a negative or NaN value means the budget ran
+        out (e.g. ``steps_to_eps``, -1); the rows get ``NAME_censored`` beside NAME (an output returned as
+        ``jt.Censored`` needs no entry); in :meth:`declaration` where given, unlike ``plot`` and ``condition``.
       compile: the :class:`Compile` knobs (also read as the study's attributes: ``study.bounds``, ...).
     """
 

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxtrees.core import checks
+from jaxtrees.core import censored, checks
 from jaxtrees.experiments.study.config import Config
 from jaxtrees.experiments.study.declaration import Study
 
@@ -97,18 +97,23 @@ def _trace(study: Study, base: dict, traced: dict, concrete: dict):
     unbranched = {name: value for name, value in fixed.items() if name not in study.branches}  # as the runner passes
 
     def one(key, dynamic):
-        out = _arrays(study.trial(key, {**fixed, **dynamic}))
+        out = _arrays(study.trial(key, {**fixed, **dynamic}), study.censored)
         if study.after is not None:
-            out = _arrays(study.after(key, {**unbranched, **dynamic}, out))
+            out = _arrays(study.after(key, {**unbranched, **dynamic}, out), study.censored)
         return out
 
     return jax.eval_shape(one, jax.random.key(0), abstract)
 
 
-def _arrays(out) -> dict:
-    """The trial's outputs as arrays (as the runner takes them), or :class:`_Refused` naming what is not."""
+def _arrays(out, declared=()) -> dict:
+    """The trial's outputs as arrays (as the runner takes them: censored ones flattened), or :class:`_Refused`
+    naming what is not."""
     if not isinstance(out, dict):
         raise _Refused(f"returned {type(out).__name__}, not a dict of outputs ({{name: array}})")
+    try:
+        out = censored.flatten(out, declared)
+    except ValueError as e:
+        raise _Refused(str(e)) from None
     arrays = {}
     for name, value in out.items():
         if isinstance(value, (str, bytes, dict, list, tuple)) or value is None:
