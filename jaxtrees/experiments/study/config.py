@@ -12,7 +12,8 @@ import itertools
 import json
 
 from jaxtrees.core import checks
-from jaxtrees.experiments.study.declaration import Study, as_list
+from jaxtrees.experiments.study.declaration import Study
+from jaxtrees.experiments.study.validation import as_list
 
 #: At most this many trials per run (cells x replicates); the runner lists the trials to do.
 MAX_TRIALS = 2**24

@@ -33,6 +33,7 @@ import jax
 
 from jaxtrees.core import checks
 from jaxtrees.experiments.study.options import COMPILE_KNOBS, Axis, Checks, Compile
+from jaxtrees.experiments.study import validation
 
 #: Parameters that mean the same in every built-in study that has them (a study's own
 #: ``Study.meanings`` entry wins). Not ``k`` or ``c``: the addressing studies' c is a parity width.
@@ -101,15 +102,15 @@ class Study:
         set_ = functools.partial(object.__setattr__, self)
         if not callable(self.trial):
             raise ValueError(f"study {self.name!r}: trial must be callable, got {self.trial!r}")
-        set_("grid", _grids(self.name, self.grid))
-        set_("replicates", _replicates(self.name, self.replicates))
+        set_("grid", validation.grids(self.name, self.grid))
+        set_("replicates", validation.replicates(self.name, self.replicates))
         if not isinstance(self.compile, Compile):
             raise ValueError(f"study {self.name!r}: compile must be a Compile, got {self.compile!r}")
-        set_("shared", _names(self.name, "shared", self.shared))
-        set_("static", tuple(dict.fromkeys([*_names(self.name, "static", self.static),
-                                            *_strings(self.grid, self.compile.choices)])))
+        set_("shared", validation.names(self.name, "shared", self.shared))
+        set_("static", tuple(dict.fromkeys([*validation.names(self.name, "static", self.static),
+                                            *validation.strings(self.grid, self.compile.choices)])))
         if self.axis is not None:
-            set_("axis", _axis(self.name, self.axis, self.full))
+            set_("axis", validation.axis(self.name, self.axis, self.full))
         if isinstance(self.check, Checks):
             for name in ("cell", "rows"):
                 if getattr(self.check, name) is not None and not callable(getattr(self.check, name)):
@@ -131,7 +132,7 @@ class Study:
         if self.condition is not None and self.condition not in self.full:
             raise ValueError(f"study {self.name!r}: condition {self.condition!r} is not a grid parameter (the grid's: "
                              f"{', '.join(sorted(self.full))})")
-        names = _names(self.name, "censored", self.censored)
+        names = validation.names(self.name, "censored", self.censored)
         for name in names:
             if not name.isidentifier() or name.endswith("_censored"):
                 raise ValueError(f"study {self.name!r}: censored names outputs (the trial then returns NAME and "
@@ -152,7 +153,7 @@ class Study:
         for field, names in (("static", self.static), ("shared", self.shared), ("compile.uniform", knobs.uniform),
                              ("compile.bounds", knobs.bounds), ("compile.choices", knobs.choices),
                              ("compile.branches", knobs.branches), ("compile.buckets", knobs.buckets)):
-            unknown = sorted(set(_names(self.name, field, names)) - set(self.full))
+            unknown = sorted(set(validation.names(self.name, field, names)) - set(self.full))
             if unknown:
                 raise ValueError(f"study {self.name!r}: {field} names {unknown}, which are not grid parameters "
                                  f"(the grid's: {', '.join(sorted(self.full))})")
@@ -288,55 +289,6 @@ for _name in COMPILE_KNOBS:  # study.bounds, study.level_loop, ...: read-only, f
 del _name
 
 
-def _grids(study: str, grid) -> tuple:
-    """``grid`` as ``(quick, full)``: one dict serves both sizes."""
-    grids = (grid, grid) if isinstance(grid, dict) else tuple(grid) if isinstance(grid, (tuple, list)) else ()
-    if len(grids) != 2 or not all(isinstance(g, dict) and all(isinstance(n, str) for n in g) for g in grids):
-        raise ValueError(f"study {study!r}: grid must be a dict (parameter name -> a value or a list of values) "
-                         f"or a pair (quick, full) of them, got {grid!r}")
-    if set(grids[0]) != set(grids[1]):
-        raise ValueError(f"study {study!r}: grid: the quick and full grids must name the same parameters (only in "
-                         f"quick: {sorted(set(grids[0]) - set(grids[1]))}, only in full: "
-                         f"{sorted(set(grids[1]) - set(grids[0]))})")
-    return grids
-
-
-def _replicates(study: str, replicates) -> tuple:
-    """``replicates`` as ``(quick, full)``: one number serves both sizes."""
-    pair = tuple(replicates) if isinstance(replicates, (tuple, list)) else (replicates, replicates)
-    if len(pair) != 2 or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1 for r in pair):
-        raise ValueError(f"study {study!r}: replicates must be a positive int or a pair (quick, full) of them, "
-                         f"got {replicates!r}")
-    return pair
-
-
-def _names(study: str, field: str, names) -> tuple:
-    """``names`` (parameter names) as a tuple; a string alone is refused (``("n",)``, not ``"n"``)."""
-    if not isinstance(names, (tuple, list, dict)) or not all(isinstance(name, str) for name in names):
-        raise ValueError(f"study {study!r}: {field} must be a tuple of parameter names, got {names!r}")
-    return tuple(names)
-
-
-def _strings(grids: tuple, choices: dict) -> list:
-    """The parameters whose values are strings but ``choices``: static, however the study declares them."""
-    return [name for name in grids[1] if name not in choices
-            and any(isinstance(v, str) for grid in grids for v in as_list(grid[name]))]
-
-
-def _axis(study: str, axis, parameters) -> Axis:
-    """``axis`` as an :class:`Axis` whose name is not a grid parameter (a column of its own)."""
-    try:
-        axis = Axis(*axis)
-    except TypeError:
-        axis = None
-    if axis is None or not isinstance(axis.name, str) or not callable(axis.values):
-        raise ValueError(f"study {study!r}: axis must be a pair (column name, values(params) -> list)") from None
-    if axis.name in parameters:
-        raise ValueError(f"study {study!r}: axis {axis.name!r} is a grid parameter; the axis names a column of "
-                         f"its own (the trial's outputs run along it)")
-    return axis
-
-
 def _figure_spec(value) -> bool:
     """Whether ``value`` is a figure spec (``jt.figure(...)``: not callable, with ``x``, ``hue`` and ``col``)."""
     return value is not None and not callable(value) and all(hasattr(value, a) for a in ("x", "hue", "col"))
@@ -389,12 +341,3 @@ def _fold(seed: int, h, replicate):
 def cell_hash(cell: dict) -> int:
     """A 31-bit hash of the cell's parameter values (stable across runs, machines and grids)."""
     return zlib.crc32(json.dumps(cell, sort_keys=True).encode()) & 0x7FFFFFFF
-
-
-def as_list(value, split=False) -> list:
-    """``value`` as a list of values: a list or tuple as it is, a string split at commas where ``split``."""
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if split and isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [value]
