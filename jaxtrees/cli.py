@@ -70,6 +70,9 @@ def main(argv=None) -> int:
                        ("report", "a markdown report with the key numbers")):
         p = sub.add_parser(name, help=text, description=f"Make {text} (OUT/STUDY written by `jaxtrees run`).")
         p.add_argument("results", help="the study's results directory, e.g. results/juntas")
+        p.add_argument("--pool-revisions", action="store_true",
+                       help="pool the rows of every revision of the run's contract (runs resumed with "
+                            "--allow-changes); by default each revision is shown apart")
     export = sub.add_parser("export", help="write a results directory's rows as one CSV file",
                             description="Write the rows of OUT/STUDY as one tidy CSV (sorted by cell and replicate), "
                                         "read as jaxtrees.experiments.results.read_results('OUT/STUDY') reads them: each "
@@ -305,7 +308,7 @@ def _plot(args) -> int:
     from jaxtrees.experiments import reporting
 
     study, spec = reporting.study_of(args.results)
-    for path in reporting.plot_files(study, args.results, spec_=spec):
+    for path in reporting.plot_files(study, args.results, spec_=spec, pool=args.pool_revisions):
         print(path)
     return 0
 
@@ -314,7 +317,7 @@ def _report(args) -> int:
     from jaxtrees.experiments import reporting
 
     study, spec = reporting.study_of(args.results)
-    print(reporting.write_report(study, args.results, spec_=spec))
+    print(reporting.write_report(study, args.results, spec_=spec, pool=args.pool_revisions))
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -154,9 +155,33 @@ def check_invariants(study, rows, directory: str) -> None:
                              f"in the trial, or rows edited by hand), so no figures or report are made from them")
 
 
-def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> list[str]:
-    """The study's figures (PNG and SVG) in ``directory``: its own ``plot``, else the generic one."""
-    from jaxtrees.experiments.report import figure_spec, generic_figure
+def by_revision(rows) -> dict:
+    """Revision -> its rows, where ``rows`` (as :func:`~jaxtrees.experiments.results.read_results` returns them) come
+    from more than one revision of the run's contract (a resume with ``--allow-changes``); else {}."""
+    revision = getattr(rows, "revision", None)
+    if revision is None:
+        return {}
+    return {int(r): rows.take(np.flatnonzero(revision == r)) for r in np.unique(revision)}
+
+
+def revision_lines(recorded: dict, present) -> list[str]:
+    """One sentence per revision in ``present``: the first contract, or what its override changed (metadata.json's
+    ``revisions``)."""
+    changes = {r["revision"]: r for r in recorded.get("revisions") or []}
+    lines = []
+    for r in sorted(present):
+        if r == 0 or r not in changes:
+            lines.append(f"revision {r}: the contract the directory was started with")
+        else:
+            lines.append(f"revision {r} (`--allow-changes`, run started {changes[r].get('started', '?')}): "
+                         + "; ".join(changes[r].get("changes", [])))
+    return lines
+
+
+def plot_files(study, directory: str, rows=None, spec_: dict | None = None, pool: bool = False) -> list[str]:
+    """The study's figures (PNG and SVG) in ``directory``: its own ``plot``, else the generic one; rows of several
+    revisions of the contract (:func:`by_revision`), unless ``pool``, one figure per revision, STUDY-revision-N (the
+    pooled STUDY.png and .svg removed)."""
     from jaxtrees.experiments.results import reading
 
     if rows is None:  # (rows given: :func:`after_run` has checked them)
@@ -164,6 +189,22 @@ def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> l
         check_invariants(study, rows, directory)
     spec_ = spec_ or spec(study)
     stem = os.path.join(directory, spec_["name"])
+    revisions = {} if pool else by_revision(rows)
+    if not revisions:
+        return _figures(study, directory, rows, spec_, stem)
+    for old in (f"{stem}.png", f"{stem}.svg"):
+        if os.path.exists(old):
+            os.remove(old)
+    print(f"jaxtrees: note: {directory}'s rows come from {len(revisions)} revisions of its contract (--allow-changes): "
+          f"one figure per revision ({os.path.basename(stem)}-revision-N; --pool-revisions draws them as one)",
+          file=sys.stderr)
+    return [path for r, part in revisions.items() for path in _figures(study, directory, part, spec_,
+                                                                         f"{stem}-revision-{r}")]
+
+
+def _figures(study, directory: str, rows, spec_: dict, stem: str) -> list[str]:
+    from jaxtrees.experiments.report import figure_spec, generic_figure
+
     try:
         if study is not None and callable(study.plot):
             return study.plot(rows, stem)
@@ -176,8 +217,10 @@ def plot_files(study, directory: str, rows=None, spec_: dict | None = None) -> l
         raise ValueError(f"cannot write the figures {spec_['name']}.png / .svg in {directory}: {e.strerror}") from None
 
 
-def write_report(study, directory: str, rows=None, spec_: dict | None = None) -> str:
-    """The report's text, also written to ``directory/report.md`` (a warning if it cannot be)."""
+def write_report(study, directory: str, rows=None, spec_: dict | None = None, pool: bool = False) -> str:
+    """The report's text, also written to ``directory/report.md`` (a warning if it cannot be); rows of several
+    revisions of the contract (:func:`by_revision`) open it with a banner naming the overrides, and (unless
+    ``pool``) are reported one revision at a time."""
     from jaxtrees.experiments.results import files, reading
 
     recorded = metadata(directory)
@@ -205,13 +248,37 @@ def write_report(study, directory: str, rows=None, spec_: dict | None = None) ->
             + f". jaxtrees {env['jaxtrees']}, jax {env['jax']} on {env['local_device_count']} x "
               f"{env['device_kind']} ({env['backend']}); {seconds:.0f} s in all, {waiting:.0f} s of it waiting for "
               f"compiles ({compiling:.0f} s of compiling on background threads).\n\n"
-            + _body(study, directory, rows, spec_) + cost_table(recorded))
+            + _revised(study, directory, rows, spec_, recorded, pool) + cost_table(recorded))
     path = os.path.join(directory, "report.md")
     try:
         files.write_atomic(path, text)
     except OSError as e:
         print(f"jaxtrees: warning: cannot write {path} ({e.strerror}); the report is printed only", file=sys.stderr)
     return text
+
+
+def _revised(study, directory: str, rows, spec_: dict, recorded: dict, pool: bool) -> str:
+    """The study's report of the rows: one section per revision of the contract, under a banner, unless ``pool``."""
+    revisions = by_revision(rows)
+    if not revisions:
+        return _body(study, directory, rows, spec_)
+    lines = revision_lines(recorded, revisions)
+    banner = (f"**Rows of {len(revisions)} revisions of the contract** (a run resumed with `--allow-changes` under "
+              f"changes that can change rows, recorded as overrides in metadata.json):\n\n"
+              + "".join(f"- {line} ({len(part):,} rows)\n" for line, part in zip(lines, revisions.values()))
+              + ("\nThey are pooled below (`--pool-revisions`).\n\n" if pool else
+                 "\nEach revision is reported apart below (`jaxtrees report --pool-revisions` pools them).\n\n"))
+    if pool:
+        return banner + _body(study, directory, rows, spec_)
+    sections = []
+    for line, part in zip(lines, revisions.values()):
+        try:
+            body = _body(study, directory, part, spec_)
+        except Exception as e:  # noqa: BLE001 - a study's report may need rows of every cell
+            body = (f"(no report from this revision's rows alone: {type(e).__name__}: {str(e)[:200]})\n")
+        body = re.sub(r"^(#+ )", r"#\1", body, flags=re.MULTILINE)  # the study's headings one level down
+        sections.append(f"## {line[0].upper()}{line[1:]}\n\n{len(part):,} rows.\n\n{body}")
+    return banner + "\n\n".join(sections)
 
 
 def _body(study, directory: str, rows, spec_: dict) -> str:

@@ -117,8 +117,9 @@ def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layo
     other column a number. The study, seed and parameters come back as :class:`~jaxtrees.experiments.table.ByCell`
     columns (nothing per row). A part written under an earlier grid of the directory (its digest in ``history``:
     digest -> configuration) is checked against that grid, its cells renumbered in ``config``'s; its rows outside
-    ``config``'s grid (a value or replicate since removed) are left out and counted in the table's ``outside``.
-    ValueError naming the file."""
+    ``config``'s grid (a value or replicate since removed) are left out and counted in the table's ``outside``; where
+    the parts record more than one contract revision (``(path, table, digest, revision)``), the table's ``revision``
+    holds each row's (else None). ValueError naming the file."""
 
     if config is None:
         return _unchecked(parts, ordered)
@@ -127,7 +128,7 @@ def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layo
     current = config_digest(config)
     earlier: dict = {}  # digest -> (layout, by_cell, the old cell's index in this grid or -1)
     by_cell = _by_cell(config, layout)
-    names, paths, kept, runs, outside = None, [], {}, [], 0
+    names, paths, kept, runs, outside, revisions = None, [], {}, [], 0, []
     for path, table, *stamp in parts:
         if names is None:
             names = table.column_names
@@ -157,6 +158,7 @@ def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layo
             if not trial.size:
                 continue
         paths.append(path)
+        revisions.append((stamp[1] if len(stamp) > 1 else 0, trial.size))
         for name, values in columns.items():
             kept.setdefault(name, []).append(values)
         starts = np.flatnonzero(np.r_[True, trial[1:] != trial[:-1]])
@@ -186,11 +188,16 @@ def check_columns(parts, config: dict | None, ordered: bool = True, layout: Layo
     for name in names:
         columns[name] = by_cell[name] if name in by_cell else np.concatenate(kept.pop(name))
     table = Table(columns)
+    revision = None
+    if len({r for r, _ in revisions}) > 1:  # each row's revision, by its part
+        revision = np.repeat(*(np.asarray(v, np.int64) for v in zip(*revisions))).astype(np.int32)
     if ordered and not np.all(order == np.arange(order.size)):
         starts = np.cumsum(count) - count  # each run's first row; runs laid out in trial order
         count = count[order]
-        table = table.take(np.repeat(starts[order] - (np.cumsum(count) - count), count) + np.arange(len(table)))
-    table.outside = outside
+        index = np.repeat(starts[order] - (np.cumsum(count) - count), count) + np.arange(len(table))
+        table = table.take(index)
+        revision = None if revision is None else revision[index]
+    table.outside, table.revision = outside, revision
     return table
 
 

@@ -140,8 +140,8 @@ def completeness(directory: str, rows: Table) -> tuple[int, int]:
 
 
 def parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
-    """``(path, pyarrow table, digest)`` of each whole part of ``rows_dir`` of a configuration in ``digests``
-    (None: any), ``digest`` the one it records; a part that cannot be read, or whose rows are not those it
+    """``(path, pyarrow table, digest, revision)`` of each whole part of ``rows_dir`` of a configuration in
+    ``digests`` (None: any), ``digest`` and ``revision`` (of the contract, 0 before any override) those it records; a part that cannot be read, or whose rows are not those it
     records, is moved to ``NAME.damaged`` (``move``: by this process, with a warning; False: by another) and
     left out, or (``move`` None: a reader's) raises ValueError naming it."""
     import pyarrow.parquet as pq
@@ -177,7 +177,7 @@ def parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
                 damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__, move)
                 continue
             raise
-        yield path, table, stamp.get("config")
+        yield path, table, stamp.get("config"), int(stamp.get("revision", 0))
 
 
 def _numeric_schema(schema, read: list) -> None:

@@ -52,6 +52,7 @@ class Store:
         self.process, self.processes = process, processes
         self.config, self.digest, self._lock, self.configs, self.manifest = None, None, None, {}, {}
         self.recorded: dict = {}  # metadata.json's and rows/_config.json's contracts (None: a copy lacks it)
+        self.revision = 0  # the contract's revision the parts are written under (+1 per run that overrode a change)
 
     def open(self, config: dict, run_id: str | None = None) -> dict:
         """Create the directory, take (process 0) or check (the others) the lock of run ``run_id``,
@@ -87,7 +88,8 @@ class Store:
                 print(f"jaxtrees: warning: {self.manifest_path} was damaged: rebuilt from metadata.json",
                       file=sys.stderr)
             if manifest is None and metadata is not None and part_names(self.rows):
-                manifest = {key: metadata[key] for key in ("config", "created", "configs", "contract") if key in metadata}
+                manifest = {key: metadata[key] for key in ("config", "created", "configs", "contract", "revisions")
+                            if key in metadata}
             for recorded, source in ((metadata, "metadata.json"), (manifest, "rows/_config.json")):
                 if recorded is not None:
                     _same_study(self.directory, recorded["config"], config, source)
@@ -102,7 +104,7 @@ class Store:
         self.configs.setdefault(self.digest, config)
         created = (metadata or manifest or {}).get("created") or now()
         self.manifest = {"config": config, "created": created, "configs": self.configs,
-                         **({"contract": manifest["contract"]} if manifest and "contract" in manifest else {})}
+                         **{key: manifest[key] for key in ("contract", "revisions") if manifest and key in manifest}}
         if self.process == 0 and (manifest != self.manifest or rebuilt):  # new, rebuilt, or a grid grown in place
             write_atomic(self.manifest_path, json.dumps(self.manifest, indent=2))
         if metadata is None and manifest is not None and self.process == 0:
@@ -110,16 +112,20 @@ class Store:
                   f"(the timings of earlier runs are lost)", file=sys.stderr)
         if metadata is None:
             metadata = {"config": config, "created": created, "runs": [],
-                        **({"contract": self.manifest["contract"]} if "contract" in self.manifest else {})}
+                        **{key: self.manifest[key] for key in ("contract", "revisions") if key in self.manifest}}
         if not metadata.get("runs"):
             metadata["runs"] = []
         metadata["config"], metadata["configs"] = config, self.configs  # each file can rebuild the other
         return metadata
 
-    def record_contract(self, contract: dict):
-        """Record the run's contract in rows/_config.json too (process 0), where a rebuilt metadata.json finds it."""
-        if self.process == 0 and self.manifest.get("contract") != contract:
-            self.manifest["contract"] = contract
+    def record_contract(self, contract: dict, revisions: list | None = None):
+        """Record the run's contract (and the contract's ``revisions``: what each override changed) in
+        rows/_config.json too (process 0), where a rebuilt metadata.json finds them; the parts written from now on
+        record the latest revision."""
+        self.revision = len(revisions or [])
+        recorded = {"contract": contract, **({"revisions": revisions} if revisions else {})}
+        if self.process == 0 and any(self.manifest.get(key) != value for key, value in recorded.items()):
+            self.manifest.update(recorded)
             write_atomic(self.manifest_path, json.dumps(self.manifest, indent=2))
 
     def _take_lock(self, run_id: str):
@@ -173,7 +179,7 @@ class Store:
         import pyarrow.parquet as pq
 
         table = columns_table(columns)
-        stamp = {"config": self.digest, "rows": table.num_rows, "trials": int(trials)}
+        stamp = {"config": self.digest, "rows": table.num_rows, "trials": int(trials), "revision": self.revision}
         table = table.replace_schema_metadata({PART_KEY: json.dumps(stamp).encode()})
         buffer = pa.BufferOutputStream()
         pq.write_table(table, buffer, compression="zstd", compression_level=1, write_page_checksum=True,
@@ -200,7 +206,7 @@ class Store:
         if self.config is None or not os.path.isdir(self.rows):
             return done
         keys = ["study", "seed", "cell", "replicate", *sorted(self.config["grid"])]  # planning reads only these
-        for path, part, digest in parts(self.rows, self.configs, keys, self.process == 0):  # whole file checked
+        for path, part, digest, _ in parts(self.rows, self.configs, keys, self.process == 0):  # whole file checked
             try:  # every row checked as a reader checks it (a part holds each of its trials whole)
                 rows = check_columns([(path, part, digest)], self.config, False, layout, self.configs)
             except Exception as e:  # noqa: BLE001 - a check's ValueError, or pyarrow's on a part it misreads

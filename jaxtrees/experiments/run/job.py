@@ -145,10 +145,17 @@ class Job:
                               f"to resume anyway (recorded as an override)")
             if changed:
                 self.record["overrides"] = changed
+        # each run that overrides a change starts a revision of the contract: its parts record it, readers tell
+        revisions = list(self.metadata.get("revisions") or self.store.manifest.get("revisions") or [])
+        if self.record.get("overrides"):
+            revisions.append({"revision": len(revisions) + 1, "started": self.record["started"],
+                              "changes": self.record["overrides"]})
+            self.metadata["revisions"] = revisions
+        self.record["revision"] = len(revisions)
         # every program's group is recorded when first sized, in a resumed run too
         kept = terms if recorded is None or self.allow_changes else recorded
         self.metadata["contract"] = {**kept, "groups": groups}
-        self.store.record_contract(self.metadata["contract"])
+        self.store.record_contract(self.metadata["contract"], revisions)
         self.metadata["runs"].append(self.record)
         self.metadata["columns"] = column_descriptions(self.study, self.config)
         self.store.write_metadata(self.metadata)
