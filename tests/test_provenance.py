@@ -1,6 +1,6 @@
 """What users read says which contract its rows were written under: each part records its revision (+1 per run
 that overrode a change), report.md names the overrides and reports each revision apart (unless pooled), the figures
-are drawn per revision."""
+are drawn per revision; a study's declared invariants are checked on the rows `jaxtrees report` and `plot` read."""
 
 import json
 import shutil
@@ -47,3 +47,32 @@ def test_a_study_edited_between_runs_with_allow_changes_reports_two_revisions_ap
     assert "They are pooled below" in pooled and "## Revision" not in pooled
     assert cli.main(["plot", str(directory), "--pool-revisions"]) == 0
     assert (directory / "juntas-noise.png").exists()
+
+
+STUDY_FILE = '''
+import jax.numpy as jnp
+import jaxtrees as jt
+
+
+def trial(key, params):
+    """Success where the exact error is 1/2: outputs that contradict each other."""
+    return {"exact_error": jnp.float32(0.5) + 0 * params["c"], "success": jnp.bool_(True)}
+
+
+STUDY = jt.Study(name="contradicts", trial=trial, grid={"c": [0.0, 0.1]}, replicates=2,
+                 check=jt.Checks(rows=jt.exact_invariants))
+'''
+
+
+def test_report_and_plot_check_the_declared_invariants_on_the_rows_they_read(tmp_path, capsys):
+    study_file = tmp_path / "contradicts.py"
+    study_file.write_text(STUDY_FILE)
+    assert cli.main(["run", str(study_file), "--quick", "--out", str(tmp_path), "--no-progress"]) == 2
+    directory = tmp_path / "contradicts"
+    assert (directory / "rows").is_dir() and not (directory / "report.md").exists()
+    capsys.readouterr()
+    for command in ("report", "plot"):
+        assert cli.main([command, str(directory)]) == 2
+        err = capsys.readouterr().err
+        assert "4 trial(s) break the study's invariant 'success exactly where" in err, err
+    assert not (directory / "report.md").exists() and not (directory / "contradicts.png").exists()

@@ -126,7 +126,8 @@ def study_of(directory: str):
     except Exception as e:  # noqa: BLE001 - any failure to import a user's code: the generic figures serve
         where = source.get("file") or source.get("module") or source.get("builtin")
         print(f"jaxtrees: note: cannot import the study {config['study']!r} from {where} ({type(e).__name__}: "
-              f"{str(e)[:200]}); the generic figures and report, from its rows and metadata.json", file=sys.stderr)
+              f"{str(e)[:200]}); the generic figures and report, from its rows and metadata.json (the study's declared "
+              f"invariants, if any, unchecked)", file=sys.stderr)
         fallback = {"name": config["study"], "description": "", "axis": None, "parameters": sorted(config["grid"]),
                     "static": [], "meanings": {}}
         return None, told.get("spec") or fallback
