@@ -9,6 +9,7 @@ import pytest
 from jaxtrees import targets
 from jaxtrees.core import distributions, sampling
 from jaxtrees.experiments.studies import finite_addressing as fa
+from jaxtrees.experiments.studies import finite_addressing_theory as fat
 from jaxtrees.experiments.study.trials import PRECISION_BITS, trial_keys
 from jaxtrees.experiments.table import Table
 from jaxtrees.hypotheses import tree
@@ -43,12 +44,12 @@ def test_depth_bound_and_hypotheses():
     assert fa.max_depth({"k": 3, "m_max": 2**13}) == 8 and fa.max_depth({"k": 2, "m_max": 2**18}) == 5
     # s = 0.1: delta = 0.4, c0 = ln 5 / 0.4 = 4.024; Gini kappa = 2 / (8 * 0.4 * 0.6) = 1.0417, k0 = ln(2.0833) /
     # ln 1.25 + 1 = 4.289
-    hyp = fa.hypotheses({"k": 5, "c": 5, "s": 0.1, "impurity": "gini"})
+    hyp = fat.hypotheses({"k": 5, "c": 5, "s": 0.1, "impurity": "gini"})
     assert hyp["c0"] == pytest.approx(4.0236, rel=1e-4) and hyp["k0"] == pytest.approx(4.2892, rel=1e-4)
     assert hyp["applies"]
-    assert not fa.hypotheses({"k": 3, "c": 5, "s": 0.1, "impurity": "gini"})["applies"]  # k < k0
-    assert not fa.hypotheses({"k": 5, "c": 3, "s": 0.1, "impurity": "gini"})["applies"]  # c < c0
-    assert fa.hypotheses({"k": 5, "c": 5, "s": 0.1, "impurity": "entropy"})["k0"] is None
+    assert not fat.hypotheses({"k": 3, "c": 5, "s": 0.1, "impurity": "gini"})["applies"]  # k < k0
+    assert not fat.hypotheses({"k": 5, "c": 3, "s": 0.1, "impurity": "gini"})["applies"]  # c < c0
+    assert fat.hypotheses({"k": 5, "c": 5, "s": 0.1, "impurity": "entropy"})["k0"] is None
 
 
 def test_a_trial_reads_the_tree_grown_on_its_sample():
@@ -90,15 +91,19 @@ def test_report_counts_remark_15s_points_by_hand():
     assert "| 6: 0, 7: 1, 8: 2, 9: 3, 10: 4, 11: 5, 12: 6, 13: 7 |" in table
     # Remark 15's form: medians h = log2 m - 6 inside (0, 32) at log2 m = 7..13: log2 m = (h + k) + 1, slope 1 > 0
     assert "- [form] 002 Remark 15: 2^O(h + k) examples make a greedy tree query memory bits to depth h and " \
-           "2^Omega(h + k) are needed" in part and "1 cell where Lemmas 12 and 14 hold: 1 [1, 1] against > 0: " \
-           "consistent." in part
-    # the project's derivation: depth per doubling 1 against 1 / log2(1 / 0.4) = 0.756: contradicted by every resample
+           "2^Omega(h + k) are needed" in part and "per unit of h (1 cell where Lemmas 12 and 14 hold, k = 5): 1 [1, " \
+           "1] against > 0: consistent; per unit of k (needs three or more k): no fit" in part
+    # the project's heuristic: depth per doubling 1 against 1 / log2(1 / 0.4) = 0.756: contradicted by every resample
     assert "k = 5, c = 5, s = 0.1, gini: 1 [1, 1] against = 0.756: CONTRADICTED." in part
+    assert "Remark 15's O(k)" not in part  # one k: no 1/m-gain form
     # 32 points, less trial 3's censored one and trial 2's depth 32 (not < 2^k): 30, each with m < 0.4^-h 2.5^20,
     # bound / m = 2.5^20 / 64 * 1.25^h: 1.42e6 (h = 0) to 6.78e6 (h = 7)
-    assert "- [vacuous] 002 Remark 15 with the project's constants (not the paper's): m >= delta^-h (5/2)^(4k) " \
-           "examples keep every node at depth <= h on memory bits, so m < that at a measured first addressing depth " \
-           "h: bound / measured 1.42e+06 to 6.78e+06 over 30 (trial, m) points: vacuous at this size." in part
+    # a sufficient condition: its line h >= (13 - 20 log2(5/2)) / log2(2.5) = -10.2 lies below every depth
+    assert "- [vacuous] 002 Remark 15, the (5/2)^(4k) sufficient condition (the project's constants, not the " \
+           "paper's): m >= delta^-h (5/2)^(4k) examples keep every node at depth <= h on memory bits, so h >= (log2 m - " \
+           "4k log2(5/2)) / log2(1 / delta), and m < delta^-h (5/2)^(4k) at a measured h: bound / measured 1.42e+06 to " \
+           "6.78e+06 over 30 (trial, m) points: vacuous at this size. The line's largest depth over these cells' m: " \
+           "-10.17 (below 0" in part
     assert "[outside]" not in part
     entropy = fa.ADDRESSING_SAMPLES.report(_rows().with_columns(impurity=np.full(32, "entropy", object)))
     assert "- [outside] 002 Remark 15: the cells k = 5, c = 5, s = 0.1, entropy: it builds on Lemma 14" in entropy

@@ -85,12 +85,12 @@ def test_fourier_theory_section_says_which_sparsity_the_data_support(tmp_path):
     # rows break two of them; tests/test_fourier.py checks the real spectra): identities, not counted
     assert "- [identity] 001 (Step 2): a tree of s leaves and depth d has L1 <= s and degree <= d" in part
     assert "- [identity] 001 approximation theorem and its proof (Step 3): " in part
-    # terms 90 against the statement's s / eps = 80, 40, 20: 0 of 12, closest 20 / 90 = 0.222; targets: 1 term
-    # against 80, 40, 20: the closest 20, a [vacuous] line
+    # terms 90 against the statement's s / eps = 80, 40, 20: 0 of 12, closest 20 / 90 = 0.222; targets: a k-junta has
+    # at most 2^k = s terms, a depth-k tree 4^k = s^2 <= s / eps at eps <= 1 / s: an identity, its count printed
     assert "- [test] 001 approximation theorem, as stated (learned trees): terms of h <= s / eps: holds in 0 of 12 " \
            "(learned tree, eps) points; closest bound/measured 0.222." in part
-    assert "- [vacuous] 001 approximation theorem, as stated (targets): terms of h <= s / eps: bound / measured 20 " \
-           "to 80 over 6 (target, eps) points: vacuous at this size." in part
+    assert "- [identity] 001 approximation theorem, as stated (targets): terms of h <= s / eps: true by construction " \
+           "(arithmetic of the targets). Holds in 6 of 6 (target, eps) points" in part
     files = fourier._approx_plot(_rows(), str(tmp_path / "fourier_approximation"))
     assert (tmp_path / "fourier_approximation.png").stat().st_size > 5000 and len(files) == 2
 

@@ -357,11 +357,14 @@ def test_theorems_7_and_12_forms_fail_where_m90_grows_faster_than_they_allow():
     from jaxtrees.experiments.studies import learning
 
     report = learning.JUNTAS.report(_threshold_rows([_junta(0.1, 1024, 0.01), _junta(0.2, 16, 0.02)]))
-    assert _bullet(report, "- [form] 000 Thm 7:").endswith("2 Gini cells: 6 [6, 6] against <= 4: CONTRADICTED.")
+    # Theorem 7 with its alpha^-2k divided out: alpha = 0.4, 0.3 adds 2 log2(0.4 / 0.3) = 0.83 to the exponent
+    assert _bullet(report, "- [form] 000 Thm 7:").endswith("2 of 2 Gini cells reaching 90%: 6.83 [6.83, 6.83] against <= "
+                                                           "4 (the grid can show -7.17 to 8.83): CONTRADICTED.")
     assert _bullet(report, "- [form] 000 Thm 12:").endswith(
-        "n = 16, k = 1 (8k = 8): 6 [6, 6] against <= 3.85: CONTRADICTED.")
+        "2 of 2 cells at n = 16, k = 1 (8k = 8): 6 [6, 6] against <= 3.85 (the grid can show -8 to 8): CONTRADICTED.")
     fine = learning.JUNTAS.report(_threshold_rows([_junta(0.1, 64, 0.01), _junta(0.2, 16, 0.02)]))
-    assert _bullet(fine, "- [form] 000 Thm 7:").endswith("2 [2, 2] against <= 4: consistent.")
+    assert _bullet(fine, "- [form] 000 Thm 7:").endswith("2.83 [2.83, 2.83] against <= 4 (the grid can show -7.17 to "
+                                                         "8.83): consistent.")
 
 
 def test_theorem7s_ln_n_form_fails_where_m90_grows_faster_than_ln_n():
@@ -369,8 +372,8 @@ def test_theorem7s_ln_n_form_fails_where_m90_grows_faster_than_ln_n():
     from jaxtrees.experiments.studies import learning
 
     report = learning.JUNTAS.report(_threshold_rows([_junta(0.1, 16, 0.01), _junta(0.1, 1024, 0.01, n=256)]))
-    assert _bullet(report, "- [form] 000 Thms 7, 12 (ln n):").endswith("k = 1, c = 0.1: 9.54 [9.54, 9.54] against <= "
-                                                                        "1: CONTRADICTED.")
+    assert _bullet(report, "- [form] 000 Thms 7, 12 (ln n):").endswith(
+        "cells at k = 1, c = 0.1: 9.54 [9.54, 9.54] against <= 1 (the grid can show -12.7 to 12.7): CONTRADICTED.")
 
 
 def test_theorem10s_form_fails_where_m90_grows_faster_than_4k_minus_4():
@@ -382,7 +385,8 @@ def test_theorem10s_form_fails_where_m90_grows_faster_than_4k_minus_4():
              for c, m90 in ((0.1, 1024), (0.2, 16))]
     report = learning.PARITY.report(_threshold_rows(cells))
     assert _bullet(report, "- [form] 000 Thm 10:").endswith(
-        "n = 4, alpha = 0.05 (as printed: 12): 6 [6, 6] against <= 4: CONTRADICTED.")
+        "2 of 2 cells at n = 4, alpha = 0.05 (as printed: 12): 6 [6, 6] against <= 4 (the grid can show -8 to 8): "
+        "CONTRADICTED.")
 
 
 def test_lemma11_fails_where_the_signal_is_small_too_often():
@@ -422,14 +426,39 @@ def test_remark15s_form_fails_where_the_depth_falls_as_m_grows():
     from jaxtrees.experiments.studies import finite_addressing as fa
 
     report = fa.ADDRESSING_SAMPLES.report(_depth_rows(lambda log2_m: 20 - log2_m))
-    assert _bullet(report, "- [form] 002 Remark 15:").endswith("1 cell where Lemmas 12 and 14 hold: -1 [-1, -1] "
-                                                                "against > 0: CONTRADICTED.")
-    # the project's derivation: at s = 0 (delta = 1/2, c0 = 3.2, k0 = 4.1) a depth growing by 1 / log2(1 / delta) = 1
+    assert "per unit of h (1 cell where Lemmas 12 and 14 hold, k = 5): -1 [-1, -1] against > 0: CONTRADICTED; per unit " \
+        "of k (needs three or more k): no fit" in _bullet(report, "- [form] 002 Remark 15:")
+    # the project's heuristic: at s = 0 (delta = 1/2, c0 = 3.2, k0 = 4.1) a depth growing by 1 / log2(1 / delta) = 1
     # per doubling is consistent with it, the same depth at s = 0.1 (0.756 per doubling) is not
-    assert _bullet(report, "- [form] 002 Remark 15, the project's derivation").endswith("CONTRADICTED.")
+    assert _bullet(report, "- [form] 002 Remark 15's O(h), the project's heuristic").endswith("CONTRADICTED.")
     grows = fa.ADDRESSING_SAMPLES.report(_depth_rows(lambda log2_m: log2_m - 6, s=0.0))
-    assert _bullet(grows, "- [form] 002 Remark 15, the project's derivation").endswith(
+    assert _bullet(grows, "- [form] 002 Remark 15's O(h), the project's heuristic").endswith(
         "k = 5, c = 5, s = 0, gini: 1 [1, 1] against = 1: consistent.")
+
+
+def _k_rows(depth_of, ks=(5, 6, 7)):
+    """Addressing-samples rows over several k (one cell each): first addressing depth ``depth_of(log2 m, k)``."""
+    parts = [_depth_rows(lambda log2_m, k=k: depth_of(log2_m, k), k=k) for k in ks]
+    columns = {name: np.concatenate([np.asarray(p[name]) for p in parts]) for name in parts[0].names}
+    columns["cell"] = np.concatenate([np.full(len(p), i) for i, p in enumerate(parts)])
+    return Table(columns)
+
+
+def test_remark15s_k_dependence_and_the_1_over_m_gain_form_fail_where_k_costs_too_much():
+    """log2 m = h + k - 3 (h = log2 m - k + 3, inside (0, 2^k) at k = 5, 6, 7): coefficients 1 of h and 1 of k, both
+    positive (Remark 15) and within the 1/m-gain form's <= 2 (reach 7 x 1 / 2 = 3.5 over k = 5..7, m = 2^6..2^13);
+    log2 m = h + 3k - 12 costs 3 doublings per k: the 1/m-gain form fails."""
+    from jaxtrees.experiments.studies import finite_addressing as fa
+
+    report = fa.ADDRESSING_SAMPLES.report(_k_rows(lambda log2_m, k: log2_m - k + 3))
+    assert _bullet(report, "- [form] 002 Remark 15:").endswith(
+        "per unit of h (3 cells where Lemmas 12 and 14 hold, k = 5, 6, 7): 1 [1, 1] against > 0: consistent; per unit "
+        "of k: 1 [1, 1] against > 0 (the grid can show -3.5 to 3.5): consistent.")
+    assert _bullet(report, "- [form] 002 Remark 15's O(k)").endswith(
+        "c = 5, s = 0.1, gini, k = 5, 6, 7: 1 [1, 1] against <= 2 (the grid can show -3.5 to 3.5): consistent.")
+    costly = fa.ADDRESSING_SAMPLES.report(_k_rows(lambda log2_m, k: log2_m - 3 * k + 18))
+    assert _bullet(costly, "- [form] 002 Remark 15's O(k)").endswith("3 [3, 3] against <= 2 (the grid can show -3.5 "
+                                                                     "to 3.5): CONTRADICTED.")
 
 
 def test_remark15s_project_constants_fail_past_their_sample_size():
@@ -438,8 +467,8 @@ def test_remark15s_project_constants_fail_past_their_sample_size():
     from jaxtrees.experiments.studies import finite_addressing as fa
 
     report = fa.ADDRESSING_SAMPLES.report(_depth_rows(lambda log2_m: 0, ms=np.array([2**27, 2**28])))
-    assert _bullet(report, "- [test] 002 Remark 15 with the project's constants").endswith(
-        "holds in 0 of 8 (trial, m) points; closest bound/measured 0.339.")
+    assert "holds in 0 of 8 (trial, m) points; closest bound/measured 0.339. The line's largest depth over these " \
+        "cells' m: 1.18." in _bullet(report, "- [test] 002 Remark 15, the (5/2)^(4k) sufficient condition")
 
 
 def test_rank_theorem2_fails_where_findmin_misses_past_its_m():
@@ -449,7 +478,9 @@ def test_rank_theorem2_fails_where_findmin_misses_past_its_m():
 
     rows = test_rank_study._rows()
     rows = rows.with_columns(findmin_error=np.array([0.3, 0.2, 0.3]))  # m = 2048 >= 1,214: error 0.3 > eps
-    assert "holds in 0 of 1 (cell, m) points at or past that m; closest bound/measured inf." in rank.RANK.report(rows)
+    # error 0.3 > eps at m = 2048 >= 1,214: the rate lies below 0.9 past the bound's m, never reaching it
+    assert "holds in 0 of 1 cells; closest bound/measured 0. Measured: the m from which the rate stays >= 0.9, never " \
+        "within the grid in 1 cell" in rank.RANK.report(rows)
 
 
 def test_the_gd_baselines_budget_fails_where_a_trial_needs_more():
@@ -528,3 +559,60 @@ def test_every_theory_bullet_of_a_report_begins_with_its_kind(name, monkeypatch)
         lines = [b for b in bullets if " Thm" in b.split(":")[0]]
         assert {b.split("]")[0][3:] for b in lines} >= {"form", "outside"}
         assert all("Gini" in b for b in lines if b.startswith(("- [test]", "- [vacuous]", "- [form]")))
+
+
+# ----------------------------------------------------------------------------- the kind, decided from the quantities
+
+
+def test_decide_gives_each_kind_from_its_quantities():
+    """One function decides every kind: a failed hypothesis, a statement true by construction, a claim no grid value
+    could contradict, a bound held by more than 10x, and otherwise the measurement's own kind."""
+    assert verdicts.decide("test", hypotheses=False, by_construction=True) == "outside"
+    assert verdicts.decide("test", by_construction=True) == "identity"
+    assert verdicts.decide("form", can_fail=False) == "vacuous"
+    assert verdicts.decide("test", margin=10.5) == "vacuous"
+    assert verdicts.decide("test", margin=9.5) == verdicts.decide("test", margin=0.2) == "test"
+    assert verdicts.decide("form", margin=1e9) == "form"  # a form's margin is its slope's, not a ratio
+
+
+def test_a_form_beyond_its_grids_reach_is_vacuous_and_inside_it_can_fail():
+    """Exponent of 1/c over c = 0.1, 0.2 on m = 16..8192: at most log 512 / log 2 = 9; a claim <= 12 is beyond it
+    (vacuous), <= 4 inside it, and a slope of 6 contradicts that."""
+    reach = verdicts.slope_reach(np.log([10.0, 5.0]), math.log(16), math.log(8192))
+    assert reach == pytest.approx((-9.0, 9.0))
+    assert verdicts.slope_reach(np.log([10.0]), 0.0, 1.0) != verdicts.slope_reach(np.log([10.0]), 0.0, 1.0)  # NaN
+    beyond = verdicts.Slope("c", 6.0, 6.0, 6.0, 12.0, "upper", reach=reach)
+    inside = verdicts.Slope("c", 6.0, 6.0, 6.0, 4.0, "upper", reach=reach)
+    assert (beyond.can_fail, inside.can_fail, inside.verdict) == (False, True, "CONTRADICTED")
+    assert verdicts.Form("s", "x", "y", (beyond,)).kind == "vacuous"
+    assert verdicts.Form("s", "x", "y", (inside,)).kind == "form"
+    both = verdicts.line(verdicts.Form("000 Thm 12", "x", "y", (inside, beyond))).split("\n")
+    assert [b[:10] for b in both] == ["- [form] 0", "- [vacuous"] and "no measurement here could contradict" in both[1]
+    # a lower claim is beyond the reach below its smallest slope; a two-sided one can always fail
+    assert not verdicts.Slope("k", 1.0, 0.5, 1.5, -10.0, "lower", reach=reach).can_fail
+    assert verdicts.Slope("k", 1.0, 0.5, 1.5, 30.0, "equal", reach=reach).can_fail
+    # per-cell offsets shift each cell's range: two x, spans [0, 1] and [-1, 0]: slopes -2 to 0 per unit of x
+    assert verdicts.slope_reach([0.0, 1.0], [0.0, -1.0], [1.0, 0.0]) == pytest.approx((-2.0, 0.0))
+
+
+def _curve(rates, grid, trials=20):
+    return [{"m": m, "successes": round(r * trials), "trials": trials} for m, r in zip(grid, rates)]
+
+
+def test_a_sample_size_bound_is_tested_in_m_and_can_fail():
+    """003 Thm 2's shape: m from which the rate stays >= 0.9 against the bound's m. Reached at 32 under a bound of
+    1,214: R = 37.9, vacuous; a bound of 100 (R 3.1): a test; the rate below 0.9 at m = 256 >= a bound of 100: violated;
+    a grid step (32, 64] holding a bound of 50: counted at it; never reached under a bound past the grid: left out."""
+    grid = [16, 32, 64, 128, 256]
+    good = _curve([0.5, 1, 1, 1, 1], grid)
+    far = verdicts.sample_size_check("003 Thm 2", "f", [(1214.0, good)], 0.9, "cells")
+    assert (far.kind, far.respected, far.points) == ("vacuous", 1, 1) and far.closest == pytest.approx(1214 / 32)
+    near = verdicts.sample_size_check("003 Thm 2", "f", [(100.0, good)], 0.9, "cells")
+    assert near.kind == "test" and near.closest == pytest.approx(100 / 32)
+    late = verdicts.sample_size_check("003 Thm 2", "f", [(100.0, _curve([1, 1, 1, 1, 0.5], grid))], 0.9, "cells")
+    assert (late.respected, late.points, late.closest) == (0, 1, 0.0)
+    step = verdicts.sample_size_check("003 Thm 2", "f", [(50.0, _curve([0, 0, 1, 1, 1], grid))], 0.9, "cells")
+    assert (step.respected, step.closest) == (1, 1.0) and "counted at the bound" in step.note
+    out = verdicts.sample_size_check("003 Thm 2", "f", [(1e4, _curve([0] * 5, grid)), (1214.0, good)], 0.9, "cells")
+    assert out.points == 1 and "1 cell reach 0.9 nowhere" in out.note
+    assert verdicts.line(far).startswith("- [vacuous] 003 Thm 2: f: bound / measured 37.9 over 1 cells")

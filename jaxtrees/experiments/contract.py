@@ -37,7 +37,8 @@ PRESENTATION = ("cli.py", "sklearn.py", "experiments/report/", "experiments/repo
                 "experiments/studies/verdicts.py",
                 "experiments/studies/gd_scaling_report.py", "experiments/studies/gd_scaling_fits.py",
                 "experiments/studies/learning_report.py", "experiments/studies/signal_report.py",
-                "experiments/studies/counterexamples_report.py", "experiments/studies/compare_report.py")
+                "experiments/studies/counterexamples_report.py", "experiments/studies/compare_report.py",
+                "experiments/studies/finite_addressing_theory.py")
 
 _FOLDERS = tuple(p for p in PRESENTATION if p.endswith("/"))
 

@@ -5,8 +5,10 @@ sample when every estimate is accurate to O((2/5)^(2k)), which 2^(O(h + k)) exam
 size <= h; so a greedy tree grown on m examples queries memory bits only down to a depth that grows with log2 m.
 Each trial draws a c-smoothed distribution and m_max examples of f_{c,k}, grows a greedy tree (empirical gains) on
 every prefix m and records the shallowest depth at which it queries an addressing bit, in the whole tree and on a
-random input's path; the report tests the remark by its form, log2 m = Theta(h + k), and the project's derivation of
-its O(h) by the lightest restriction's slope (:func:`~jaxtrees.experiments.studies.theory.remark15_depth`).
+random input's path; the report tests the remark by its form, log2 m = Theta(h + k) (both coefficients positive,
+over three or more k), the project's refinement of its O(k) (a zero-gain feature's empirical gain ~ 1/m, so 2^(2k)
+examples per node: <= 2 doublings per unit of k), the (5/2)^(4k) sufficient condition
+(:func:`~jaxtrees.experiments.studies.theory.remark15_depth`) and the lightest restriction's slope, a heuristic.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from jaxtrees import targets
 from jaxtrees.core import checks, distributions, sampling
 from jaxtrees.core.impurity import BUILTIN as IMPURITIES
 from jaxtrees.core.impurity import NAMES as IMPURITY_NAMES
-from jaxtrees.experiments.report import summary, thresholds
+from jaxtrees.experiments.report import summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
-from jaxtrees.experiments.studies import theory, verdicts
-from jaxtrees.experiments.studies.common import CPU_OPT_LEVEL, at_max, trials_by_cell
+from jaxtrees.experiments.studies import theory
+from jaxtrees.experiments.studies.common import CPU_OPT_LEVEL, at_max
+from jaxtrees.experiments.studies.finite_addressing_theory import (BY, constants, draw_form, form_line, hypotheses,
+                                                                   theory_section)
 from jaxtrees.experiments.study.trials import PRECISION_BITS, on_prefixes, sample_sizes, trial_keys
 from jaxtrees.experiments.study.trials import impurity_of as impurity
 from jaxtrees.hypotheses import tree
@@ -93,18 +97,6 @@ def _check(params):
 
 # ----------------------------------------------------------------------------- report and figures
 
-BY = ["k", "c", "s", "impurity"]
-
-
-def hypotheses(cell) -> dict:
-    """Lemma 12's c >= c0 = ln 5 / delta and, for Gini (an (8, 8)-impurity), Lemma 14's k >= k0 (kappa of Lemma 8),
-    on which Remark 15 builds: ``delta``, ``c0``, ``k0`` (None: not Gini) and ``applies``."""
-    delta = 0.5 - cell["s"]
-    c0 = float(theory.lemma14_c0(delta))
-    k0 = float(theory.lemma14_k0(theory.lemma8_kappa(delta))) if cell["impurity"] == "gini" else None
-    return {"delta": delta, "c0": c0, "k0": k0, "applies": k0 is not None and cell["c"] >= c0 and cell["k"] >= k0}
-
-
 def _depths(rows, column):
     """A depth column as floats, -1 (no addressing query within the bound) as +inf."""
     depth = np.asarray(rows[column], np.float64)
@@ -161,124 +153,11 @@ def _report(rows):
             "project's derivation of the remark (constant 1): the lightest restriction's 1 / log2(1 / delta) per "
             "doubling, against the whole tree (a random path's share halves per level: about 1), and 4k log2(5/2).")
     return summary.section("Finite samples: f_{c,k}'s first addressing depth against log2 m (002 Remark 15)", text,
-                           header, table) + "\n" + _theory(rows)
+                           header, table) + "\n" + theory_section(rows)
 
 
 def _depth_list(log2_m, median) -> str:
     return ", ".join(f"{int(x)}: {int(d) if np.isfinite(d) else '>'}" for x, d in zip(log2_m, median))
-
-
-def _theory(rows) -> str:
-    """002 Remark 15 by its form (log2 m at the first addressing depth h against h + k) where Lemmas 12 and 14 hold,
-    the project's derivation of its O(h) (the whole tree's depth against the lightest restriction's slope), the
-    project's explicit constants delta^-h (5/2)^(4k), and the cells outside the hypotheses."""
-    cells, m = trials_by_cell(rows, BY, matrix="first_address_depth")
-    info = {cell: dict(zip(BY, cell)) for cell in cells}
-    inside = [cell for cell in cells if hypotheses(info[cell])["applies"]]
-    lines = []
-    if inside:
-        lines += [_remark15_form(cells, m, inside, info), _lightest_form(cells, m, inside, info), _constants(rows)]
-    out = [cell for cell in cells if cell not in inside]
-    if out:
-        lines.append(verdicts.outside("002 Remark 15", "the cells " + "; ".join(_cell_text(info[cell]) for cell in out),
-                                    "it builds on Lemma 14, which needs an (alpha, L)-impurity (Gini here), c >= c0 "
-                                    "= ln 5 / delta (Lemma 12) and k >= k0 (the table's 'Lemmas 12, 14 hold')"))
-    return verdicts.section(lines, "Each statement against the measured points, its kind first. h: a trial's first "
-                                 "addressing depth at m (the shallowest node that queries an addressing bit); medians "
-                                 "over a cell's trials, where they lie strictly inside (0, 2^k).")
-
-
-#: Bootstrap resamples of Remark 15's slopes.
-REPLICATES = 1000
-
-
-def _cell_text(info) -> str:
-    return f"k = {info['k']}, c = {info['c']}, s = {info['s']:g}, {info['impurity']}"
-
-
-def _median_depths(cells, m, keys, index=None) -> dict:
-    """Per cell of ``keys``: its median first addressing depth per m (none within the bound: +inf), over the trials
-    ``index[cell]`` (all: None)."""
-    out = {}
-    for cell in keys:
-        depth = cells[cell][0] if index is None else cells[cell][0][index[cell]]
-        out[cell] = np.quantile(np.where(depth < 0, np.inf, depth), 0.5, method="inverted_cdf", axis=0)
-    return out
-
-
-def _bootstrap(cells, m, keys, statistic):
-    """:func:`thresholds.bootstrap_statistic` of ``statistic(medians)`` with trials resampled within each cell."""
-    sizes = [len(cells[cell][0]) for cell in keys]
-    offsets = np.cumsum([0, *sizes])
-
-    def of(index):
-        split = {cell: index[(index >= a) & (index < b)] - a for cell, a, b in zip(keys, offsets, offsets[1:])}
-        return statistic(_median_depths(cells, m, keys, split))
-
-    strata = np.repeat(np.arange(len(keys)), sizes)
-    return thresholds.bootstrap_statistic(of, strata, replicates=REPLICATES)
-
-
-def _remark15_form(cells, m, inside, info):
-    """Remark 15: 2^O(h + k) examples suffice and 2^Omega(h + k) are needed, so log2 m = Theta(h + k): the slope of
-    log2 m on h + k (the cells' median h where inside (0, 2^k)) must be positive."""
-    def statistic(medians):
-        return float(thresholds.row_slopes(*(v[None] for v in _remark15_points(medians, m, inside, info)))[0])
-
-    fit = _bootstrap(cells, m, inside, statistic)
-    slope = verdicts.Slope(f"{len(inside)} cell{'s' if len(inside) > 1 else ''} where Lemmas 12 and 14 hold",
-                         fit.estimate, fit.low, fit.high, 0.0, "positive", fit.replicates, REPLICATES)
-    return verdicts.Form("002 Remark 15", "2^O(h + k) examples make a greedy tree query memory bits to depth h and "
-                       "2^Omega(h + k) are needed, so log2 m = Theta(h + k)", "doublings of m per unit of h + k at the "
-                       "first addressing depth h, least squares over the cells' medians", (slope,))
-
-
-def _remark15_points(medians, m, inside, info):
-    """``(h + k, log2 m)`` over the cells ``inside`` and the m where the cell's median h lies inside (0, 2^k)."""
-    x = np.concatenate([medians[cell] + info[cell]["k"] for cell in inside])
-    y = np.concatenate([np.log2(m)] * len(inside))
-    keep = np.concatenate([(medians[cell] > 0) & (medians[cell] < 2 ** info[cell]["k"]) for cell in inside])
-    return x[keep], y[keep]
-
-
-def _lightest_form(cells, m, inside, info):
-    """The project's derivation of Remark 15's O(h): a restriction of h bits keeps a share >= delta^h of the sample, so
-    the lightest node runs out of examples first and the whole tree's first addressing depth grows by 1 / log2(1 /
-    delta) per doubling of m (:func:`theory.remark15_depth`); per cell, the slope of its median depth on log2 m."""
-    slopes = []
-    for cell in inside:
-        def statistic(medians, cell=cell):
-            depth = medians[cell]
-            keep = (depth > 0) & (depth < 2 ** info[cell]["k"])
-            return float(thresholds.row_slopes(np.log2(m)[None], np.where(keep, depth, np.nan)[None])[0])
-
-        fit = _bootstrap(cells, m, [cell], statistic)
-        delta = hypotheses(info[cell])["delta"]
-        claim = float(theory.remark15_depth(2.0, info[cell]["k"], delta) - theory.remark15_depth(1.0, info[cell]["k"],
-                                                                                                   delta))
-        slopes.append(verdicts.Slope(_cell_text(info[cell]), fit.estimate, fit.low, fit.high, claim, "equal",
-                                   fit.replicates, REPLICATES))
-    return verdicts.Form("002 Remark 15, the project's derivation of its O(h)", "a restriction of h memory bits keeps a "
-                       "share >= delta^h of the sample, so the lightest node runs out of examples first", "the whole "
-                       "tree's median first addressing depth per doubling of m against 1 / log2(1 / delta)",
-                       tuple(slopes))
-
-
-def _constants(rows):
-    """The project's explicit constants, m = delta^-h (5/2)^(4k) (gain estimation as mean estimation to (2/5)^(2k),
-    constant 1), against every (trial, m) point inside the hypotheses."""
-    codes, keys = tables.groups(rows, BY)
-    cells = [dict(zip(BY, key)) for key in keys]
-    hyp = [hypotheses(cell) for cell in cells]
-    applies = np.asarray([h["applies"] for h in hyp], bool)[codes]
-    k = np.asarray([cell["k"] for cell in cells], np.float64)[codes]
-    delta = np.asarray([h["delta"] for h in hyp], np.float64)[codes]
-    depth = np.asarray(rows["first_address_depth"], np.float64)
-    claim = applies & (depth >= 0) & (depth < 2.0**k)  # Lemma 14 speaks of restrictions of size < 2^k
-    return verdicts.check("002 Remark 15 with the project's constants (not the paper's)", "m >= delta^-h (5/2)^(4k) "
-                        "examples keep every node at depth <= h on memory bits, so m < that at a measured first "
-                        "addressing depth h", theory.remark15_examples(depth, k, delta)[claim],
-                        np.asarray(rows["m"], np.float64)[claim], "upper", unit="(trial, m) points")
 
 
 @summary.styled
@@ -296,9 +175,10 @@ def _plot(rows, stem):
     fig, axes = summary.figure(len(panels))
     counts = np.bincount(tables.group_codes(rows, [*BY, "m"])[0]).tolist()
     top = int(rows["m"].max())
-    form = _form_line(rows)
-    constants = "Remark 15, the project's constants" + (": vacuous at this size" if _constants(rows).kind == "vacuous"
-                                                         else "")
+    form = form_line(rows)
+    m = np.unique(np.asarray(rows["m"], np.float64))
+    sufficient = "Remark 15, the project's constants" + (": vacuous at this size" if constants(rows, m).kind ==
+                                                          "vacuous" else "")
     for ax, ((s, name, where), curves) in zip(axes, panels.items()):
         for info, (log2_m, median, low, high) in curves:
             look = summary.series_style(ax)
@@ -313,8 +193,8 @@ def _plot(rows, stem):
             if 2 ** info["k"] <= bound:
                 ax.axvline(2 ** info["k"], color=look["color"], lw=0.8, ls="-.")
             if where == "whole tree" and form is not None and hypotheses(info)["applies"]:
-                _draw_form(ax, form, info["k"], depths, look["color"])
-        ax.plot([], [], "k--", lw=1, label=constants)
+                draw_form(ax, form, info["k"], depths, look["color"])
+        ax.plot([], [], "k--", lw=1, label=sufficient)
         fit = "; dotted: its form's fit, 95% band" if where == "whole tree" and form is not None else ""
         summary.panel(ax, f"{where}, s = {s:g}, {name}\n(dashed: Remark 15 with the project's constants{fit})",
                       "first addressing depth h", xbase=None)
@@ -322,28 +202,6 @@ def _plot(rows, stem):
     return summary.finish(fig, axes, stem, "log2 m (median depth, quartiles)",
                           "Greedy trees on m examples of f_{c,k}: the depth at which they first query an addressing "
                           "bit, against Remark 15", counts)
-
-
-def _form_line(rows):
-    """Remark 15's [form] fit for the figure: ``(slope, centre (h + k, log2 m))``; None without a fit."""
-    cells, m = trials_by_cell(rows, BY, matrix="first_address_depth")
-    info = {cell: dict(zip(BY, cell)) for cell in cells}
-    inside = [cell for cell in cells if hypotheses(info[cell])["applies"]]
-    if not inside:
-        return None
-    x, y = _remark15_points(_median_depths(cells, m, inside), m, inside, info)
-    slope = _remark15_form(cells, m, inside, info).slopes[0]
-    return (slope, (x.mean(), y.mean())) if x.size and np.isfinite(slope.estimate) else None
-
-
-def _draw_form(ax, form, k, depths, color):
-    """log2 m = centre + slope (h + k - centre) over the depths, dotted, with the slope's 95% band."""
-    slope, (x0, y0) = form
-    h = depths.astype(np.float64)
-    line = lambda b: y0 + b * (h + k - x0)  # noqa: E731
-    ax.plot(h, line(slope.estimate), ":", color=color, lw=1.5)
-    if np.isfinite(slope.low):
-        ax.fill_between(h, line(slope.low), line(slope.high), color=color, alpha=0.1, lw=0)
 
 
 def _bytes_per_trial(params) -> int:
@@ -355,7 +213,7 @@ def _bytes_per_trial(params) -> int:
 ADDRESSING_SAMPLES = Study(
     name="addressing-samples",
     trial=_trial,
-    grid=({"k": [3, 5], "c": 5, "s": 0.1, "impurity": "gini", "m_min": 64, "m_max": 8192},
+    grid=({"k": [3, 4, 5, 6, 7], "c": 5, "s": 0.1, "impurity": "gini", "m_min": 64, "m_max": 8192},
           {"k": [3, 4, 5, 6], "c": 7, "s": [0.1, 0.25], "impurity": ["gini", "entropy"], "m_min": 64,
            "m_max": 131072}),
     replicates=(64, 256),

@@ -191,7 +191,7 @@ def signal_plot(rows, stem, by, kind):
     info, inside = lipschitz_cells(cells, by, kind)
     m90 = _thresholds(rows, by)
     _m90_panels(axes[2], axes[3], m90, by, kind, c_slopes(inside, m, info, kind))
-    eps_panel(axes[4], inside, m, m90)
+    eps_panel(axes[4], inside, m, m90, info)
     return summary.finish(fig, axes, stem, "P[eps* <= t]", "000's exact signal eps* (c > 0) against its lemmas and "
                           "Theorem 7's scale", np.bincount(codes, minlength=len(keys)).tolist() or [0])
 

@@ -49,7 +49,7 @@ def lipschitz_lines(cells, m, by, kind) -> list:
     info, inside = lipschitz_cells(cells, by, kind)
     lines = []
     if inside:
-        lines.append(_theorem7_form(inside, m))
+        lines.append(_theorem7_form(inside, m, info))
         lines.append(_c_form(inside, m, info, kind))
         if len({info[cell]["n"] for cell in inside}) > 1:
             lines.append(_n_form(inside, m, info, kind))
@@ -87,21 +87,58 @@ def _cell_info(cell, kind) -> dict:
     return {**out, "c": float(cell["c"]), "impurity": cell["impurity"]}
 
 
-def _slope(cells, m, x_of, label, claim, side="upper"):
-    """A :class:`verdicts.Slope` of log m90 on log x over ``cells`` (x per trial: ``x_of(cell, values)``)."""
+def _slope(cells, m, x_of, label, claim, side="upper", offset=None):
+    """A :class:`verdicts.Slope` of log m90 (less the cell's ``offset(cell)``, the bound's other factors in logs) on
+    log x over ``cells`` (x per trial: ``x_of(cell, values)``), its reach from the m grid (:func:`verdicts.slope_reach`),
+    its label prefixed with the count of cells that reach 90% (the fitted ones)."""
     keys = list(cells)
-    fit = thresholds.threshold_slope([cells[c][0] > 0 for c in keys], [x_of(c, cells[c][1]) for c in keys], m,
-                                   replicates=REPLICATES)
-    return verdicts.Slope(label, fit.estimate, fit.low, fit.high, claim, side, fit.replicates, REPLICATES)
-
-
-def _theorem7_form(cells, m):
-    """000 Thm 7 by its form: the exponent of 1/eps* in m90 (cell medians) against 4."""
+    success = [cells[c][0] > 0 for c in keys]
+    xs = [np.asarray(x_of(c, cells[c][1]), np.float64) for c in keys]
+    shift = np.asarray([0.0 if offset is None else offset(c) for c in keys])
+    if offset is None:
+        fit = thresholds.threshold_slope(success, xs, m, replicates=REPLICATES)
+    else:
+        fit = _offset_slope(success, xs, shift, np.asarray(m, np.float64))
     with np.errstate(divide="ignore"):
-        slope = _slope(cells, m, lambda cell, v: 1 / v["eps_star"], f"{len(cells)} Gini cells", 4.0)
+        reach = verdicts.slope_reach(np.log([np.median(x) for x in xs]), math.log(m[0]) - shift, math.log(m[-1]) - shift)
+    fitted = int((thresholds.thresholds(np.stack([s.mean(0) for s in success])) >= 0).sum())
+    return verdicts.Slope(f"{fitted} of {len(keys)} {label}", fit.estimate, fit.low, fit.high, claim, side,
+                          fit.replicates, REPLICATES, reach)
+
+
+def _offset_slope(success, xs, shift, m):
+    """:func:`thresholds.threshold_slope` of log m90 - ``shift`` (per cell) on log x, with its bootstrap interval
+    (trials resampled within each cell, as there)."""
+    log_m = np.log(m)
+
+    def fit(rates, x):  # rates [B, C, M], x [B, C]
+        index = thresholds.thresholds(rates)
+        with np.errstate(divide="ignore"):
+            return thresholds.row_slopes(np.log(x), np.where(index >= 0, log_m[np.maximum(index, 0)] - shift, np.nan))
+
+    estimate = fit(np.stack([s.mean(0) for s in success])[None], np.array([[np.median(v) for v in xs]]))[0]
+    rng = np.random.default_rng(0)
+    rates, medians = zip(*(thresholds.resampled_rates(s, v, REPLICATES, rng) for s, v in zip(success, xs)))
+    return thresholds.percentile_interval(estimate, fit(np.stack(rates, 1), np.stack(medians, 1)))
+
+
+def theorem7_offset(info, cell) -> float:
+    """log of Theorem 7's factors besides eps^-4 at a cell: alpha^-2k k ln(n / delta) (alpha: the cell's)."""
+    one = info[cell]
+    return float(np.log(one["alpha"] ** (-2 * one["k"]) * one["k"] * math.log(one["n"] / DELTA)))
+
+
+def _theorem7_form(cells, m, info):
+    """000 Thm 7 by its form: the exponent of 1/eps* (cell medians) in m90 / (alpha^-2k k ln(n / delta)) against 4
+    (the other factors divided out at their stated exponents, so alpha's and k's spread across the cells does not
+    pass for eps*'s)."""
+    with np.errstate(divide="ignore"):
+        slope = _slope(cells, m, lambda cell, v: 1 / v["eps_star"], "Gini cells reaching 90%", 4.0,
+                       offset=lambda cell: theorem7_offset(info, cell))
     return verdicts.Form("000 Thm 7", "m ~ beta^-2 gamma^2 eps^-4 alpha^-2k k ln(n / delta) suffices (Gini: beta^-2 "
-                       "gamma^2 = 1/4)", "exponent of 1/eps* (the cell's median) in m90, least squares over the cells "
-                       "reaching 90%", (slope,))
+                       "gamma^2 = 1/4)", f"exponent of 1/eps* (the cell's median) in m90 / (alpha^-2k k ln(n / "
+                       f"{DELTA:g})), the theorem's other factors divided out, least squares over the cells reaching 90%",
+                       (slope,))
 
 
 def c_slopes(cells, m, info, kind) -> dict:
@@ -121,11 +158,11 @@ def c_slopes(cells, m, info, kind) -> dict:
         if kind == "parity":
             claim = theory.exponent(theory.theorem10_examples(alpha, c, one["k"], one["n"], DELTA), 1 / c)
             printed = theory.exponent(theory.theorem10_examples_as_printed(alpha, c, one["k"], one["n"], DELTA), 1 / c)
-            label = f"n = {one['n']}, alpha = {one['alpha']:g} (as printed: {printed:.3g})"
+            label = f"cells at n = {one['n']}, alpha = {one['alpha']:g} (as printed: {printed:.3g})"
         else:
             bound = theory.theorem12_examples(alpha, c, one["k"], one["n"], DELTA / 2, DELTA / 2)
             claim = theory.exponent(bound, 1 / c)
-            label = f"n = {one['n']}, k = {one['k']}" + (f", {group[2]}" if group[2] else "") + \
+            label = f"cells at n = {one['n']}, k = {one['k']}" + (f", {group[2]}" if group[2] else "") + \
                 f" (8k = {theory.theorem12_slope(one['k']):g})"
         out[group] = (_slope({cell: cells[cell] for cell in members}, m,
                              lambda cell, v: np.full(len(v["eps_star"]), 1 / info[cell]["c"]), label, claim), members)
@@ -157,7 +194,7 @@ def _n_form(cells, m, info, kind):
         groups.setdefault((one["k"], one["c"], one["group"][2]), []).append(cell)
     slopes = [_slope({cell: cells[cell] for cell in members}, m,
                      lambda cell, v: np.full(len(v["eps_star"]), math.log(info[cell]["n"] / DELTA)),
-                     f"k = {k}, c = {c:g}" + (f", {base}" if base else ""), 1.0)
+                     f"cells at k = {k}, c = {c:g}" + (f", {base}" if base else ""), 1.0)
               for (k, c, base), members in groups.items() if len({info[cell]["n"] for cell in members}) > 1]
     if not slopes:
         return None
@@ -165,19 +202,20 @@ def _n_form(cells, m, info, kind):
                        "exponent of ln(n / delta) in m90 over the Gini cells against 1", tuple(slopes))
 
 
-def eps_panel(ax, inside, m, m90):
-    """m for 90% against the cell's median 1/eps* over the Gini cells, with Theorem 7's [form] fit (exponent <= 4)."""
-    points = [(float(np.median(1 / v["eps_star"])), m90[cell]) for cell, (_, v) in inside.items()
-              if m90.get(cell) is not None]
+def eps_panel(ax, inside, m, m90, info):
+    """m for 90% / (alpha^-2k k ln(n / delta)) against the cell's median 1/eps* over the Gini cells, with Theorem 7's
+    [form] fit (exponent <= 4)."""
+    points = [(float(np.median(1 / v["eps_star"])), m90[cell] / math.exp(theorem7_offset(info, cell)))
+              for cell, (_, v) in inside.items() if m90.get(cell) is not None]
     if points:
         look = summary.series_style(ax)
         ax.plot(*zip(*sorted(points)), ls="none", color=look["color"], marker=look["marker"], label="Gini cells")
-        draw_form(ax, points, _theorem7_form(inside, m).slopes[0], look["color"])
+        draw_form(ax, points, _theorem7_form(inside, m, info).slopes[0], look["color"])
         ax.set_xscale("log")
         ax.set_yscale("log")
-    summary.panel(ax, "m for 90% against 1/eps* (cell median)\n(Thm 7: fit, 95% band; dotted: its 4)", "1/eps*",
-                  xbase=None)
-    ax.set_ylabel("m for 90%")
+    summary.panel(ax, "m for 90% / (alpha^-2k k ln(n / delta)) against 1/eps*\n(Thm 7: fit, 95% band; dotted: its 4)",
+                  "1/eps* (cell median)", xbase=None)
+    ax.set_ylabel(f"m for 90% / (alpha^-2k k ln(n / {DELTA:g}))")
 
 
 def draw_form(ax, points, slope, color):

@@ -277,7 +277,7 @@ def _theory_plot(rows, stem):
     info, inside = lipschitz_cells(cells, BY, "smoothed-base")
     m90 = _thresholds(rows)
     _c_panel(axes[2], c_slopes(inside, m, info, "smoothed-base"), info, m90)
-    eps_panel(axes[3], inside, m, m90)
+    eps_panel(axes[3], inside, m, m90, info)
     return summary.finish(fig, axes, stem, "P[eps* <= t]", "000 around a base p-hat: the exact signal against Lemma 11 "
                           "and Theorem 7, Theorems 12 and 7 by their form (c > 0)",
                           np.bincount(codes, minlength=len(keys)).tolist())
