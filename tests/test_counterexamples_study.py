@@ -114,8 +114,13 @@ def test_agnostic_theory_section_gates_on_c0_and_names_the_lemmas_of_the_block_t
     assert addressing_cells.depths({"k": 5, "c": 7, "eps": 1.0, "s": 0.25, "impurity": "gini"})[-1] == 16
     report = ce.AGNOSTIC.report(_agnostic_rows())
     assert "- [identity] 002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k} (the paper: Lemma 16 for " \
-           "f_{c,k,S}): a path that has queried no addressing bit has error min(mu_d, 1 - mu_d) >= 1/8, and Pr[f_pi " \
-           "!= g] <= |A^free| (2^-k + 5^-k) < eps, in the 1 cell with c >= c0 = ln 5 / delta" in report
+           "f_{c,k,S}): a path that has queried no addressing bit has error min(mu_d, 1 - mu_d) >= 1/8, in the 1 cell " \
+           "with c >= c0 = ln 5 / delta" in report and "1 of 2 paths have queried no addressing bit; smallest error " \
+           "0.2 against the floor 1/8" in report
+    # the distance to the junta, within 2x of |A^free| (2^-k + 5^-k): a [test] that can fail
+    assert "- [test] 002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k}: Pr[f_pi != g] <= |A^free| " \
+           "(2^-k + 5^-k) (< eps) for the nearby junta g: holds in 2 of 2 paths of the 1 cell with c >= c0; closest " \
+           "bound/measured 1.26." in report
     assert "- [outside] 002 Lemma 14 for f_pi: 1 of the 1 cells: it needs Gini" in report
     assert "Lemma 16 /" not in report and "Lemma 17 (Lemma 14" not in report
     near = ce.AGNOSTIC.report(_agnostic_rows(c=5))  # c0 = ln 5 / 0.25 = 6.44 > 5: the address is not near uniform
@@ -194,3 +199,11 @@ def test_gini_gain_closed_form():
     G = lambda t: 4 * t * (1 - t)  # noqa: E731
     assert G(mu) - q * G(mu1) - (1 - q) * G(mu0) == pytest.approx(0.4116)
     assert 4 * q * (mu1 - mu) ** 2 / (1 - q) == pytest.approx(0.4116)
+
+
+def test_the_agnostic_distance_test_fails_where_f_pi_is_far_from_its_junta():
+    """Pr[f_pi != g] = 0.9 on every path, above |A^free| (2^-k + 5^-k) = 16 (1/32 + 1/3125) = 0.505: the [test]
+    counts the violations."""
+    rows = _agnostic_rows()
+    far = ce.AGNOSTIC.report(rows.with_columns(distance_to_junta=np.full(len(rows), 0.9)))
+    assert "for the nearby junta g: holds in 0 of 2 paths of the 1 cell with c >= c0" in far

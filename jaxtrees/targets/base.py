@@ -64,7 +64,7 @@ def support_mask(target: Target, n: int):
 
 def label_covariance(target: Target, p):
     """``float32[n]``: I(D, i) = E[f(x) x_i] - E[f(x)] E[x_i] = p_i (E[f | x_i = 1] - E[f]) under
-    the product distribution ``p``, exactly (``target.means``; 000 Sec. 3).
+    the product distribution ``p``, exactly (``target.means``; 000 Sec. 2.1).
 
     The degree-1 signal that ID3's gain tracks (000 Lemma 6: gain >= beta I^2 / 2) and that a
     network's first gradient steps see: zero off the support; for a k-parity under marginals

@@ -303,7 +303,7 @@ def bounds(rows) -> dict:
 
 def _theory_report(rows) -> str:
     """The boosting report's Theory section: 001's AdaBoost theorem (both steps) and the derived round count, identities
-    of every run; 004 Eq. 1 as 004 states it (a generalization bound at its T), vacuous."""
+    of every run; 004 Eq. 1 as 004 states it (a generalization bound at its T), untestable as printed."""
     b = bounds(rows)
     if not b:
         return ""
@@ -346,7 +346,8 @@ def _eq1_line(rows, b) -> str:
             f"with O~'s constant 1 its ln(1/delta) term alone is {math.log(1 / EQ1_DELTA):.2f} at delta = "
             f"{EQ1_DELTA:g}, "
             "above any error: bound / test error at round T >= " + ("; ".join(parts) or "no split reaches T")
-            + ": vacuous at every size.")
+            + ": untestable as printed (its ln(1/delta) is not divided by m, an evident typo for the usual "
+            "ln(1/delta) / m term, so the printed bound exceeds every error at every size).")
 
 
 def _reached(rows, b) -> str:

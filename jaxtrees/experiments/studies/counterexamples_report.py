@@ -226,6 +226,7 @@ def _addressing_theory(rows) -> str:
         lines.append(verdicts.identity("002 Lemma 14 (Lemma 17 coded)", "every memory bit is queried before any "
                                      f"addressing bit, on the paths of the {_cells(len(inside))} where it applies "
                                      "(Gini, c >= ln 5 / delta or the code's distance, k >= k0; exact gains)",
+                                     _share_text(rows, by, inside, "memory_first", "all memory bits first"),
                                      where="tests/test_counterexamples_study.py"))
     lines += _gain_lines(rows, by)
     separated = [c for c, lm in zip(cells, lemma) if lm["applies"] and target_depth(c) < 2 ** c["k"]]
@@ -277,6 +278,20 @@ def _gain_lines(rows, by) -> list:
                             where="tests/test_counterexamples_study.py")]
 
 
+def _paths_in(rows, by, cells):
+    """The rows at each path's deepest recorded depth in ``cells`` (parameter dicts of ``by``)."""
+    top = at_max(rows, by, "depth")
+    codes, keys = tables.groups(top, by)
+    wanted = {tuple(c[name] for name in by) for c in cells}
+    return top.take(np.isin(codes, [i for i, key in enumerate(keys) if tuple(key) in wanted]))
+
+
+def _share_text(rows, by, cells, column: str, what: str) -> str:
+    """``Measured: all memory bits first in 64 of 64 paths.``: the count of paths of ``cells`` where ``column`` is 1."""
+    flags = np.asarray(_paths_in(rows, by, cells)[column]) != 0
+    return f"Measured: {what} in {int(flags.sum()):,} of {flags.size:,} paths."
+
+
 def _cells(count: int) -> str:
     return f"{count} cell" + ("" if count == 1 else "s")
 
@@ -294,11 +309,23 @@ def _agnostic_theory(rows) -> str:
     near = [c for c in cells if c["c"] >= lemma14(c)["c0"]]
     lines = []
     if near:
+        paths = _paths_in(rows, by, near)
+        free = np.asarray(paths["free_first"]) != 0
+        error = np.asarray(paths["error"], np.float64)[free]
+        low = f"; smallest error {error.min():.4g} against the floor 1/8" if error.size else ""
         lines.append(verdicts.identity("002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k} (the paper: "
                                      "Lemma 16 for f_{c,k,S})", "a path that has queried no addressing bit has error "
-                                     "min(mu_d, 1 - mu_d) >= 1/8, and Pr[f_pi != g] <= |A^free| (2^-k + 5^-k) < eps, "
-                                     f"in the {_cells(len(near))} with c >= c0 = ln 5 / delta",
-                                     where="tests/test_counterexamples_study.py"))
+                                     f"min(mu_d, 1 - mu_d) >= 1/8, in the {_cells(len(near))} with c >= c0 = ln 5 / "
+                                     "delta", f"Measured at depth |A^free|: {error.size:,} of {free.size:,} paths have "
+                                     f"queried no addressing bit{low}.", where="tests/test_counterexamples_study.py"))
+        k = np.asarray(paths["k"], np.float64)
+        bound = np.asarray([n_free(dict(zip(by, key))) for key in zip(*(paths[name] for name in by))], np.float64) \
+            * (2.0**-k + 5.0**-k)
+        lines.append(verdicts.check("002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k}", "Pr[f_pi != g] "
+                                    "<= |A^free| (2^-k + 5^-k) (< eps) for the nearby junta g", bound,
+                                    np.asarray(paths["distance_to_junta"], np.float64), "upper",
+                                    unit=f"paths of the {_cells(len(near))} with c >= c0", note="Measured: Pr_{x ~ "
+                                    "p}[f_pi(x) != g(x)] exactly, per path's distribution."))
     far = [c for c in cells if c["c"] < lemma14(c)["c0"]]
     if far:
         lines.append(verdicts.outside("002 Thm 11's proof (Sec. 6)", f"the 1/8 floor and the distance bound in the "
@@ -309,6 +336,7 @@ def _agnostic_theory(rows) -> str:
         lines.append(verdicts.identity("002 Lemma 14 for f_pi (the paper: Lemma 17 for f_{c,k,S})", "every free memory "
                                      "bit is queried before any addressing bit, on the paths of the "
                                      f"{_cells(len(inside))} where it applies (Gini, c >= c0, k >= k0; exact gains)",
+                                     _share_text(rows, by, inside, "free_first", "free memory bits first"),
                                      where="tests/test_counterexamples_study.py"))
     if len(inside) < len(cells):
         lines.append(verdicts.outside("002 Lemma 14 for f_pi", f"{len(cells) - len(inside)} of the {len(cells)} cells",

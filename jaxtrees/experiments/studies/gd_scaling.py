@@ -212,7 +212,7 @@ SCALING_COLUMNS = {
     "final_error": "test error at the last record made (at the stop or the budget)",
     "support_share": "share of the first layer's absolute weight on the support at the last record",
     "drift": "||w_T - w_0||_inf over all parameters at the last record (NaN / inf: diverged)",
-    "influence_min": "min over the support J of |I(D, j)| = |E[f x_j] - E[f] E[x_j]| (exact, 000 Sec. 3)",
+    "influence_min": "min over the support J of |I(D, j)| = |E[f x_j] - E[f] E[x_j]| (exact, 000 Sec. 2.1)",
     "influence_max": "max over J of |I(D, j)|",
     "separated_first": "first record from which some j in J has ||W1[j]||_2 above every off-support row "
                        "norm at every later record (-1: none)",
