@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 
 
 def load(what: str):
@@ -30,10 +31,7 @@ def load(what: str):
         attribute, study = _pick(module, name, path)
         return study, {"file": path, "name": attribute}
     if name:
-        try:
-            module = importlib.import_module(path)
-        except ImportError as e:
-            raise ValueError(f"cannot import the module {path!r} of {what!r} ({e})") from None
+        module = _from_module(path, what)
         attribute, study = _pick(module, name, path)
         return study, {"module": path, "name": attribute}
     raise ValueError(f"unknown study {what!r}; known studies: {', '.join(sorted(studies.STUDIES))} (or a file "
@@ -46,7 +44,52 @@ def from_origin(origin: dict):
         return load(origin["builtin"])[0]
     if "file" in origin:
         return _pick(_from_file(origin["file"]), origin["name"], origin["file"])[1]
-    return _pick(importlib.import_module(origin["module"]), origin["name"], origin["module"])[1]
+    return _pick(_from_module(origin["module"], origin["module"]), origin["name"], origin["module"])[1]
+
+
+def _from_module(path: str, what: str):
+    """The module ``path`` (dotted), imported; ValueError saying that the working directory is not searched where
+    Python finds no such module, or naming the user's file and line where the module's own code fails."""
+    try:
+        return importlib.import_module(path)
+    except ModuleNotFoundError as e:
+        if e.name and (path == e.name or path.startswith(e.name + ".")):
+            top, name = path.split(".")[0], what.rpartition(":")[2]
+            searched = any(os.path.abspath(p or ".") == os.getcwd() for p in sys.path)
+            hint = "" if searched else (f", and `jaxtrees run` does not search the working directory; add it "
+                                        f"(PYTHONPATH=. jaxtrees run {what}, where {top}/ or {top}.py lies in .) or "
+                                        f"give the file: {path.replace('.', os.path.sep)}.py:{name}")
+            raise ValueError(f"cannot import the module {path!r} of {what!r}: Python finds no module {e.name!r} on "
+                             f"its path (sys.path){hint}") from None
+        raise _failed(e, _module_file(path)) from e
+    except Exception as e:  # noqa: BLE001 - the user's module: its fault as its file and line, the traceback its cause
+        raise _failed(e, _module_file(path)) from e
+
+
+def _module_file(path: str) -> str | None:
+    """The file of module ``path`` where Python knows it (its spec's origin), None otherwise."""
+    try:
+        spec = importlib.util.find_spec(path)
+    except (ImportError, ValueError):
+        return None
+    return None if spec is None else spec.origin
+
+
+def _failed(error: BaseException, path: str | None) -> ValueError:
+    """What went wrong importing a study file or module, at the user's file and line only (the loader's frames left
+    out; ``--debug`` prints the whole traceback): a syntax error where it lies, else the innermost line of ``path``."""
+    if isinstance(error, SyntaxError):
+        text = f"\n    {error.text.strip()}" if error.text and error.text.strip() else ""
+        return ValueError(f"{error.filename}:{error.lineno}: syntax error: {error.msg}{text}")
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if path and f.filename == path]
+    where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else path or "the study's module"
+    line = f"\n    {frames[-1].line}" if frames and frames[-1].line else ""
+    if isinstance(error, ModuleNotFoundError):
+        return ValueError(f"{where}: no module named {error.name!r} (the study imports it: install it, or put it on "
+                          f"PYTHONPATH){line}")
+    if isinstance(error, ValueError):
+        return ValueError(f"{where}: {error}")
+    return ValueError(f"{where}: {type(error).__name__}: {error} (--debug shows the traceback){line}")
 
 
 def _from_file(path: str):
@@ -68,6 +111,9 @@ def _from_file(path: str):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - the user's file: its fault as its file and line, the traceback its cause
+        del sys.modules[name]
+        raise _failed(e, path) from e
     except BaseException:
         del sys.modules[name]
         raise

@@ -13,6 +13,7 @@ import json
 
 from jaxtrees.core import checks
 from jaxtrees.experiments.study.declaration import Study
+from jaxtrees.experiments.study import validation
 from jaxtrees.experiments.study.validation import as_list
 
 #: At most this many trials per run (cells x replicates); the runner lists the trials to do.
@@ -104,6 +105,8 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
             study.check_cell(cell)
         except ValueError as e:  # the cell names the other parameters a bound came from (m_max >= m_min)
             raise ValueError(f"{e} (in the cell {', '.join(f'{k}={v}' for k, v in cell.items())})") from None
+    for cell in cells if study.axis is not None else ():
+        validation.axis_values(study.name, study.axis, cell)
     for name, values in grid.items():
         if name in study.static or not any(isinstance(v, str) for v in values):
             continue

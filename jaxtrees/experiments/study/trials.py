@@ -61,8 +61,17 @@ def sample_sizes(params) -> list[int]:
 
     >>> sample_sizes({"m_min": 16, "m_max": 128})
     [16, 32, 64, 128]
+    >>> sample_sizes({"m_min": 1024, "m_max": 16})
+    Traceback (most recent call last):
+    ...
+    ValueError: m_min must be <= m_max (the m-grid runs m_min, 2 m_min, ..., m_max), got m_min = 1024 and m_max = 16
     """
     m, out = params["m_min"], []
+    if not m >= 1:
+        raise ValueError(f"m_min must be >= 1 (the m-grid runs m_min, 2 m_min, ..., m_max), got m_min = {m}")
+    if m > params["m_max"]:
+        raise ValueError(f"m_min must be <= m_max (the m-grid runs m_min, 2 m_min, ..., m_max), got m_min = {m} and "
+                         f"m_max = {params['m_max']}")
     while m <= params["m_max"]:
         out.append(m)
         m *= 2

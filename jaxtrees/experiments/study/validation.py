@@ -1,10 +1,13 @@
 """The checks of a :class:`~jaxtrees.experiments.study.declaration.Study`'s declaration: its grid, replicates, names
-and axis, each refused in one sentence naming the study, the field and what is allowed."""
+and axis (and the axis' values per cell, :func:`axis_values`), each refused in one sentence naming the study,
+the field and what is allowed.
+"""
 
 from __future__ import annotations
 
-from jaxtrees.experiments.study.options import Axis
+import numbers
 
+from jaxtrees.experiments.study.options import Axis
 
 def grids(study: str, grid) -> tuple:
     """``grid`` as ``(quick, full)``: one dict serves both sizes."""
@@ -16,7 +19,44 @@ def grids(study: str, grid) -> tuple:
         raise ValueError(f"study {study!r}: grid: the quick and full grids must name the same parameters (only in "
                          f"quick: {sorted(set(grids[0]) - set(grids[1]))}, only in full: "
                          f"{sorted(set(grids[1]) - set(grids[0]))})")
+    for name in grids[1]:
+        grid_values(study, name, [as_list(g[name]) for g in (grids if grids[0] is not grids[1] else grids[1:])])
     return grids
+
+
+def grid_values(study: str, name: str, lists: list) -> None:
+    """ValueError unless each of ``lists`` (a parameter's values in the quick and the full grid) is non-empty, holds
+    each value once, and all are numbers, all booleans or all strings."""
+    where = f"study {study!r}: grid parameter {name!r}"
+    for values in lists:
+        if not values:
+            raise ValueError(f"{where} lists no values: give one value or a non-empty list of them")
+    kinds = {}
+    for value in (v for values in lists for v in values):
+        kind = _kind(value)
+        if kind is None:
+            raise ValueError(f"{where}: the value {value!r} is a {type(value).__name__}; a grid value must be an int, "
+                             f"float, bool or str (it is written to the rows as it is)")
+        kinds.setdefault(kind, value)
+    if len(kinds) > 1:
+        raise ValueError(f"{where} mixes {' and '.join(f'{k} ({v!r})' for k, v in sorted(kinds.items()))} values: "
+                         f"give values of one type (numbers, booleans or strings)")
+    for values in lists:
+        seen = set()
+        for value in values:
+            if value in seen:
+                raise ValueError(f"{where} lists the value {value!r} more than once: a cell would run twice; give "
+                                 f"each value once")
+            seen.add(value)
+
+
+def _kind(value) -> str | None:
+    """"bool", "number" or "string" (Python values only), None for anything else."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)) and type(value).__module__ == "builtins":
+        return "number"
+    return "string" if isinstance(value, str) else None
 
 
 def replicates(study: str, replicates) -> tuple:
@@ -53,6 +93,37 @@ def axis(study: str, axis, parameters) -> Axis:
         raise ValueError(f"study {study!r}: axis {axis.name!r} is a grid parameter; the axis names a column of "
                          f"its own (the trial's outputs run along it)")
     return axis
+
+
+def axis_values(study: str, axis: Axis, cell: dict) -> list:
+    """The cell's axis values (``axis.values(cell)``), or ValueError naming the study, the axis and the cell unless
+    they are a non-empty list of increasing numbers (or distinct strings), each once."""
+    where = f"study {study!r}: axis {axis.name!r} (in the cell {', '.join(f'{k}={v}' for k, v in cell.items())})"
+    try:
+        values = axis.values(cell)
+    except ValueError as e:
+        raise ValueError(f"study {study!r}: axis {axis.name!r}: {e} (in the cell "
+                         f"{', '.join(f'{k}={v}' for k, v in cell.items())})") from None
+    except Exception as e:  # noqa: BLE001 - the user's function: its fault as one sentence, the traceback its cause
+        raise ValueError(f"{where}: values(cell) raised {type(e).__name__}: {e}") from e
+    listed = None if values is None or isinstance(values, (str, bytes, dict)) else _listed(values)
+    if not listed:
+        raise ValueError(f"{where}: values(cell) returned {values!r}; it must return a non-empty list of numbers (or "
+                         f"strings), increasing, each once: one row per value")
+    numeric = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in listed)
+    if not numeric and not all(isinstance(v, str) for v in listed):
+        raise ValueError(f"{where}: values(cell) returned {listed!r}; its values must all be numbers or all strings")
+    if (numeric and any(a >= b for a, b in zip(listed, listed[1:]))) or len(set(listed)) < len(listed):
+        raise ValueError(f"{where}: values(cell) returned {listed!r}; they must be {'increasing, ' if numeric else ''}"
+                         f"each once (a value twice would write two rows of it per trial)")
+    return listed
+
+
+def _listed(values) -> list | None:
+    try:
+        return list(values)
+    except TypeError:
+        return None
 
 
 def as_list(value, split=False) -> list:
