@@ -1,5 +1,5 @@
 """A study file's declaration mistakes are one sentence naming the study (or file), the parameter and what is
-allowed, before anything is written; its syntax error or missing module shows
+allowed, before anything is written; its name is one safe path component; its syntax error or missing module shows
 its own file and line only; a module path the working directory would hold says how to add it."""
 
 import os
@@ -11,7 +11,7 @@ import pytest
 
 import jaxtrees as jt
 from jaxtrees.experiments import loading
-from jaxtrees.experiments.study import Study, configure
+from jaxtrees.experiments.study import Study, configure, validation
 
 
 def _trial(key, params):
@@ -65,6 +65,18 @@ def test_sample_sizes_refuses_an_empty_m_grid():
         jt.sample_sizes({"m_min": 0, "m_max": 16})
 
 
+@pytest.mark.parametrize("name", ["../escape", "", ".hidden", "a/b", "a\\b", "x" * 201, 3, None])
+def test_a_study_name_that_is_not_one_safe_path_component_is_refused(name):
+    with pytest.raises(ValueError, match="is not a safe file name: .* letters, digits, '-', '_' and '.', not "
+                                         "starting with '.'"):
+        Study(name, _trial, {"a": 1}, 2)
+
+
+@pytest.mark.parametrize("name", ["my-study", "juntas_2", "v1.2", "A"])
+def test_safe_names_pass(name):
+    assert validation.study_name(name) == name
+
+
 def _cli(*args, cwd, env=None):
     return subprocess.run([sys.executable, "-m", "jaxtrees.cli", *args], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}, timeout=300)
@@ -80,7 +92,7 @@ STUDY = jt.Study({name!r}, trial, {{"a": {values!r}}}, 2)
 """
 
 
-@pytest.mark.parametrize("name, values", [("s", [1.0, 1.0, 2.0])])
+@pytest.mark.parametrize("name, values", [("../escape", [1.0, 2.0]), ("", [1.0, 2.0]), ("s", [1.0, 1.0, 2.0])])
 def test_a_bad_study_file_is_one_sentence_and_writes_nothing(tmp_path, name, values):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "study.py").write_text(STUDY_FILE.format(name=name, values=values))

@@ -100,6 +100,7 @@ class Study:
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
+        validation.study_name(self.name)
         if not callable(self.trial):
             raise ValueError(f"study {self.name!r}: trial must be callable, got {self.trial!r}")
         set_("grid", validation.grids(self.name, self.grid))

@@ -1,13 +1,33 @@
-"""The checks of a :class:`~jaxtrees.experiments.study.declaration.Study`'s declaration: its grid, replicates, names
-and axis (and the axis' values per cell, :func:`axis_values`), each refused in one sentence naming the study,
+"""The checks of a :class:`~jaxtrees.experiments.study.declaration.Study`'s declaration: its name, grid, replicates,
+names and axis (and the axis' values per cell, :func:`axis_values`), each refused in one sentence naming the study,
 the field and what is allowed.
+
+>>> study_name("../escape")
+Traceback (most recent call last):
+...
+ValueError: study name '../escape' is not a safe file name: it names the results directory OUT/NAME and its figures, so it must be letters, digits, '-', '_' and '.', not starting with '.' (e.g. 'my-study')
 """
 
 from __future__ import annotations
 
 import numbers
+import re
 
 from jaxtrees.experiments.study.options import Axis
+
+#: A study's name: one safe path component (it names OUT/NAME and the figures' files).
+NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}")
+
+
+def study_name(name) -> str:
+    """``name`` unless it is not a safe single path component (letters, digits, '-', '_', '.'; not starting with
+    '.'; not empty; at most 200 characters): ValueError."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ValueError(f"study name {name!r} is not a safe file name: it names the results directory OUT/NAME and "
+                         f"its figures, so it must be letters, digits, '-', '_' and '.', not starting with '.' "
+                         f"(e.g. 'my-study')")
+    return name
+
 
 def grids(study: str, grid) -> tuple:
     """``grid`` as ``(quick, full)``: one dict serves both sizes."""
