@@ -31,7 +31,11 @@ def convert(directory: str) -> str:
                          f"not rows to convert: nothing was changed")
     config = legacy.csv_config(directory)
     if config is None:
-        raise ValueError(f"{directory}: neither metadata.json nor parts/config.json says which run wrote its rows")
+        raise ValueError(f"{directory}: neither metadata.json nor parts/config.json says which run wrote its CSV "
+                         f"rows, so they can be neither converted nor resumed; nothing was changed (the CSV files "
+                         f"stay as they are: restore metadata.json from a copy and convert, or rerun the study into "
+                         f"a new --out)")
+    _check_parameters(directory, config)
     rows = legacy.read(directory, config)
     _check_columns(directory, config, rows)
     files = legacy.csv_files(directory)
@@ -68,6 +72,19 @@ def convert(directory: str) -> str:
             f"{recorded}")
 
 
+def _check_parameters(directory: str, config: dict) -> None:
+    """ValueError unless the old run's grid names this version's parameters of its study (where it is a built-in
+    one), before anything is read or written."""
+    study = studies.STUDIES.get(config.get("study"))
+    grid = config.get("grid")
+    if study is None or not isinstance(grid, dict) or set(grid) == set(study.full):
+        return
+    raise ValueError(f"{directory}: its run's grid ({', '.join(sorted(grid)) or 'none'}) is not the parameters of "
+                     f"this jaxtrees' {config['study']} study ({', '.join(sorted(study.full))}), so its rows cannot "
+                     f"be resumed into; nothing was changed (the CSV files stay as they are, for any CSV reader; "
+                     f"rerun the study into a new --out for rows of this version)")
+
+
 def _check_columns(directory: str, config: dict, rows) -> None:
     """ValueError naming the columns the study writes now that the old rows lack (their trials could not be resumed
     into one dataset), before anything is written."""
@@ -78,7 +95,8 @@ def _check_columns(directory: str, config: dict, rows) -> None:
     if lacking:
         raise ValueError(f"{directory}: its rows lack the column(s) {', '.join(lacking)} that this jaxtrees' "
                          f"{config['study']} study writes, so a run could not resume into them; nothing was changed "
-                         f"(`jaxtrees report` and `export` still read the CSV rows; rerun the study into a new --out)")
+                         f"(`jaxtrees report {directory}` and `jaxtrees export {directory} --csv PATH` still read "
+                         f"the CSV rows as they are; rerun the study into a new --out for rows of this version)")
 
 
 def _record_contract(directory: str, config: dict) -> str:
