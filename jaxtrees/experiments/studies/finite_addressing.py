@@ -119,7 +119,7 @@ def _slope(log2_m, median, k):
     if np.unique(log2_m[inside]).size < 2:
         return float("nan"), float("nan")
     slope, offset = np.polyfit(log2_m[inside], median[inside], 1)
-    return float(slope), float(-offset / slope) if slope else float("nan")
+    return float(slope), float(-offset / slope) if abs(slope) > 1e-9 else float("nan")  # flat: no depth-0 point
 
 
 def _report(rows):
