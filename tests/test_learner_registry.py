@@ -1,5 +1,6 @@
 """The learner registry's descriptions (``learners.ABOUT``, ``info``, ``describe``): every registered learner is
-described, and the Size fields each factory reads, and its access, are the declared ones (checked by recording)."""
+described, the Size fields each factory reads, and its access, are the declared ones (checked by recording:
+``learners.fields_read``), and a user's learner is described like a built-in."""
 
 from __future__ import annotations
 
@@ -9,20 +10,7 @@ from jaxtrees import learners
 from jaxtrees.learners import Size
 
 
-class RecordingSize:
-    """A Size that records which fields are read (each read returns the default Size's value)."""
-
-    def __init__(self):
-        self.read = set()
-
-    def __getattr__(self, name):
-        if name not in Size._fields:
-            raise AttributeError(f"a factory read {name!r}, which is no Size field")
-        self.read.add(name)
-        return getattr(Size(), name)
-
-
-def test_every_registered_learner_is_described():
+def test_every_built_in_learner_is_described():
     missing = set(learners.names()) - set(learners.ABOUT)
     assert not missing, f"registered without an entry in learners.ABOUT (access, Size fields read, cost, what): {missing}"
     assert sorted(learners.ABOUT) == learners.names()
@@ -35,16 +23,41 @@ def test_every_registered_learner_is_described():
 
 @pytest.mark.parametrize("name", learners.names())
 def test_declared_fields_are_the_fields_the_factory_reads(name):
-    size = RecordingSize()
-    learner = learners.get(name, size)  # get hands the factory the size as it is
-    assert size.read == set(learners.info(name)["reads"]), f"{name}: reads {sorted(size.read)}"
-    assert learner.access == learners.info(name)["access"]
+    read, learner = learners.fields_read(learners.entry(name).factory)
+    assert read == learners.info(name)["reads"], f"{name}: reads {read}"
+    assert learner.access == learners.info(name)["access"] and learner == learners.get(name)
 
 
 def test_recording_catches_an_undeclared_read():
-    size = RecordingSize()
-    (lambda s: learners.GreedyTree(learners.GrowthRule(max_depth=min(s.depth, s.n))))(size)
-    assert size.read == {"depth", "n"}
+    read, learner = learners.fields_read(lambda s: learners.GreedyTree(learners.GrowthRule(max_depth=min(s.depth, s.n))))
+    assert read == ("depth", "n") and learner.rule.max_depth == 3
+    with pytest.raises(AttributeError, match="nope"):
+        learners.fields_read(lambda s: s.nope)
+
+
+@pytest.fixture
+def user_learners():
+    """Register two user learners for a test, and unregister them after it."""
+    learners.register("half-id3", lambda s: learners.GreedyTree(learners.GrowthRule(max_depth=max(1, s.depth // 2))),
+                      about="ID3 at half the depth", cost="2^(depth / 2) n m / 32 word ops")
+    learners.register("bare", lambda s: learners.Stump())
+    yield
+    for name in ("half-id3", "bare"):
+        learners.unregister(name)
+
+
+def test_a_users_learner_is_described_like_a_built_in(user_learners):
+    assert learners.info("half-id3") == {"name": "half-id3", "access": "sample", "reads": ("depth",),
+                                         "cost": "2^(depth / 2) n m / 32 word ops", "what": "ID3 at half the depth"}
+    assert learners.info("bare") == {"name": "bare", "access": "sample", "reads": (), "cost": learners.USER,
+                                     "what": learners.USER}
+    lines = learners.describe().splitlines()
+    assert len(lines) == len(learners.names()) + 2
+    assert any(line.startswith("half-id3 ") and line.endswith("ID3 at half the depth") for line in lines)
+    with pytest.raises(ValueError, match="already registered"):
+        learners.register("half-id3", lambda s: learners.Stump())
+    with pytest.raises(ValueError, match="about must be one line"):
+        learners.register("two-lines", lambda s: learners.Stump(), about="a\nb")
 
 
 def test_info_and_describe():

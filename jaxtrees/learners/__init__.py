@@ -13,11 +13,17 @@ access, the :class:`Size` fields its factory reads (tests/test_learner_registry.
 >>> about = info("km")
 >>> about["access"], about["reads"]
 ('query', ('k', 'm', 'n', 'theta'))
+
+A user's learner is first class: ``register(name, factory, about=..., cost=...)`` from a study file, :func:`info` and
+:func:`describe` show it, and :func:`check` (:mod:`~jaxtrees.learners.conformance`) runs the conformance suite on it.
 """
 
+import warnings
+
 from jaxtrees.core.impurity import BUILTIN as _IMPURITIES
-from jaxtrees.learners.base import (ACCESS, Learner, Size, SizingWarning, check_data, coefficient_floor, get, names,
-                                    register, warn_sizing)
+from jaxtrees.learners.base import (ACCESS, Learner, Size, SizingWarning, check_data, coefficient_floor, entry,
+                                    fields_read, get, names, register, unregister, warn_sizing)
+from jaxtrees.learners.conformance import ConformanceError, check
 from jaxtrees.learners.best_first import CART16, BestFirstTree
 from jaxtrees.learners.boosting import AdaBoost
 from jaxtrees.learners.rank import FindMin, find
@@ -109,7 +115,7 @@ register("sgd", _sgd)
 _UNITS = "n bits, m examples (m / 32 words), K = sum_{j <= k} C(n, j) sets of degree <= k"
 _TREE = "2^depth n m / 32 word ops (popcount)"
 
-#: Per registered learner: (access, the Size fields its factory reads, its cost per fit, what it is), one line each.
+#: Per built-in learner: (access, the Size fields its factory reads, its cost per fit, what it is), one line each.
 ABOUT = {
     "id3-entropy": ("sample", ("depth",), _TREE, "GreedyTree: ID3, entropy gains, level-wise to depth"),
     "id3-gini": ("sample", ("depth",), _TREE, "GreedyTree: CART's Gini gains"),
@@ -149,13 +155,27 @@ ABOUT = {
 }
 
 
+#: What :func:`info` shows for a user learner's cost or description that :func:`register` was not told.
+USER = "(user learner)"
+
+
 def info(name: str) -> dict:
     """What the registered learner ``name`` is: ``{"name", "access", "reads", "cost", "what"}`` (``reads``: the
-    :class:`Size` fields its factory reads, sorted)."""
-    if name not in ABOUT:
-        raise ValueError(f"unknown learner {name!r}; registered: {', '.join(names())}")
-    access, reads, cost, what = ABOUT[name]
-    return {"name": name, "access": access, "reads": tuple(sorted(reads)), "cost": cost, "what": what}
+    :class:`Size` fields its factory reads, sorted). A user's learner: its access from the learner its factory
+    makes at the default Size, the fields that factory reads (recorded), ``register``'s ``cost`` and ``about``."""
+    if name in ABOUT:
+        access, reads, cost, what = ABOUT[name]
+        return {"name": name, "access": access, "reads": tuple(sorted(reads)), "cost": cost, "what": what}
+    registered = entry(name)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SizingWarning)
+            reads, learner = fields_read(registered.factory)
+        access = str(getattr(learner, "access", "(no access)"))
+    except Exception as error:  # a description must not fail on a user's factory
+        reads, access = (), f"(factory(Size()) raised {type(error).__name__})"
+    return {"name": name, "access": access, "reads": reads, "cost": registered.cost or USER,
+            "what": registered.about or USER}
 
 
 def describe() -> str:
@@ -168,8 +188,8 @@ def describe() -> str:
     return "\n".join(lines + ["(costs: " + _UNITS + ")"])
 
 
-__all__ = ["ABOUT", "ACCESS", "AdaBoost", "Bagging", "BestFirstTree", "CART16", "FindMin", "GreedyTree", "GrowthRule",
-           "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH", "Parities", "Path",
-           "PopulationTree", "Size", "SizingWarning", "SparseRecovery", "Stump", "check_data", "coefficient_floor",
-           "describe", "find", "follow_path", "get", "grow", "grow_exact", "info", "names", "random_forest", "register",
-           "warn_sizing"]
+__all__ = ["ABOUT", "ACCESS", "AdaBoost", "Bagging", "BestFirstTree", "CART16", "ConformanceError", "FindMin",
+           "GreedyTree", "GrowthRule", "KushilevitzMansour", "Learner", "LowDegree", "MAX_DEPTH", "MAX_PATH_DEPTH",
+           "Parities", "Path", "PopulationTree", "Size", "SizingWarning", "SparseRecovery", "Stump", "USER", "check",
+           "check_data", "coefficient_floor", "describe", "entry", "fields_read", "find", "follow_path", "get", "grow",
+           "grow_exact", "info", "names", "random_forest", "register", "unregister", "warn_sizing"]

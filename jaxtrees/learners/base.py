@@ -39,8 +39,8 @@ class Learner(Protocol):
     - ``"query"``: :class:`~jaxtrees.problems.Queries` (membership queries: f at any input the
       learner chooses; the learner's own hyperparameters set its query budget).
 
-    The conformance suite (tests/test_learner_conformance.py) checks every registered learner with no
-    test edits.
+    Every learner should pass the conformance checks (``learners.check``, :mod:`~jaxtrees.learners.conformance`);
+    tests/test_learner_conformance.py runs them on every registered one with no test edits.
     """
 
     access: str
@@ -141,25 +141,66 @@ def warn_sizing(name: str, field: str, value, why: str, stacklevel: int = 5) -> 
     warnings.warn(f"learner {name!r}: Size {field} = {value!r} {why}", SizingWarning, stacklevel=stacklevel)
 
 
-_REGISTRY: dict[str, Callable[[Size], Learner]] = {}
+class Entry(NamedTuple):
+    """A registered learner: its factory and what :func:`register` was told about it (None: not told)."""
+
+    factory: Callable[[Size], Learner]
+    about: str | None = None  # what it is, one line
+    cost: str | None = None  # its cost per fit, one line
 
 
-def register(name: str, factory: Callable[[Size], Learner]) -> None:
+_REGISTRY: dict[str, Entry] = {}
+
+
+def register(name: str, factory: Callable[[Size], Learner], *, about: str | None = None,
+             cost: str | None = None) -> None:
     """Register a learner under ``name``: ``factory(size)`` returns its configuration for a
     :class:`Size` (studies pass their cell's; the conformance suite the defaults). Factories import
-    lazily, so a registered learner costs nothing until it is asked for."""
+    lazily, so a registered learner costs nothing until it is asked for. ``about`` (what it is) and
+    ``cost`` (per fit), one line each, describe it in ``learners.info`` and ``jaxtrees list --learners``."""
     if name in _REGISTRY:
         raise ValueError(f"a learner named {name!r} is already registered")
-    _REGISTRY[name] = factory
+    for field, text in (("about", about), ("cost", cost)):
+        if text is not None and (not isinstance(text, str) or "\n" in text):
+            raise ValueError(f"{field} must be one line of text, got {text!r}")
+    _REGISTRY[name] = Entry(factory, about, cost)
+
+
+def unregister(name: str) -> None:
+    """Remove the registered learner ``name`` (to register a changed one under the same name)."""
+    entry(name)
+    del _REGISTRY[name]
+
+
+def entry(name: str) -> Entry:
+    """The registry's :class:`Entry` for ``name`` (a ValueError naming the registered ones if there is none)."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown learner {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
 
 
 def get(name: str, size: Size = Size()) -> Learner:
     """The registered learner ``name`` configured for ``size`` (a fresh configuration from its factory)."""
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown learner {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name](size)
+    return entry(name).factory(size)
 
 
 def names() -> list[str]:
     """The registered learners' names, sorted."""
     return sorted(_REGISTRY)
+
+
+class _Recording(Size):
+    """A :class:`Size` that records the fields read from it (``read``); the values are the size's."""
+
+    def __getattribute__(self, name):
+        if name in Size._fields:
+            object.__getattribute__(self, "__dict__").setdefault("read", set()).add(name)
+        return super().__getattribute__(name)
+
+
+def fields_read(factory: Callable[[Size], Learner], size: Size = Size()) -> tuple[tuple[str, ...], Learner]:
+    """``(the Size fields factory(size) reads, sorted; the learner it returns)``, found by recording the reads
+    (a field read by unpacking the tuple is not seen)."""
+    recording = _Recording(*size)
+    learner = factory(recording)
+    return tuple(sorted(recording.__dict__.get("read", ()))), learner
