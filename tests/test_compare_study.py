@@ -198,3 +198,19 @@ def test_theorem2_is_checked_and_marked_for_find_k_and_findmin(tmp_path):
                             for name in ("findmin", "find-k")}}
     compare_report.family_plot(panels, "junta", str(tmp_path / "compare_junta"))
     assert (tmp_path / "compare_junta.png").stat().st_size > 5000
+
+
+def test_the_report_labels_learners_scored_on_a_test_sample_as_estimated():
+    """lmn-k's success is no mistake on test_m fresh points: the map marks it "(est.)" and says what that means;
+    trees, scored exactly, are not marked."""
+    from jaxtrees.experiments.table import Table
+
+    rows = Table({"family": np.array(["junta"] * 4, object), "k": np.array([2] * 4), "n": np.array([8] * 4),
+                  "c": np.array([0.1] * 4), "learner": np.array(["id3-entropy", "id3-entropy", "lmn-k", "lmn-k"], object),
+                  "m": np.array([16, 32, 16, 32]), "success": np.array([1, 1, 1, 1], np.int8),
+                  "error": np.zeros(4, np.float32), "exact": np.array([1, 1, 0, 0], np.int8),
+                  "test_m": np.array([2048] * 4), "cell": np.zeros(4, np.int64), "replicate": np.arange(4)})
+    text = compare_report.report(rows, "")
+    assert "| lmn-k (est.) |" in text and "| id3-entropy |" in text
+    assert "(est.): lmn-k are scored on test_m = 2,048 fresh examples" in text
+    assert compare_report._label("lmn-k", compare_report._estimated(rows)) == "lmn-k (est.)"

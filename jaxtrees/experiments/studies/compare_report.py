@@ -25,8 +25,14 @@ def _c_label(c) -> str:
     return "uniform" if float(c) == 0 else f"c = {float(c):g}"
 
 
-def _label(name: str) -> str:
-    return f"{name} (queries)" if name == "km" else name
+def _label(name: str, estimated=frozenset()) -> str:
+    """A learner's name in a figure: km counts queries; "(est.)" where its error is measured on a test sample."""
+    return f"{name} (queries)" if name == "km" else f"{name} (est.)" if name in estimated else name
+
+
+def _estimated(rows) -> frozenset:
+    """The learners whose errors the rows measure on a test sample (exact = 0), not exactly."""
+    return frozenset(np.unique(np.asarray(rows["learner"])[np.asarray(rows["exact"]) == 0]).tolist())
 
 
 @summary.styled
@@ -35,7 +41,9 @@ def plot(rows, stem):
     for g in tables.rates(rows, ["family", "k", "n", "c", "learner", "m"], "success"):
         panel = curves.setdefault(g["family"], {}).setdefault((g["k"], g["n"], g["c"]), {})
         panel.setdefault(g["learner"], []).append(g)
-    families = [functools.partial(family_plot, panels, family, f"{stem}_{family}") for family, panels in curves.items()]
+    estimated = _estimated(rows)
+    families = [functools.partial(family_plot, panels, family, f"{stem}_{family}", estimated)
+                for family, panels in curves.items()]
     return saving.side_by_side(lambda: _overview_plot(rows, stem), *families)
 
 
@@ -48,7 +56,7 @@ def _overview_plot(rows, stem):
     top = at_max(rows, panel_by, "m")  # each panel's rows at its largest m
     bars = keyed(tables.rates(top, [*panel_by, "c", "learner"], "success"), [*panel_by, "c", "learner"])
     m_tops = group_max(top, panel_by, "m")
-    names = rows.unique("learner")
+    names, estimated = rows.unique("learner"), _estimated(rows)
     fig, axes = summary.figure(len(m_tops), width=5.0, height=1.2 + 0.3 * len(names))
     cs = rows.unique("c")
     height = 0.8 / len(cs)
@@ -63,7 +71,7 @@ def _overview_plot(rows, stem):
                    [max(0.0, groups[name]["high"] - r) if name in groups else 0.0 for r, name in zip(rate, names)]]
             ax.barh(ys, rate, height=height, xerr=err, label=_c_label(c), color=colormaps["tab10"].colors[j % 10],
                     error_kw={"lw": 0.6, "alpha": 0.6})
-        ax.set_yticks(range(len(names)), [_label(name) for name in names])
+        ax.set_yticks(range(len(names)), [_label(name, estimated) for name in names])
         ax.invert_yaxis()
         ax.set_xlim(0, 1.05)
         ax.set_xlabel(f"P[success] at m = {m_top}")
@@ -75,7 +83,7 @@ def _overview_plot(rows, stem):
     return saving.save(fig, stem)
 
 
-def family_plot(panels, family, stem):
+def family_plot(panels, family, stem, estimated=frozenset()):
     """One family's figure: ``panels`` maps (k, n, c) to {learner: its :func:`~jaxtrees.experiments.table.rates`
     over m}, each in sorted order."""
     learners_shown = len({name for curves in panels.values() for name in curves})
@@ -87,7 +95,7 @@ def family_plot(panels, family, stem):
     for ax, ((k, n, c), curves) in zip(axes, panels.items()):
         for i, (name, groups) in enumerate(curves.items()):
             counts += [g["trials"] for g in groups]
-            summary.rate_curve(ax, groups, "m", _label(name), band_alpha=0.08, ms=4, ls=("-", "--", ":")[min(i // 10, 2)])
+            summary.rate_curve(ax, groups, "m", _label(name, estimated), band_alpha=0.08, ms=4, ls=("-", "--", ":")[min(i // 10, 2)])
         bound = theorem2_m(family, k, n)
         top = max((g["m"] for groups in curves.values() for g in groups), default=0)
         note = "" if bound is None else f"\nThm 2 m(0.1, 0.1) = {bound:,.0f}" + ("" if bound <= top else " (beyond)")
@@ -136,6 +144,17 @@ def theorem2_report(rows) -> str:
         "The figures mark that m on every panel of a rank-k family (dash-dot) where it lies within the grid.")
 
 
+def _estimated_note(rows, estimated: set) -> str:
+    """What "(est.)" marks: success as no mistake on a test sample, an estimate, not exact success."""
+    if not estimated:
+        return ""
+    sizes = sorted(set(np.asarray(rows["test_m"]).tolist()))
+    size = ", ".join(f"{int(t):,}" for t in sizes)
+    return (f"(est.): {', '.join(sorted(estimated))} are scored on test_m = {size} fresh examples, not exactly: their "
+            f"success is no mistake on that sample (at 95%, an error below about 3 / {size}), an estimate, never "
+            f"exact success.\n\n")
+
+
 def report(rows, settings_table: str):
     """compare's report; ``settings_table``: the learners' settings (markdown) of the rows."""
     by = ["family", "k", "n", "c"]
@@ -152,11 +171,13 @@ def report(rows, settings_table: str):
         m90[(family, k, n, c, name)] = "-" if reach is None else reach
         top[(family, k, n, c, name)] = best
     cells = tables.cells(rows, by)
+    estimated = _estimated(rows)
+    label = {name: f"{name} (est.)" if name in estimated else name for name in names}
     maps = []
     for family in rows.unique("family"):
         columns = [cell[1:] for cell in cells if cell[0] == family]
         header = ["learner"] + [f"k = {k}, n = {n}, {_c_label(c)}" for k, n, c in columns]
-        table = [[name] + [m90.get((family, *column, name), "") for column in columns] for name in names]
+        table = [[label[name]] + [m90.get((family, *column, name), "") for column in columns] for name in names]
         maps.append(f"#### {PLURALS[family].format(k='k')}\n\n" + summary.markdown_table(header, table))
     findings = []
     for cell in cells:
@@ -183,7 +204,7 @@ def report(rows, settings_table: str):
             "Learnability map: the smallest m of the grid from which a learner succeeds in >= 90% of trials "
             "(\"-\": not within the grid). Success: exact error 0 for trees (exact scoring), no error on the fresh "
             "test sample otherwise; km counts membership queries, population-entropy grows from the distribution "
-            "itself (it succeeds at every m or none).\n\n"
+            "itself (it succeeds at every m or none).\n\n" + _estimated_note(rows, estimated)
             + "\n\n".join(maps)
             + "\n\n### The learners' settings\n\nWhat each learner of the rows ran (the registry's configuration "
             "at the study's size; names ending in -k follow the cell's k).\n\n" + settings_table
