@@ -32,6 +32,8 @@ def main(argv=None) -> int:
                              description="List the built-in studies.", epilog=STUDY_HELP)
     listing.add_argument("--learners", action="store_true",
                          help="list the registered learners: access, the Size fields each reads, cost")
+    listing.add_argument("files", nargs="*", metavar="STUDY_FILE",
+                         help="with --learners: study files whose own learners (jt.learners.register) to list too")
 
     run = sub.add_parser("run", help="run (or resume) a study, then plot and report it", add_help=False,
                          description="Run a study (built-in, or your own file) into OUT/STUDY/ (rows/*.parquet, metadata.json, "
@@ -190,9 +192,15 @@ STUDY_HELP = ("`jaxtrees run STUDY --help` lists STUDY's parameters (meaning, qu
 
 
 def _list(args) -> int:
+    if args.files and not args.learners:
+        raise ValueError("jaxtrees list STUDY_FILE lists a file's learners: add --learners (`jaxtrees run FILE --help` "
+                         "lists its study's parameters)")
     if args.learners:
         from jaxtrees import learners
+        from jaxtrees.experiments import loading
 
+        for path in args.files:  # importing a study file registers its learners
+            loading.load(path)
         print(learners.describe())
         return 0
     from jaxtrees.experiments.studies import STUDIES

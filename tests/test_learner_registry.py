@@ -54,8 +54,10 @@ def test_a_users_learner_is_described_like_a_built_in(user_learners):
     lines = learners.describe().splitlines()
     assert len(lines) == len(learners.names()) + 2
     assert any(line.startswith("half-id3 ") and line.endswith("ID3 at half the depth") for line in lines)
-    with pytest.raises(ValueError, match="already registered"):
-        learners.register("half-id3", lambda s: learners.Stump())
+    with pytest.raises(ValueError, match="already registered .a built-in one"):
+        learners.register("id3-gini", lambda s: learners.Stump())
+    learners.register("half-id3", lambda s: learners.Stump())  # a user's name again (a notebook cell rerun): replaced
+    assert isinstance(learners.get("half-id3"), learners.Stump)
     with pytest.raises(ValueError, match="about must be one line"):
         learners.register("two-lines", lambda s: learners.Stump(), about="a\nb")
 
@@ -76,3 +78,23 @@ def test_info_and_describe():
         assert line.startswith(name + " ")
         cells = [line[a:b].strip() for a, b in zip(columns, columns[1:] + [None])]
         assert cells == [about["access"], ", ".join(about["reads"]) or "-", about["cost"], about["what"]]
+
+
+def test_list_learners_shows_a_study_file_s_own_learner(tmp_path, capsys):
+    """`jaxtrees list --learners FILE`: importing the file registers its learners, listed with the built-in ones."""
+    from jaxtrees import cli
+
+    path = tmp_path / "mine.py"
+    path.write_text('import jaxtrees as jt\n\n'
+                    'jt.learners.register("mine-stump", lambda s: jt.Stump(impurity="gini"), about="a stump of mine")\n\n'
+                    'def trial(key, params):\n    return {"x": params["a"] > 0}\n\n'
+                    'STUDY = jt.Study("mine", trial, grid={"a": [1.0]}, replicates=2)\n')
+    try:
+        assert cli.main(["list", "--learners", str(path)]) == 0
+        out = capsys.readouterr().out
+        assert any(line.startswith("mine-stump ") and line.endswith("a stump of mine") for line in out.splitlines())
+        assert learners.info("mine-stump")["access"] == "sample"
+    finally:
+        learners.unregister("mine-stump")
+    assert cli.main(["list", str(path)]) == 2
+    assert "add --learners" in capsys.readouterr().err

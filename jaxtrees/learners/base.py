@@ -157,13 +157,19 @@ def register(name: str, factory: Callable[[Size], Learner], *, about: str | None
     """Register a learner under ``name``: ``factory(size)`` returns its configuration for a
     :class:`Size` (studies pass their cell's; the conformance suite the defaults). Factories import
     lazily, so a registered learner costs nothing until it is asked for. ``about`` (what it is) and
-    ``cost`` (per fit), one line each, describe it in ``learners.info`` and ``jaxtrees list --learners``."""
-    if name in _REGISTRY:
-        raise ValueError(f"a learner named {name!r} is already registered")
+    ``cost`` (per fit), one line each, describe it in ``learners.info`` and ``jaxtrees list --learners``. A name
+    registered from outside jaxtrees may be registered again (a notebook cell run twice): the new entry replaces it."""
+    if name in _REGISTRY and _builtin(_REGISTRY[name].factory):
+        raise ValueError(f"a learner named {name!r} is already registered (a built-in one: choose another name)")
     for field, text in (("about", about), ("cost", cost)):
         if text is not None and (not isinstance(text, str) or "\n" in text):
             raise ValueError(f"{field} must be one line of text, got {text!r}")
     _REGISTRY[name] = Entry(factory, about, cost)
+
+
+def _builtin(factory) -> bool:
+    """Whether ``factory`` is jaxtrees' own (defined in the package), not a user's."""
+    return (getattr(factory, "__module__", "") or "").split(".")[0] == "jaxtrees"
 
 
 def unregister(name: str) -> None:
