@@ -214,3 +214,23 @@ def test_the_report_labels_learners_scored_on_a_test_sample_as_estimated():
     assert "| lmn-k (est.) |" in text and "| id3-entropy |" in text
     assert "(est.): lmn-k are scored on test_m = 2,048 fresh examples" in text
     assert compare_report._label("lmn-k", compare_report._estimated(rows)) == "lmn-k (est.)"
+
+
+def test_a_users_learner_runs_in_the_atlas_beside_the_registry_s(tmp_path):
+    """compare.with_learners: a learner registered by the user (here: a stump under another name) runs on the
+    atlas' trials beside a built-in one, and on the same samples gives the same rows as the built-in it copies."""
+    from jaxtrees.experiments.studies import compare
+
+    learners.register("my-stump", lambda s: learners.Stump(impurity="gini"), about="a copy of stump-gini")
+    try:
+        study = compare.with_learners(["my-stump", "stump-gini"], name="atlas-mine")
+        config = runner.configure(study, quick=True, overrides={"replicates": 2, "m_max": 32, "family": "junta",
+                                                                 "c": 0.2})
+        rows = runner.read_results(runner.run(study, config, str(tmp_path), progress=False))
+    finally:
+        learners.unregister("my-stump")
+    mine, theirs = (rows.take(np.asarray(rows["learner"]) == name) for name in ("my-stump", "stump-gini"))
+    assert len(mine) == len(theirs) > 0
+    np.testing.assert_array_equal(np.asarray(mine["error"]), np.asarray(theirs["error"]))
+    with pytest.raises(ValueError, match="registered learner names, got \\['nope'\\]"):
+        compare.with_learners(["nope"])

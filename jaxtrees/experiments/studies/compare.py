@@ -8,6 +8,8 @@ docs/studies.md; the figures and report: :mod:`~jaxtrees.experiments.studies.com
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 
@@ -193,7 +195,7 @@ def _working_set(params) -> int:
 
 
 def _check(params):
-    name = checks.choice("learner", params["learner"], LEARNERS)
+    name = checks.choice("learner", params["learner"], learners.names())
     family = checks.choice("family", params["family"], FAMILIES)
     n = checks.integer("n", params["n"], low=2, high=64)
     k = checks.integer("k", params["k"], low=1, high=min(n, 4))
@@ -252,3 +254,16 @@ COMPARE = Study(
                              "learner": learner_program},
                     cpu_opt_level=2, working_set_per_trial=_working_set),
 )
+
+
+def with_learners(names, name: str = "compare-learners") -> Study:
+    """The atlas over ``names`` (registered learners: a user's too, registered before the call) in place of every
+    registered one: ``STUDY = compare.with_learners(["half-id3", "id3-gini", "lmn-k"])`` in a study file."""
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in learners.names()]
+    if not names or unknown:
+        raise ValueError(f"with_learners takes registered learner names, got {unknown or names}; registered: "
+                         f"{', '.join(learners.names())}")
+    grid = tuple({**g, "learner": names} for g in COMPARE.grid)
+    knobs = dataclasses.replace(COMPARE.compile, choices={**COMPARE.compile.choices, "learner": tuple(names)})
+    return dataclasses.replace(COMPARE, name=name, grid=grid, compile=knobs)
