@@ -303,7 +303,7 @@ def test_boosting_theory_section_says_what_can_fail(tmp_path):
     # test error 0.2 at round 58 of every split: ln 20 / 0.2 = 15.0
     assert "- [vacuous] 004 Eq. 1 as 004 states it: after T = ceil(ln m / (2 gamma^2)) rounds err(H) <= " in theory_part
     assert "bound / test error at round T >= decision stumps: 15 in the 2 of 2 splits that reach T; 2-parities: 15 " \
-           "in the 2 of 2 splits that reach T: vacuous at every size." in theory_part
+           "in the 2 of 2 splits that reach T: untestable as printed" in theory_part
     assert "3-parities" not in theory_part and "CART-16" not in theory_part and "holds in" not in theory_part
     b = boosting.bounds(rows)
     assert b["stumps"]["rounds"][0] == 231 and b["parity2"]["rounds"][0] == 103 and b["stumps"]["printed"][0] == 58

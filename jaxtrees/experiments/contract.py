@@ -31,10 +31,9 @@ JAX_SETTINGS = ("jax_default_prng_impl", "jax_threefry_partitionable", "jax_rand
 #: Package modules that never run inside a trial (arguments, figures, reports, progress, reading rows): editing
 #: them does not change the source digest (a path ending in "/": the whole folder). Everything else under
 #: ``jaxtrees/`` does, data files included.
-PRESENTATION = ("cli.py", "sklearn.py", "experiments/report/", "experiments/reporting.py", "experiments/convert.py",
-                "experiments/run/progress.py", "experiments/results/legacy.py", "experiments/studies/theory.py",
-                "experiments/studies/verdicts.py",
-                "experiments/studies/verdicts.py",
+PRESENTATION = ("cli.py", "cli_help.py", "sklearn.py", "sklearn_base.py", "sklearn_ensembles.py", "experiments/report/",
+                "experiments/reporting.py", "experiments/convert.py", "experiments/run/progress.py",
+                "experiments/results/legacy.py", "experiments/studies/theory.py", "experiments/studies/verdicts.py",
                 "experiments/studies/gd_scaling_report.py", "experiments/studies/gd_scaling_fits.py",
                 "experiments/studies/learning_report.py", "experiments/studies/signal_report.py",
                 "experiments/studies/counterexamples_report.py", "experiments/studies/compare_report.py",
