@@ -3,7 +3,8 @@
 :func:`figure` declares it in one line (``jt.figure(x="m", hue="c", col="n")``, a frozen :class:`FigureSpec`); what
 it leaves out :func:`arranged` chooses: where a panel would hold more than :data:`MAX_LINES` lines, the parameters
 with the fewest values that bring it within go to small multiples (one panel per value, shared axes). The lines get
-the Okabe-Ito colour-blind-safe palette and a marker each (:func:`style`).
+the Okabe-Ito colour-blind-safe palette and a marker each (:func:`style`); past :data:`MAX_PANELS` panels the rest are
+pooled into one summary line each (:func:`pooled`).
 
 >>> figure(x="m", hue="c", col="n")
 FigureSpec(x='m', hue=('c',), col=('n',), outputs=None)
@@ -16,6 +17,8 @@ import math
 
 #: At most this many lines in a panel before :func:`arranged` splits it into small multiples.
 MAX_LINES = 6
+#: At most this many small multiples per output; past it :func:`pooled` summarizes them in one panel.
+MAX_PANELS = 16
 #: Okabe & Ito's colour-blind-safe palette (https://jfly.uni-koeln.de/color/), yellow last (faint on white).
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
 #: A distinct marker per line (shifted by one in each further round of colours).
@@ -58,6 +61,18 @@ def arranged(series: list, values: dict, spec: FigureSpec | None = None) -> tupl
         lines.remove(chosen)
         col.append(chosen)
     return lines, [p for p in series if p in col]
+
+
+def pooled(hue: list, col: list, values: dict) -> tuple[list, list, list]:
+    """``(hue, col, pooled)``: :func:`arranged`'s choice, but where it gives more than :data:`MAX_PANELS` panels (or
+    more than ``MAX_PANELS`` lines) their parameters pooled: a line per remaining combination, its median over the
+    pooled ones with their range as a band, so that a figure's work is bounded whatever the grid."""
+    hue, col, pool = list(hue), list(col), []
+    for names in (col, hue):
+        while _count(names, values) > MAX_PANELS:  # the parameter of the most values first
+            pool.append(max(names, key=lambda p: len(values[p])))
+            names.remove(pool[-1])
+    return hue, col, pool
 
 
 def _count(names: list, values: dict) -> int:

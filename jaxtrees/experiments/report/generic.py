@@ -33,6 +33,9 @@ LABELS = ("exact", "test_points")
 CENSORED = "_censored"
 #: Integer outputs whose groups x distinct values fit this many counters get their medians by counting, not sorting.
 COUNTING_CELLS = 2**22
+#: Up to this many groups the bootstrap intervals are drawn for every group at once (one seeded stream); past it each
+#: group's on its first use (a stream per group), so a grid of 10^6 cells pays for the groups it shows, not for all.
+EAGER_BOOTSTRAP = 4096
 
 
 class Layout(NamedTuple):
@@ -195,8 +198,10 @@ def _means(codes, size: int, values) -> Stats:
     half = np.where(count > 1, half, np.nan)
     low, high = mean - half, mean + half
     bounded = bool(x.size) and 0 <= x.min() and x.max() <= 1
-    if bounded:
+    if bounded and size <= EAGER_BOOTSTRAP:
         low, high = _bootstrap(codes, x, count)
+    elif bounded:
+        low, high = Bootstrapped(codes, x, count).bounds()
     nan, inf, left_out = _left_out(size, present)
     return Stats(count, mean, low, high, _medians(codes, values, count), nan, inf, left_out, bounded)
 
@@ -216,18 +221,66 @@ def _bootstrap(codes, x: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.
     return bounds[0], bounds[1]
 
 
+class Bootstrapped:
+    """:func:`_bootstrap`'s intervals per group, each drawn on its first use (its own seeded stream: the same whichever
+    groups are used, and in whatever order); :meth:`bounds` gives ``(low, high)``, indexable like arrays."""
+
+    def __init__(self, codes, x: np.ndarray, count: np.ndarray):
+        self.codes, self.x, self.count, self.order = codes, x, count, None
+        self.values = np.full((2, len(count)), np.nan)
+        self.done = count <= 1  # one value or none: no interval
+
+    def bounds(self) -> tuple:
+        return _Bound(self, 0), _Bound(self, 1)
+
+    def need(self, index) -> None:
+        """Draw the intervals of the groups ``index`` (an index of the groups' arrays) not drawn yet."""
+        wanted = np.unique(np.arange(len(self.count))[index] if isinstance(index, slice) else np.asarray(index))
+        todo = wanted[~self.done[wanted]]
+        if not todo.size:
+            return
+        if self.order is None:
+            self.order = np.argsort(self.codes, kind="stable")
+        ends = np.cumsum(self.count)
+        for g in todo.tolist():
+            members = self.x[self.order[ends[g] - self.count[g]:ends[g]]]
+            distinct, times = np.unique(members, return_counts=True)
+            means = np.random.default_rng([0, g]).multinomial(members.size, times / members.size, size=RESAMPLES) \
+                @ distinct / members.size
+            self.values[:, g] = np.quantile(means, [0.025, 0.975])
+        self.done[todo] = True
+
+
+class _Bound:
+    """One side of :class:`Bootstrapped`'s intervals: ``bound[index]`` draws what it reads."""
+
+    def __init__(self, source: Bootstrapped, side: int):
+        self.source, self.side = source, side
+
+    def __getitem__(self, index):
+        self.source.need(index)
+        return self.source.values[self.side][index]
+
+    def __len__(self) -> int:
+        return len(self.source.count)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self[:], dtype)
+
+
 def _medians(codes, values: np.ndarray, count: np.ndarray) -> np.ndarray:
     """Per group np.median's median of ``values`` (NaN for an empty group): integers of a small range by counting,
-    other values by one sort of the rows by group (no sort by value)."""
+    other values by one sort of the rows by group and value, then the middle one or two of each group."""
     if values.dtype.kind in "biu" and values.size:
         low, high = int(values.min()), int(values.max())
         if (high - low + 1) * len(count) <= COUNTING_CELLS:
             return _counted_medians(codes, values, count, low, high - low + 1)
-    order = np.argsort(codes.astype(np.uint16) if len(count) <= 2**16 else codes, kind="stable")  # 16 bits: radix
-    ordered = values[order].astype(np.float64, copy=False)  # the groups one after the other, then one partition each
-    ends = np.cumsum(count)
-    return np.array([np.median(ordered[start:end]) if end > start else np.nan
-                     for start, end in zip(ends - count, ends)], np.float64)
+    by_value = np.argsort(values, kind="stable")  # then by group, stably: the groups in turn, each sorted
+    ordered = values.astype(np.float64, copy=False)[by_value[np.argsort(codes[by_value], kind="stable")]]
+    starts = np.cumsum(count) - count
+    lower, upper = (ordered[np.minimum(starts + rank, max(len(ordered) - 1, 0))] if len(ordered) else
+                    np.zeros(len(count)) for rank in ((count - 1) // 2, count // 2))
+    return np.where(count > 0, (lower + upper) / 2, np.nan)
 
 
 def _counted_medians(codes, values: np.ndarray, count: np.ndarray, low: int, span: int) -> np.ndarray:

@@ -3,7 +3,8 @@
 :func:`plot` writes it (PNG and SVG) from the rows and the spec alone (:mod:`~jaxtrees.experiments.report.generic`
 groups them): a rate with its Wilson band, a mean with its 95% band and its median dashed, a censored output's
 product-limit median with its band (and its censored share in a panel of its own); a categorical x gets points side
-by side with error bars. Where a panel would hold more than 6 lines, small multiples (:mod:`.figure_spec`).
+by side with error bars. Where a panel would hold more than 6 lines, small multiples (:mod:`.figure_spec`); past 16
+of them, one panel of each line's median over the parameters pooled, their range as a band (bounded work at any grid).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _figure(rows, spec: dict, figure: figure_spec.FigureSpec | None = None):
     layout, groups = generic.prepared(rows, spec)
     names = [n for n in (figure.outputs if figure and figure.outputs else groups.stats) if n in groups.stats]
     values = {p: sorted({key[i] for key in groups.keys}, key=summary.natural_key) for i, p in enumerate(layout.series)}
-    hue, col = figure_spec.arranged(layout.series, values, figure)
+    hue, col, pool = figure_spec.pooled(*figure_spec.arranged(layout.series, values, figure), values)
     picks = [[layout.series.index(p) for p in names_] for names_ in (hue, col)]
     hues = sorted({tuple(k[i] for i in picks[0]) for k in groups.keys}, key=lambda v: [summary.natural_key(x) for x in v])
     panels = sorted({tuple(k[i] for i in picks[1]) for k in groups.keys},
@@ -46,9 +47,19 @@ def _figure(rows, spec: dict, figure: figure_spec.FigureSpec | None = None):
     xs, ticks = _positions(groups.keys, layout)
     fig, grid = _panels(len(names), len(panels))
     label = generic.exactness_text(generic.exactness(rows))
+    lines = _lines(groups.keys, picks) if pool else None
     for row, name in zip(grid, names):
         stats, kind = groups.stats[name], groups.kinds[name]
         draw = _DRAW.get(kind, _mean_series)
+        if pool:
+            _pooled_row(row, panels, hues, groups.stats[name], kind, lines, xs, layout, hue)
+            for j, (ax, panel) in enumerate(zip(row, panels)):
+                where = "; ".join(filter(None, [generic.assignment_text(col, panel), _pool_text(pool, values)]))
+                _dress(ax, name, kind, spec, layout, ticks, where, label if "error" in name.lower() else "", j == 0)
+                if j == 0:
+                    what = {"bool": f"P[{name}]", "share": f"P[{name}]", "censored": f"{name}: median"}
+                    ax.set_ylabel(f"{what.get(kind, f'{name}: mean')} per combination\n(median; band: range)")
+            continue
         for j, (ax, panel) in enumerate(zip(row, panels)):
             lines = {}
             for g, key in enumerate(groups.keys):
@@ -66,6 +77,51 @@ def _figure(rows, spec: dict, figure: figure_spec.FigureSpec | None = None):
         summary.legend(fig, axes)
     summary.suptitle(fig, _title(spec, layout, groups.sizes))
     return fig
+
+
+def _lines(keys: list, picks: list) -> tuple[np.ndarray, dict]:
+    """Per group the index of its line (its panel's and its hue's values), and those lines: (panel, hue) -> index."""
+    lines: dict = {}
+    return np.array([lines.setdefault((tuple(key[i] for i in picks[1]), tuple(key[i] for i in picks[0])), len(lines))
+                     for key in keys], np.int64), lines
+
+
+def _pooled_row(row, panels: list, hues: list, stats, kind: str, lines: tuple, xs: list, layout: generic.Layout,
+                hue: list):
+    """An output's panels where parameters are pooled: per line (hue) of each panel the median over the pooled
+    combinations of each group's value (a rate, a mean, a product-limit median) at each x, their range as a band."""
+    value = np.asarray(stats.median if kind == "censored" else stats.centre, np.float64)
+    shown = np.flatnonzero((np.asarray(stats.count) > 0) & np.isfinite(value))
+    line, lines = lines[0][shown], lines[1]
+    at = np.asarray(xs, np.float64)[shown]
+    positions, x_index = np.unique(at, return_inverse=True)
+    code = line * len(positions) + x_index
+    order = np.lexsort((value[shown], code))
+    code, ordered = code[order], value[shown][order]
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if code.size else np.zeros(0, np.int64)
+    count = np.diff(np.r_[starts, code.size])
+    median = (ordered[starts + (count - 1) // 2] + ordered[starts + count // 2]) / 2
+    low, high = ordered[starts], ordered[starts + count - 1]
+    which = code[starts] // len(positions) if code.size else code
+    for (panel, h), index in lines.items():
+        ax, i = row[panels.index(panel)], hues.index(h)
+        mine = which == index
+        x = positions[code[starts][mine] % len(positions)]
+        style = figure_spec.style(i)
+        label = generic.assignment_text(hue, h) or "all"
+        if layout.numeric:
+            drawn, = ax.plot(x, median[mine], ls="-", ms=4 if x.size <= MAX_TICKS * 4 else 0, label=label, **style)
+            ax.fill_between(x, low[mine], high[mine], color=drawn.get_color(), alpha=_alpha(len(hues)))
+        else:
+            x = _dodged(list(x), i, len(hues))
+            yerr = np.stack([median[mine] - low[mine], high[mine] - median[mine]])
+            ax.errorbar(x, median[mine], yerr=yerr, ls="none", ms=6, capsize=3, label=label, **style)
+
+
+def _pool_text(pool: list, values: dict) -> str:
+    """What a pooled panel shows: the median over the pooled parameters' combinations, their range as the band."""
+    combinations = int(np.prod([len(values[p]) for p in pool]))
+    return f"median over {combinations:,} combinations of {', '.join(pool)} (band: their range)"
 
 
 def _panels(outputs: int, panels: int):

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.report import compare_rates, generic, summary
 
 #: The rate a sample size must reach in the report's "m for 90%".
 LEVEL = 0.9
+#: At most this many lines in a table (the first, in table order); the statements about all of them (the comparison's
+#: tally, the NaN counts) still count every group, so a report of 10^6 cells costs what it shows.
+MAX_ROWS = 1000
+#: At most this many of a condition's values get a column (and a verdict line) in its comparison; the rest are tallied.
+MAX_COLUMNS = 16
 
 
 def report(rows, spec: dict, *, condition: str | None = None) -> str:
@@ -105,7 +111,7 @@ def _output_section(name: str, stats: generic.Stats, keys: list, spec: dict, lay
     NaN and inf values a group left out in a column of their own where there are any."""
     columns = [*layout.series, *([layout.x] if layout.x else [])]
     left = stats.left_out if stats.left_out is not None else np.zeros_like(stats.count)
-    order = [g for g in _table_order(keys, layout) if stats.count[g] or left[g]]
+    order, more = _shown(_table_order(keys, layout), (np.asarray(stats.count) > 0) | (np.asarray(left) > 0))
     extra = ["NaN/inf"] if stats.left_out is not None else []
     if generic.is_bool(spec, name):
         header = [*columns, "rate [95% Wilson]", "trials", *extra]
@@ -122,22 +128,35 @@ def _output_section(name: str, stats: generic.Stats, keys: list, spec: dict, lay
             text += f" The errors are {generic.exactness_text(label)}."
     for line, g in zip(table, order):
         line.extend([int(left[g])] if extra else [])
+    text += more
     meaning = spec.get("meanings", {}).get(name)
     return summary.section(name, f"{name}: {meaning}\n\n{text}" if meaning else text, header, table)
+
+
+def _shown(order: list, present: np.ndarray, what: str = "groups") -> tuple[list, str]:
+    """The first :data:`MAX_ROWS` of ``order`` where ``present``, and a sentence saying how many were left out ("" where
+    none were)."""
+    order = np.asarray(order, np.int64)
+    order = order[present[order]] if order.size else order
+    if order.size <= MAX_ROWS:
+        return order.tolist(), ""
+    return order[:MAX_ROWS].tolist(), (f" The table shows the first {MAX_ROWS:,} of its {order.size:,} {what} (every "
+                                       f"row: `jaxtrees export`).")
 
 
 def _censored_section(name: str, stats, keys: list, spec: dict, layout: generic.Layout) -> str:
     """A censored output's table: per group its censored share, product-limit median [95%] and quartiles."""
     columns = [*layout.series, *([layout.x] if layout.x else [])]
+    order, more = _shown(_table_order(keys, layout), np.asarray(stats.count) > 0)
     table = [[*map(generic.value_text, keys[g]), f"{stats.censored[g]:,} of {stats.count[g]:,} "
               f"({stats.censored[g] / stats.count[g]:.0%})", _censored_value(stats.median[g], stats, g),
               f"[{_censored_value(stats.low[g], stats, g)}, {_censored_value(stats.high[g], stats, g)}]",
               f"{_censored_value(stats.q1[g], stats, g)} – {_censored_value(stats.q3[g], stats, g)}"]
-             for g in _table_order(keys, layout) if stats.count[g]]
+             for g in order]
     text = (f"{name} is censored ({name}{generic.CENSORED}: the budget ran out), so it has no mean. Per group: the "
             f"censored trials, and the Kaplan-Meier (product-limit) median with its 95% interval (Greenwood's, log "
             f"scale) and quartiles; \"> B\" where the censoring at budget B leaves the value unknown, \"not reached\" "
-            f"where no budget is known.")
+            f"where no budget is known.{more}")
     meaning = spec.get("meanings", {}).get(name)
     header = [*columns, "censored", "median", "95% interval", "quartiles"]
     return summary.section(name, f"{name}: {meaning}\n\n{text}" if meaning else text, header, table)
@@ -154,7 +173,8 @@ def _censored_value(value: float, stats, g: int) -> str:
 def _m90_section(name: str, stats: generic.Stats, keys: list, layout: generic.Layout) -> str:
     """Per combination of the series: the smallest x from which the rate of ``name`` stays >= 90%."""
     x, table = layout.x, []
-    for _, members in generic.series_groups(keys, layout, stats):
+    series = generic.series_groups(keys, layout, stats)
+    for _, members in series[:MAX_ROWS]:
         points = [(keys[g][-1], stats.centre[g]) for g in members]
         reached = summary.threshold(points, LEVEL)
         line = list(map(generic.value_text, keys[members[0]][:-1]))
@@ -176,7 +196,8 @@ def _m90_section(name: str, stats: generic.Stats, keys: list, layout: generic.La
     text = f"Per combination: the smallest {x} from which the rate of {name} stays >= {LEVEL:g} at every larger {x} " \
            f"of the grid, its 95% interval (percentile bootstrap, each point's successes redrawn binomially; \"> " \
            f"largest {x}\": not reached within the grid in that share of the resamples), and the lower bound of the " \
-           f"rate's 95% Wilson interval at that {x}."
+           f"rate's 95% Wilson interval at that {x}." + (f" The table shows the first {MAX_ROWS:,} of the "
+                                                         f"{len(series):,} combinations." if len(series) > MAX_ROWS else "")
     return summary.section(f"{name}: {x} for {LEVEL:.0%}", text,
                            [*layout.series, f"{x} for {LEVEL:.0%}", "95% interval", f"Wilson lower bound at that {x}"],
                            table)
@@ -198,29 +219,54 @@ def _comparison(name: str, stats: generic.Stats, keys: list, layout: generic.Lay
         cells.setdefault(key[:at] + key[at + 1:], {})[key[at]] = g
     others = by[:at] + by[at + 1:]
     order = sorted(cells, key=lambda cell: [summary.natural_key(v) for v in cell])
-    first, table, tally = values[0], [], {v: [0, 0, 0] for v in values[1:]}
-    for cell in order:
+    first, table, tally = values[0], [], {}
+    firsts = _index([cells[cell].get(first) for cell in order])
+    counts, centres = np.append(np.asarray(stats.count), 0), np.append(np.asarray(stats.centre, np.float64), 0.0)
+    differences = {v: _differences(counts, centres, _index([cells[cell].get(v) for cell in order]), firsts)
+                   for v in values[1:]}
+    for v, (d, low, high) in differences.items():
+        known = np.isfinite(d)
+        up, down = int(np.count_nonzero(known & (low > 0))), int(np.count_nonzero(known & (high < 0)))
+        tally[v] = [up, down, int(np.count_nonzero(known)) - up - down]
+    shown = values[1:MAX_COLUMNS + 1]
+    for i, cell in enumerate(order[:MAX_ROWS]):
         line = list(map(generic.value_text, cell))
-        for v in values[1:]:
-            a, b = cells[cell].get(v), cells[cell].get(first)
-            if a is None or b is None or not stats.count[a] or not stats.count[b]:
-                line.append("—")
-                continue
-            d, low, high = compare_rates.difference(*_counts(stats, a), *_counts(stats, b))
-            tally[v][0 if low > 0 else 1 if high < 0 else 2] += 1
-            line.append(f"{d:+.2f} [{low:+.2f}, {high:+.2f}]")
+        for d, low, high in (differences[v] for v in shown):
+            line.append("—" if not np.isfinite(d[i]) else f"{d[i]:+.2f} [{low[i]:+.2f}, {high[i]:+.2f}]")
         table.append(line)
     verdicts = [f"{condition} = {generic.value_text(v)}: higher in {up} and lower in {down} of {up + down + none} cells "
-                f"(95% interval above or below 0), undecided in {none}" for v, (up, down, none) in tally.items()]
+                f"(95% interval above or below 0), undecided in {none}" for v, (up, down, none) in tally.items()
+                if v in shown]
+    if len(values) - 1 > len(shown):
+        up, down, none = (sum(tally[v][i] for v in values[len(shown) + 1:]) for i in range(3))
+        verdicts.append(f"the other {len(values) - 1 - len(shown):,} values of {condition} (no column): higher in {up:,} "
+                        f"and lower in {down:,} of {up + down + none:,} comparisons, undecided in {none:,}")
     text = (f"Does {condition} change the rate of {name}? Per cell of {_and(others) if others else 'the rows'}: the rate "
             f"at each {condition} minus the rate at {condition} = {generic.value_text(first)}, with Newcombe's 95% "
-            f"interval (hybrid score, from the two Wilson intervals).\n\n" + ";\n".join(verdicts) + ".")
-    header = [*others, *(f"{condition} = {generic.value_text(v)} − {generic.value_text(first)}" for v in values[1:])]
+            f"interval (hybrid score, from the two Wilson intervals).\n\n" + ";\n".join(verdicts) + "." +
+            (f" The table shows the first {MAX_ROWS:,} of the {len(order):,} cells." if len(order) > MAX_ROWS else ""))
+    header = [*others, *(f"{condition} = {generic.value_text(v)} − {generic.value_text(first)}" for v in shown)]
     return summary.section(f"{name}: by {condition}", text, header, table)
 
 
-def _counts(stats: generic.Stats, g: int) -> tuple[int, int]:
-    return int(round(stats.centre[g] * stats.count[g])), int(stats.count[g])
+def _index(groups: list) -> np.ndarray:
+    """The groups as an index array, a missing one (None) as -1 (:func:`_differences`' last entry: no trials)."""
+    return np.array([-1 if g is None else g for g in groups], np.int64)
+
+
+def _differences(count: np.ndarray, centre: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple:
+    """``(d, low, high)`` arrays: :func:`~.compare_rates.difference` of the rates of groups ``a`` and ``b`` pairwise
+    (the same numbers, elementwise), from the groups' ``count`` and ``centre`` with a last entry of no trials (index
+    -1: a missing group); NaN where either has no trials."""
+    n1, n2 = count[a], count[b]
+    k1, k2 = np.rint(centre[a] * n1), np.rint(centre[b] * n2)
+    present = (n1 > 0) & (n2 > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p1, p2 = k1 / n1, k2 / n2
+        (l1, u1), (l2, u2) = tables.wilson(k1, n1, generic.Z), tables.wilson(k2, n2, generic.Z)
+        d = p1 - p2
+        low, high = d - np.hypot(p1 - l1, u2 - p2), d + np.hypot(u1 - p1, p2 - l2)
+    return tuple(np.where(present, v, np.nan) for v in (d, low, high))
 
 
 def _table_order(keys: list, layout: generic.Layout) -> list[int]:
