@@ -38,7 +38,7 @@ def convert(directory: str) -> str:
     _check_parameters(directory, config)
     rows = legacy.read(directory, config)
     _check_columns(directory, config, rows)
-    files = legacy.csv_files(directory)
+    csv_files = legacy.csv_files(directory)
     rows_dir = os.path.join(directory, "rows")
     os.makedirs(rows_dir, exist_ok=True)
     removed = [os.path.join(rows_dir, n) for n in sorted(os.listdir(rows_dir)) if n.startswith("part-")]
@@ -58,10 +58,10 @@ def convert(directory: str) -> str:
         os.remove(path)
         raise ValueError(f"{directory}: the converted rows did not read back whole; nothing was removed")
     recorded = _record_contract(directory, config)
-    for old in files:
+    for old in csv_files:
         os.remove(old)
     parts = os.path.join(directory, "parts")
-    gone = list(files)
+    gone = list(csv_files)
     if os.path.isdir(parts):
         for name in os.listdir(parts):
             os.remove(os.path.join(parts, name))
