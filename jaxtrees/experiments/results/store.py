@@ -62,8 +62,10 @@ class Store:
         config = json.loads(json.dumps(config))
         legacy = os.path.join(self.directory, "parts")
         if os.path.isdir(legacy) and any(n.endswith(".csv") for n in os.listdir(legacy)):
-            raise ValueError(f"{self.directory} holds CSV rows of an earlier jaxtrees; convert them first with "
-                             f"`jaxtrees convert {self.directory}` (then rerunning resumes), or choose another --out")
+            raise ValueError(f"{self.directory} holds CSV rows of an earlier jaxtrees, which a run cannot resume into: "
+                             f"`jaxtrees convert {self.directory}` rewrites them as Parquet where they match this "
+                             f"version's study (then rerunning resumes; it says what to do where they do not), and "
+                             f"`jaxtrees report` / `export` read them as they are; or choose another --out")
         try:
             os.makedirs(self.rows, exist_ok=True)
         except OSError as e:
