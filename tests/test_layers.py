@@ -26,7 +26,7 @@ LAYERS = {"core": 1, "hypotheses": 2, "fourier": 3, "targets": 4, "problems": 5,
 FLOORS = {"contract": 1, "table": 1, "study": 2, "report": 3, "studies": 4, "results": 5, "run": 6, "loading": 7,
           "reporting": 7, "convert": 7, "api": 7}
 #: Ranks inside a folder of experiments/ where the order matters: a module imports only those before it.
-INNER = {"results": ("writer", "layout", "legacy", "files", "reading", "store"),
+INNER = {"results": ("ending", "writer", "layout", "legacy", "files", "reading", "store"),
          "run": ("progress", "xla_cache", "programs", "keeper", "distributed", "compiled", "workers", "memory",
                  "pacing", "job", "runner")}
 #: Modules allowed over :data:`LINE_BUDGET` lines, each with its reason; the list only shrinks.

@@ -9,9 +9,12 @@ store (resume, growth), figures and report; the rows back as a pyarrow Table.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
+
+from jaxtrees.experiments.results import ending
 
 
 def run(study, out: str = "results", *, quick: bool = False, set: dict | None = None, config: str | dict | None = None,
@@ -28,6 +31,8 @@ def run(study, out: str = "results", *, quick: bool = False, set: dict | None = 
     from jaxtrees.experiments.run import programs, runner
     from jaxtrees.experiments.study.probe import probe
 
+    atexit.unregister(ending.settle)  # once: no thread or pool of the run left running when the interpreter ends
+    atexit.register(ending.settle)
     study, origin = resolve(study)
     prepare()
     overrides, seed = overrides_of(set, config, seed)

@@ -320,6 +320,8 @@ def prefetched(invocation: str, devices):
     if store is None or devices is None:
         yield
         return
+    # the devices too: a program loaded onto more or fewer devices than it was compiled for aborts the process
+    invocation = json.dumps([invocation, [(d.id, d.platform, d.device_kind, d.process_index) for d in devices]])
     keys = store.recent(invocation)
     mine = {key: _Ahead(devices) for key in dict.fromkeys(keys)}
     _ahead.update(mine)
