@@ -1,8 +1,71 @@
-"""The ``jaxtrees`` command's entry point, outside the package so that it loads before JAX: Ctrl-C while jaxtrees and
-JAX are imported (about a second) ends the command with one line and exit 130, not a traceback of the import; so
-does too little memory to load them (exit 1)."""
+"""The ``jaxtrees`` command's entry point, outside the package so that it loads before JAX: Ctrl-C at any moment ends
+the command with one line and exit 130, and too little memory to load jaxtrees and JAX with one line and exit 1.
 
+Its handler, installed by its first instruction, raises KeyboardInterrupt only where that is safe: inside a C
+extension's initialization (numpy's ImportError), a garbage collector's callback or a finalizer (where the interrupt is
+printed and lost: JAX's ``_xla_gc_callback``), or before :func:`console` runs, the signal is sent again :data:`RETRY`
+seconds later, until it lands where it is raised; interrupted while loading, the process ends without the teardown of
+its half-imported modules.
+"""
+
+import _thread
+import gc
+import os
+import signal
 import sys
+import threading
+
+#: Seconds after which a Ctrl-C that landed where it could not be raised is sent again.
+RETRY = 0.02
+#: ... at most this many times before :func:`console` runs.
+EARLY = 100
+#: Code objects that run inside the garbage collector or a finalizer: an exception there is printed and dropped.
+_DROPPED = frozenset({"__del__", "_xla_gc_callback"})
+_state = {"entered": False, "deferred": False, "finished": False, "early": 0}
+
+
+def _unsafe(frame) -> bool:
+    """Whether a KeyboardInterrupt raised in ``frame`` would be lost, or break a C extension being initialized."""
+    if not _state["entered"]:  # between this module's import and console() (held a while only: a process that
+        _state["early"] += 1   # imports it without calling console keeps its Ctrl-C)
+        return _state["early"] <= EARLY
+    callbacks = {getattr(c, "__code__", None) for c in gc.callbacks}
+    while frame is not None:
+        code = frame.f_code
+        if (code.co_name in _DROPPED or code in callbacks or code.co_filename.endswith("weakref.py")
+                or type(frame.f_locals.get("self")).__name__ == "ExtensionFileLoader"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupt(number, frame):
+    """SIGINT: KeyboardInterrupt where it is safe (:func:`_unsafe`), else the same signal again in RETRY seconds."""
+    if _state["finished"]:
+        return  # the command's work is done: it ends with its own code
+    if _unsafe(frame):
+        _state["deferred"] = True
+        signal.setitimer(signal.ITIMER_REAL, RETRY)
+        return
+    _settled()
+    raise KeyboardInterrupt
+
+
+def _settled():
+    """No Ctrl-C held any more: the timer of :func:`_interrupt` stopped (it would end the process by SIGALRM)."""
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    _state["deferred"] = False
+
+
+def _again(number, frame):
+    """The timer of :func:`_interrupt`: SIGINT to whatever handles it now (a run holds it until its calls end)."""
+    _state["deferred"] = False
+    _thread.interrupt_main(signal.SIGINT)
+
+
+if threading.current_thread() is threading.main_thread():
+    signal.signal(signal.SIGALRM, _again)
+    signal.signal(signal.SIGINT, _interrupt)
 
 #: The address space (``ulimit -v``) below which the command refuses to start: loading JAX and compiling a quick
 #: study's program took 1.5-1.9 GB of it (2-core x86-64, jaxlib 0.10.2), and below that the failures are out of
@@ -11,20 +74,33 @@ MIN_ADDRESS_SPACE_MB = 2048
 
 
 def console() -> None:
-    """Import :mod:`jaxtrees.cli` and run its ``console``; an interrupt during the import is one line, and so is an
-    address space too small to load JAX in."""
+    """:func:`jaxtrees.cli.main`, then :func:`jaxtrees.cli.exit_now` with its code; an interrupt anywhere before its
+    end is one line and exit 130, and so is an address space too small to load JAX in (exit 1)."""
     try:
+        _state["entered"] = True
         _address_space()
-        from jaxtrees.cli import console as run
-    except KeyboardInterrupt:
-        print("jaxtrees: interrupted while loading", file=sys.stderr)
-        raise SystemExit(130) from None
+        from jaxtrees.cli import exit_now, main
+        if _state["deferred"]:  # a Ctrl-C held during the imports: raised here, while loading
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:  # modules half imported: ended at once, their teardown not run
+        _settled()
+        print("jaxtrees: interrupted while loading", file=sys.stderr, flush=True)
+        os._exit(130)
     except (ImportError, MemoryError) as e:  # a library that cannot be mapped: out of (address) space
         if not isinstance(e, MemoryError) and "failed to map segment" not in str(e):
             raise
         print(f"jaxtrees: error: out of memory while loading jaxtrees, JAX and their libraries ({e})", file=sys.stderr)
         raise SystemExit(1) from None
-    run()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # outside the commands' own handling (parsing the arguments)
+        code = None
+    _state["finished"] = True
+    if code is None or _state["deferred"]:  # a Ctrl-C not yet raised when the command ended: not lost
+        print("jaxtrees: interrupted", file=sys.stderr)
+        code = 130
+    _settled()
+    exit_now(code)
 
 
 def _address_space() -> None:

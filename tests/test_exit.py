@@ -56,3 +56,28 @@ def test_the_command_is_console_and_ends_with_exit_now(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "jaxtrees.cli", "run", "juntas", "--set", "k=0", "--out", str(tmp_path)],
                          capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "k" in bad.stderr
+
+
+#: SIGINT at these seconds after the command starts: while Python, numpy, JAX and jaxtrees load (segfaults, a lost
+#: signal in JAX's gc callback, numpy's ImportError traceback before), then while the run plans and compiles.
+INSTANTS = [round(0.15 * (i + 1), 2) for i in range(20)]
+
+
+@pytest.mark.parametrize("at", INSTANTS)
+def test_ctrl_c_at_any_moment_is_exit_130_and_one_line(tmp_path, at):
+    """The installed command, interrupted at ``at`` seconds: exit 130, one line saying so, nothing else (no
+    traceback, no "Exception ignored", no signal lost while a module loads or a finalizer runs)."""
+    import shutil
+    import signal
+    import time
+
+    command = shutil.which("jaxtrees", path=os.path.dirname(sys.executable))
+    assert command is not None, "the jaxtrees command is not installed beside this Python"
+    env = {**os.environ, "JAXTREES_CACHE_DIR": str(tmp_path / "cache"), "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.Popen([command, "run", "juntas", "--quick", "--out", str(tmp_path), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(at)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    lines = [line for line in err.splitlines() if not line.startswith("jaxtrees run: compilation cache ")]
+    assert proc.returncode == 130 and len(lines) == 1 and "interrupted" in lines[0], (proc.returncode, err)
