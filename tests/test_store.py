@@ -246,8 +246,9 @@ def test_a_full_disk_is_one_sentence_and_the_run_resumes_once_space_is_freed(tmp
 
 def test_four_processes_write_the_rows_of_one_and_resume_after_one_is_killed(tmp_path, reference):
     """jax.distributed on loopback (CPU, gloo), four processes: the rows of one process; process 2 killed
-    mid-run, the other three end with a sentence naming it (no abort) within --distributed-timeout, all four
-    rerun: the rows of one process again."""
+    mid-run (by construction: its writer blocks once its first part is written, JAXTREES_TEST_STOP_AFTER_PARTS,
+    so it cannot finish its share before the kill), the other three end with a sentence naming it (no abort)
+    within --distributed-timeout, all four rerun: the rows of one process again."""
     def start(out, kill=None):
         with socket.socket() as s:
             s.bind(("localhost", 0))
@@ -257,8 +258,9 @@ def test_four_processes_write_the_rows_of_one_and_resume_after_one_is_killed(tmp
                 "8", "--group", "4", "--coordinator", f"localhost:{port}", "--num-processes", "4",
                 "--distributed-timeout", "20", "--process-id"]
         env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXTREES_CPU_DEVICES": "1", "JAXTREES_FLUSH_SECONDS": "0"}
-        return [subprocess.Popen([*args, str(i)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                for i in range(4)]
+        stop = {"JAXTREES_TEST_STOP_AFTER_PARTS": "1"}  # the process to kill hangs after its first part
+        return [subprocess.Popen([*args, str(i)], env={**env, **(stop if i == kill else {})}, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for i in range(4)]
 
     whole = tmp_path / "whole"
     procs = start(whole)
@@ -269,11 +271,13 @@ def test_four_processes_write_the_rows_of_one_and_resume_after_one_is_killed(tmp
                      *[a if not a.startswith("replicates=") else "replicates=48" for a in TINY]]) == 0
     assert _columns(whole / "juntas") == _columns(single / "juntas")
     killed = tmp_path / "killed"
-    procs = start(killed)
+    procs = start(killed, kill=2)
     rows = killed / "juntas" / "rows"
-    deadline = time.time() + 300
+    deadline = time.time() + 300  # a bound only: process 2 waits, blocked, for the kill
     while time.time() < deadline and not any(n.name.split("-")[2] == "0002" for n in rows.glob("part-*.parquet")):
+        assert procs[2].poll() is None, procs[2].communicate()
         time.sleep(0.05)
+    assert procs[2].poll() is None  # mid-run: its first part written, the rest of its share not
     procs[2].send_signal(signal.SIGKILL)
     killed_at = time.time()
     ends = [p.communicate(timeout=120) for p in (procs[0], procs[1], procs[3])]  # within the heartbeats' timeout

@@ -47,6 +47,7 @@ class Writer:
         self.error: BaseException | None = None
         self.seconds, self.cpu_seconds, self.rows = 0.0, 0.0, 0  # making and writing parts (wall, CPU); rows written
         self.finished: list[float] = []
+        self.parts, self.stop_after = 0, _stop_after()
         self._changed = threading.Condition()
         self.fetcher = threading.Thread(target=self._fetch, name="jaxtrees fetcher", daemon=True)
         self.thread = threading.Thread(target=self._loop, name="jaxtrees writer", daemon=True)
@@ -148,3 +149,13 @@ class Writer:
         self.rows += int(columns["cell"].size)
         if self.on_written is not None:
             self.on_written(int(trials.size))
+        self.parts += 1
+        if self.parts == self.stop_after:  # a fault test's "mid-run", by construction: never returns
+            threading.Event().wait()
+
+
+def _stop_after() -> int | None:
+    """``$JAXTREES_TEST_STOP_AFTER_PARTS``: for fault tests only, the writer blocks for ever once it has written this
+    many parts (the process then hangs mid-run, for a test to kill it there); None (unset, the default): never."""
+    value = os.environ.get("JAXTREES_TEST_STOP_AFTER_PARTS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
