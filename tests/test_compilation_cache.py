@@ -401,7 +401,7 @@ def test_prefetched_loads_the_programs_the_last_run_used_beside_the_start(tmp_pa
     _, serialized = _executable(3.0)
     with programs.prefetched("run A", devices):  # nothing remembered yet: the run saves a program
         assert store.save("a" * 64, *serialized)
-    assert store.recent("run A") == ["a" * 64] and store.recent("run B") == []
+    assert store.recent(programs.run_key("run A", devices)) == ["a" * 64] and store.recent(programs.run_key("run B", devices)) == []
     loads = []
     plain = programs.Programs._load
     monkeypatch.setattr(programs.Programs, "_load", lambda self, key, d: loads.append(key) or plain(self, key, d))
@@ -414,18 +414,18 @@ def test_prefetched_loads_the_programs_the_last_run_used_beside_the_start(tmp_pa
     loads.clear()
     with programs.prefetched("run A", devices):  # loaded ahead, never asked for: dropped
         pass
-    assert loads == ["a" * 64] and not programs._ahead and store.recent("run A") == ["a" * 64]
+    assert loads == ["a" * 64] and not programs._ahead and store.recent(programs.run_key("run A", devices)) == ["a" * 64]
     os.remove(store.path("a" * 64))
     with programs.prefetched("run A", devices):  # the entry gone: None, and the run compiles and saves another
         assert store.load("a" * 64, devices) is None
         store.save("b" * 64, *serialized)
-    assert store.recent("run A") == ["b" * 64]
+    assert store.recent(programs.run_key("run A", devices)) == ["b" * 64]
     with programs.prefetched("run A", None):  # no devices (several processes): nothing ahead, nothing remembered
         assert store.load("b" * 64, devices) is not None
-    assert store.recent("run A") == ["b" * 64]
-    with open(store._recent_path("run A"), "w") as fh:
+    assert store.recent(programs.run_key("run A", devices)) == ["b" * 64]
+    with open(store._recent_path(programs.run_key("run A", devices)), "w") as fh:
         fh.write("{not json")
-    assert store.recent("run A") == []
+    assert store.recent(programs.run_key("run A", devices)) == []
     with programs.prefetched("run A", devices):  # a damaged record is no record
         assert store.load("b" * 64, devices) is not None
-    assert store.recent("run A") == ["b" * 64]
+    assert store.recent(programs.run_key("run A", devices)) == ["b" * 64]

@@ -309,6 +309,12 @@ _ahead: dict = {}
 _used: list = []
 
 
+def run_key(invocation: str, devices) -> str:
+    """What :func:`prefetched` remembers a run's programs under: the invocation and the devices (a program loaded
+    onto more or fewer devices than it was compiled for aborts the process)."""
+    return json.dumps([invocation, [(d.id, d.platform, d.device_kind, d.process_index) for d in devices]])
+
+
 @contextlib.contextmanager
 def prefetched(invocation: str, devices):
     """Within: the programs the last run of ``invocation`` (a command line's study and parameters) loaded or saved
@@ -320,8 +326,7 @@ def prefetched(invocation: str, devices):
     if store is None or devices is None:
         yield
         return
-    # the devices too: a program loaded onto more or fewer devices than it was compiled for aborts the process
-    invocation = json.dumps([invocation, [(d.id, d.platform, d.device_kind, d.process_index) for d in devices]])
+    invocation = run_key(invocation, devices)
     keys = store.recent(invocation)
     mine = {key: _Ahead(devices) for key in dict.fromkeys(keys)}
     _ahead.update(mine)
