@@ -115,15 +115,18 @@ def test_a_damaged_cache_entry_is_compiled_again_with_the_same_rows(tmp_path):
 DRIVER = """
 import json, sys
 from jax import monitoring
-traces = []
-monitoring.register_event_duration_secs_listener(
-    lambda event, duration, **_: traces.append(event) if event == "/jax/core/compile/jaxpr_trace_duration" else None)
+traces, counting = [], []
+monitoring.register_event_duration_secs_listener(lambda event, duration, **_: traces.append(event)
+                                                 if counting and event == "/jax/core/compile/jaxpr_trace_duration" else None)
 from jaxtrees.experiments import studies
 from jaxtrees.experiments.run import programs, runner, xla_cache
 programs._digest[:] = ["pinned"]  # the package's source as the cold run saw it: others may edit this tree meanwhile
 xla_cache.use(sys.argv[1])
 study = studies.get("juntas")
 config = runner.configure(study, quick=True, overrides=json.loads(sys.argv[3]))
+from jaxtrees.experiments.study.probe import probe
+probe(study, config)  # the grid's check traces the trial abstractly (once per study and config): not the run's
+counting.append(True)
 directory = runner.run(study, config, sys.argv[2], progress=False)
 how = json.load(open(directory + "/metadata.json"))["runs"][-1]["compiled_or_loaded"]
 print(json.dumps({"traces": len(traces), "how": {json.loads(k)["n"]: v for k, v in how.items()}}))

@@ -102,7 +102,7 @@ def _trace(study: Study, base: dict, traced: dict, concrete: dict):
             out = _arrays(study.after(key, {**unbranched, **dynamic}, out), study.censored)
         return out
 
-    return jax.eval_shape(one, jax.random.key(0), abstract)
+    return jax.eval_shape(one, jax.eval_shape(lambda: jax.random.key(0)), abstract)  # an abstract key: nothing runs
 
 
 def _arrays(out, declared=()) -> dict:
