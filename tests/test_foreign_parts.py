@@ -16,17 +16,10 @@ from jaxtrees import cli
 from jaxtrees.experiments import studies
 from jaxtrees.experiments.results import reading
 from jaxtrees.experiments.run import runner
+from test_damage import OVERRIDES, finished  # noqa: F401 (the finished run both files damage copies of)
 
 TINY = ["--set", "n=8", "--set", "k=2", "--set", "c=0,0.2", "--set", "impurity=entropy", "--set", "m_min=16",
         "--set", "m_max=64", "--set", "replicates=3", "--no-progress"]
-OVERRIDES = {"n": 8, "k": 2, "c": "0,0.2", "impurity": "entropy", "m_min": 16, "m_max": 64, "replicates": 3}
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    out = tmp_path_factory.mktemp("finished")
-    study = studies.get("juntas")
-    return runner.run(study, runner.configure(study, quick=True, overrides=OVERRIDES), str(out), progress=False)
 
 
 def _copy(finished, tmp_path):
