@@ -5,7 +5,9 @@ Its handler, installed by its first instruction, raises KeyboardInterrupt only w
 extension's initialization (numpy's ImportError), a garbage collector's callback or a finalizer (where the interrupt is
 printed and lost: JAX's ``_xla_gc_callback``), or before :func:`console` runs, the signal is sent again :data:`RETRY`
 seconds later, until it lands where it is raised; interrupted while loading, the process ends without the teardown of
-its half-imported modules.
+its half-imported modules. A KeyboardInterrupt raised is sent again every :data:`RESEND` seconds until it is seen
+being handled (C code that clears every error, calling Python, can drop it), and a command that ends with exit 0
+after one was raised ends with exit 130.
 """
 
 import _thread
@@ -19,9 +21,11 @@ import threading
 RETRY = 0.02
 #: ... at most this many times before :func:`console` runs.
 EARLY = 100
+#: Seconds after which a Ctrl-C raised as KeyboardInterrupt is sent again, unless it is being handled by then.
+RESEND = 0.5
 #: Code objects that run inside the garbage collector or a finalizer: an exception there is printed and dropped.
 _DROPPED = frozenset({"__del__", "_xla_gc_callback"})
-_state = {"entered": False, "deferred": False, "finished": False, "early": 0}
+_state = {"entered": False, "pending": False, "finished": False, "early": 0}
 
 
 def _unsafe(frame) -> bool:
@@ -40,27 +44,30 @@ def _unsafe(frame) -> bool:
 
 
 def _interrupt(number, frame):
-    """SIGINT: KeyboardInterrupt where it is safe (:func:`_unsafe`), else the same signal again in RETRY seconds."""
+    """SIGINT: KeyboardInterrupt where it is safe (:func:`_unsafe`), else the same signal again in RETRY seconds;
+    sent again in RESEND seconds while none is seen being handled (one dropped by C code that clears errors)."""
     if _state["finished"]:
         return  # the command's work is done: it ends with its own code
+    _state["pending"] = True
     if _unsafe(frame):
-        _state["deferred"] = True
         signal.setitimer(signal.ITIMER_REAL, RETRY)
         return
-    _settled()
+    if isinstance(sys.exc_info()[1], KeyboardInterrupt) or frame is None or frame.f_code is console.__code__:
+        signal.setitimer(signal.ITIMER_REAL, RESEND)  # one is being handled, or console() reports it: not lost
+        return
+    signal.setitimer(signal.ITIMER_REAL, RESEND)
     raise KeyboardInterrupt
 
 
 def _settled():
-    """No Ctrl-C held any more: the timer of :func:`_interrupt` stopped (it would end the process by SIGALRM)."""
+    """The timer of :func:`_interrupt` stopped (it would end the process by SIGALRM once the handler is gone)."""
     signal.setitimer(signal.ITIMER_REAL, 0)
-    _state["deferred"] = False
 
 
 def _again(number, frame):
     """The timer of :func:`_interrupt`: SIGINT to whatever handles it now (a run holds it until its calls end)."""
-    _state["deferred"] = False
-    _thread.interrupt_main(signal.SIGINT)
+    if _state["pending"] and not _state["finished"]:
+        _thread.interrupt_main(signal.SIGINT)
 
 
 if threading.current_thread() is threading.main_thread():
@@ -80,7 +87,7 @@ def console() -> None:
         _state["entered"] = True
         _address_space()
         from jaxtrees.cli import exit_now, main
-        if _state["deferred"]:  # a Ctrl-C held during the imports: raised here, while loading
+        if _state["pending"]:  # a Ctrl-C held during the imports: raised here, while loading
             raise KeyboardInterrupt
     except KeyboardInterrupt:  # modules half imported: ended at once, their teardown not run
         _settled()
@@ -96,7 +103,7 @@ def console() -> None:
     except KeyboardInterrupt:  # outside the commands' own handling (parsing the arguments)
         code = None
     _state["finished"] = True
-    if code is None or _state["deferred"]:  # a Ctrl-C not yet raised when the command ended: not lost
+    if code is None or (_state["pending"] and code == 0):  # a Ctrl-C held or dropped as the command ended: not lost
         print("jaxtrees: interrupted", file=sys.stderr)
         code = 130
     _settled()

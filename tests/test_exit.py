@@ -81,3 +81,43 @@ def test_ctrl_c_at_any_moment_is_exit_130_and_one_line(tmp_path, at):
     out, err = proc.communicate(timeout=300)
     lines = [line for line in err.splitlines() if not line.startswith("jaxtrees run: compilation cache ")]
     assert proc.returncode == 130 and len(lines) == 1 and "interrupted" in lines[0], (proc.returncode, err)
+
+
+DROPPED = """
+import os, signal, sys, time
+import _jaxtrees_console as entry
+from jaxtrees import cli
+
+def main():
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    except KeyboardInterrupt:
+        pass  # dropped, as C code that clears every error while calling Python drops it
+    start = time.monotonic()
+    try:
+        while time.monotonic() - start < (0 if sys.argv[1] == "ends" else 30):
+            time.sleep(0.01)
+    except KeyboardInterrupt:
+        print(f"sent again after {time.monotonic() - start:.2f} s", flush=True)
+        return 130
+    return 0
+
+cli.main = main
+entry.console()
+"""
+
+
+@pytest.mark.parametrize("how", ["runs on", "ends"])
+def test_a_ctrl_c_dropped_by_the_code_it_landed_in_is_not_lost(how):
+    """A KeyboardInterrupt swallowed where it was raised is raised again RESEND seconds later; a command that ends
+    with exit 0 before that ends with exit 130 and one line."""
+    import _jaxtrees_console as entry
+
+    proc = subprocess.run([sys.executable, "-c", DROPPED, how.split()[0]], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    if how == "runs on":
+        assert proc.stdout.startswith("sent again after ") and proc.stderr == ""
+        assert float(proc.stdout.split()[3]) < entry.RESEND + 2, proc.stdout
+    else:
+        assert proc.stdout == "" and proc.stderr == "jaxtrees: interrupted\n"
