@@ -74,10 +74,14 @@ if threading.current_thread() is threading.main_thread():
     signal.signal(signal.SIGALRM, _again)
     signal.signal(signal.SIGINT, _interrupt)
 
-#: The address space (``ulimit -v``) below which the command refuses to start: loading JAX and compiling a quick
-#: study's program took 1.5-1.9 GB of it (2-core x86-64, jaxlib 0.10.2), and below that the failures are out of
-#: Python's reach (glibc's "cannot allocate memory for thread-local data", XLA's std::bad_alloc in the process).
-MIN_ADDRESS_SPACE_MB = 2048
+#: The address space (``ulimit -v``) below which the command refuses to start: loading JAX and running a quick study
+#: reserved 2.0-2.1 GB of it with malloc's arenas capped (:data:`ARENAS`; 2.9 GB uncapped, 24 threads on 2 cores), and
+#: near that the failures are out of Python's reach (glibc's "cannot allocate memory for thread-local data", XLA's
+#: std::bad_alloc or a segmentation fault in the process).
+MIN_ADDRESS_SPACE_MB = 2560
+#: Under ``ulimit -v``, glibc's malloc arenas are capped at this many (each reserves 64 MB of address space per thread
+#: that gets one), in the command's process and the compile workers it starts (MALLOC_ARENA_MAX, unless set).
+ARENAS = 2
 
 
 def console() -> None:
@@ -112,12 +116,22 @@ def console() -> None:
 
 def _address_space() -> None:
     """SystemExit(1) with one line where ``ulimit -v`` leaves less than :data:`MIN_ADDRESS_SPACE_MB` (read here, not
-    through ``jaxtrees.experiments.run.workers.address_limit``: this runs before the package is imported)."""
+    through ``jaxtrees.experiments.run.workers.address_limit``: this runs before the package is imported); above it,
+    malloc's arenas capped (:data:`ARENAS`)."""
     import resource
 
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if limit != resource.RLIM_INFINITY and limit < MIN_ADDRESS_SPACE_MB * 2**20:
+    if limit == resource.RLIM_INFINITY:
+        return
+    if limit < MIN_ADDRESS_SPACE_MB * 2**20:
         print(f"jaxtrees: error: the address space is limited to {limit // 2**20:,} MB (ulimit -v); loading JAX and "
               f"compiling a program needs at least {MIN_ADDRESS_SPACE_MB:,} MB: raise the limit (ulimit -v "
               f"{MIN_ADDRESS_SPACE_MB * 1024} or more)", file=sys.stderr)
         raise SystemExit(1)
+    os.environ.setdefault("MALLOC_ARENA_MAX", str(ARENAS))  # read by the workers' glibc as they start
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(-8, int(os.environ["MALLOC_ARENA_MAX"]))  # M_ARENA_MAX, for this process's threads
+    except (OSError, AttributeError, ValueError):  # not glibc, or a value it cannot take: arenas as they are
+        pass

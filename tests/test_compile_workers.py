@@ -184,12 +184,14 @@ def test_under_auto_a_worker_aborted_by_xla_is_not_compiled_again_in_process(tmp
         runner.run(study, config, str(tmp_path / "auto"), progress=False, compile_workers="auto")
 
 
-@pytest.mark.parametrize("megabytes", [1000, 1600, 2100])
+@pytest.mark.parametrize("megabytes", [1000, 2100, 2700])
 def test_a_run_under_a_small_address_space_is_one_sentence(tmp_path, megabytes):
-    """Under ``ulimit -v``: below 2,048 MB the command refuses to start, naming the limit (below it loading JAX
-    failed in glibc or XLA, out of Python's reach: exit 127 or 134); above, a run of two cold programs (no
-    cache) runs whole or stops with one sentence naming the limit (XLA's std::bad_alloc in a compile worker, a
-    thread that cannot start, a MemoryError), never a traceback or an abort."""
+    """Under ``ulimit -v``: below MIN_ADDRESS_SPACE_MB the command refuses to start, naming the limit (near it
+    loading JAX failed in glibc or XLA, out of Python's reach: exit 127 or 134, once a segmentation fault at 2,100
+    MB); above, with malloc's arenas capped, a run of two cold programs (no cache) runs whole or stops with one
+    sentence naming the limit (XLA's std::bad_alloc in a compile worker, a thread that cannot start, a
+    MemoryError), never a traceback or an abort."""
+    import _jaxtrees_console as entry
     import resource
     import subprocess
     import sys
@@ -200,10 +202,11 @@ def test_a_run_under_a_small_address_space_is_one_sentence(tmp_path, megabytes):
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXTREES_CACHE_DIR": ""}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300,
                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
-    if megabytes < 2048:
+    floor = entry.MIN_ADDRESS_SPACE_MB
+    if megabytes < floor:
         assert proc.returncode == 1 and proc.stderr == (
             f"jaxtrees: error: the address space is limited to {megabytes:,} MB (ulimit -v); loading JAX and compiling "
-            f"a program needs at least 2,048 MB: raise the limit (ulimit -v 2097152 or more)\n")
+            f"a program needs at least {floor:,} MB: raise the limit (ulimit -v {floor * 1024} or more)\n")
         return
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-3000:])
     if proc.returncode == 1:
