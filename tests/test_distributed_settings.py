@@ -61,9 +61,9 @@ class _Coordinator:
         self.barrier = threading.Barrier(alive)
 
     def client(self):
-        return types.SimpleNamespace(key_value_set=self.values.__setitem__,
-                                     blocking_key_value_get=lambda key, ms: self.values[key],
-                                     get_live_nodes=self.live)
+        return types.SimpleNamespace(key_value_set=self.values.__setitem__, get_live_nodes=self.live,
+                                     key_value_dir_get=lambda prefix: [(k, v) for k, v in list(self.values.items())
+                                                                       if k.startswith(prefix)])
 
     def live(self, ids):
         self.barrier.wait(10)

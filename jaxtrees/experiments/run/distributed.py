@@ -1,6 +1,7 @@
 """Several processes (``jax.distributed``): a rendezvous of every process before JAX's coordination service starts,
-so that a process that never comes, a wrong count or a taken port is one sentence (no C++ abort), then
-``jax.distributed.initialize``; at the end, :func:`finish` waits for every process still alive.
+so that a process that never comes, a wrong count, an id given twice or a port held by another program is one
+sentence (no C++ abort), then ``jax.distributed.initialize``; at the end, :func:`finish` waits for every process, and
+names at once one that stopped first (:func:`meet`: a barrier on the key-value store, told by the keeper).
 
 :func:`initialize` joins the run; :func:`agree` compares the processes' contracts before the first call. The
 rendezvous and the coordination service run in a keeper process of their own (:mod:`~jaxtrees.experiments.run.keeper`,
@@ -12,16 +13,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
 import time
 
-from jaxtrees.experiments import contract
-from jaxtrees.experiments.run.keeper import GRACE, HELLO
+import numpy as np
 
-#: This process's connection to the keeper (:func:`~jaxtrees.experiments.run.keeper.keep`), open until the process
-#: exits.
+from jaxtrees.experiments import contract
+from jaxtrees.experiments.run.keeper import GRACE, HELLO, JOINED
+
+#: This process's connection to the keeper (:func:`~jaxtrees.experiments.run.keeper.keep`, a :class:`_Link`), open
+#: until the process exits.
 _KEPT: list = []
 #: The keeper process that process 0 started (its ``Popen``).
 _KEEPER: list = []
@@ -103,16 +107,15 @@ class _NoService:
 
 def agree(process: int, processes: int, terms: dict) -> None:
     """Every process's contract (what can change a row: :func:`~jaxtrees.experiments.contract.terms` with its
-    programs' groups) against process 0's, before the first call: the same ValueError on every process, naming
-    the first process and the settings in which it differs."""
-    client = _client()
-    if client is None:
+    programs' groups, device-level terms included) against process 0's, before the first call: each process reads
+    every contract, so every process ends with the same ValueError, naming the first process that differs and the
+    terms in which it does."""
+    if _client() is None:
         return
-    client.key_value_set(f"jaxtrees/contract/{process}", json.dumps(terms, sort_keys=True, default=str))
-    _stopped(client, processes)  # a barrier: every live process has set its key
-    mine = terms if process == 0 else _contract_of(client, 0, processes)
+    told = meet("contract", process, processes, json.dumps(terms, sort_keys=True, default=str))
+    mine = terms if process == 0 else json.loads(told[0])
     for pid in range(1, processes):
-        theirs = _contract_of(client, pid, processes)
+        theirs = json.loads(told[pid])
         words = ("process 0", f"process {pid}")
         changed = contract.differences(mine, theirs, words) + contract.group_changes(mine, theirs.get("groups", {}),
                                                                                     words)
@@ -121,27 +124,65 @@ def agree(process: int, processes: int, terms: dict) -> None:
                              f"every process with the same installation, environment and arguments")
 
 
-def _contract_of(client, pid: int, processes: int) -> dict:
-    """Process ``pid``'s contract from the key-value store; a process that died since the barrier: its sentence."""
-    try:
-        return json.loads(client.blocking_key_value_get(f"jaxtrees/contract/{pid}", 60_000))
-    except Exception:  # noqa: BLE001 - the coordination service's error: the process has gone
-        _stopped(client, processes)
-        raise ValueError(f"process {pid} of {processes} did not publish its contract within 60 s; rerun the same "
-                         f"command on every process") from None
-
-
 def finish(processes: int) -> None:
     """Wait until every process has reached the end of the run (its parts on disk). A process that stopped first
-    (killed, or ended by an error) is found by the coordination service's heartbeats within --distributed-timeout
-    (the run is recoverable): ValueError naming it, so that the survivors end with a sentence and release the lock."""
-    client = _client()
-    if client is None:  # a JAX without it: a plain barrier
+    (killed, or ended by an error) is named at once where the keeper saw its connection close (else by the
+    coordination service's heartbeats within --distributed-timeout): ValueError naming it, so that the survivors
+    end with a sentence and release the lock."""
+    if _client() is None:  # a JAX without it: a plain barrier
         from jax.experimental import multihost_utils
 
         multihost_utils.sync_global_devices("jaxtrees run")
         return
-    _stopped(client, processes)
+    from jax._src import distributed as state
+
+    meet("finished", state.global_state.process_id, processes)
+
+
+def from_process_0(name: str, value: str, process: int, processes: int) -> str:
+    """Process 0's ``value`` on every process (a barrier too: a process that stopped first is named; without the
+    coordination client, a broadcast of a value as long on every process)."""
+    if _client() is None:
+        from jax.experimental import multihost_utils
+
+        told = multihost_utils.broadcast_one_to_all(np.frombuffer(value.encode(), np.uint8))  # one length on all
+        return np.asarray(told, np.uint8).tobytes().decode()
+    return meet(name, process, processes, value)[0]
+
+
+#: How many times each :func:`meet` was held by each process id (its keys are new each time).
+_ROUNDS: dict = {}
+
+
+def meet(name: str, process: int, processes: int, value: str = "") -> dict[int, str]:
+    """A barrier of every process that gives each one's ``value`` (by process id), in JAX's key-value store. With a
+    keeper (:mod:`~jaxtrees.experiments.run.keeper`), which says at once which process's connection closed
+    (killed, ended by an error, its host gone), a process that stopped before setting its key is named within a
+    fraction of a second; without one, by the heartbeats (``get_live_nodes``). ValueError naming those stopped."""
+    client = _client()
+    _ROUNDS[name, process] = round_ = _ROUNDS.get((name, process), 0) + 1
+    prefix = f"jaxtrees/{name}/{round_}/"
+    client.key_value_set(f"{prefix}{process}", value)
+    if not _KEPT:  # initialized by the caller (no keeper): the live processes' barrier, by heartbeats
+        missing = sorted(set(range(processes)) - set(client.get_live_nodes(list(range(processes)))))
+        if missing:
+            raise ValueError(_stopped(missing, processes))
+    pause, gone = 0.01, set()
+    while True:
+        told = {int(key.rpartition("/")[2]): v for key, v in client.key_value_dir_get(prefix)}
+        if len(told) >= processes:
+            return told
+        missing = sorted(gone - set(told))  # gone, read before the keys: they never set theirs
+        if missing or not _KEPT:
+            raise ValueError(_stopped(missing or sorted(set(range(processes)) - set(told)), processes))
+        gone |= _KEPT[0].gone(pause)
+        pause = min(0.25, pause * 1.5)
+
+
+def _stopped(missing: list, processes: int) -> str:
+    return (f"process(es) {', '.join(map(str, missing))} of {processes} stopped before the end of the run (killed, "
+            f"or ended by an error: see their output); the parts every process wrote are whole: rerun the same "
+            f"command on every process to run the missing trials")
 
 
 def _client():
@@ -150,15 +191,6 @@ def _client():
 
     client = state.global_state.client
     return client if client is not None and hasattr(client, "get_live_nodes") else None
-
-
-def _stopped(client, processes: int) -> None:
-    """A barrier of the live processes; ValueError naming those that stopped (found by their heartbeats)."""
-    missing = sorted(set(range(processes)) - set(client.get_live_nodes(list(range(processes)))))
-    if missing:
-        raise ValueError(f"process(es) {', '.join(map(str, missing))} of {processes} stopped before the end of the "
-                         f"run (killed, or ended by an error: see their output); the parts every process wrote are "
-                         f"whole: rerun the same command on every process to run the missing trials")
 
 
 def settings(args) -> dict:
@@ -188,42 +220,55 @@ def _rendezvous(address: str, processes: int, process_id: int, timeout: float, m
     (:func:`~jaxtrees.experiments.run.keeper.keep`), which listens on HOST:PORT; every process connects and says P,
     its id and its settings; when all are there and agree, the keeper says "go" and starts the coordination service
     on the same port, and each process calls ``initialize`` (whose client retries until the service is up), keeping
-    its connection open until it exits."""
+    its connection open until it exits. A process 0 whose port is taken asks its holder who it is: another process
+    0 of this run (an id given twice) or some other program."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(f"--coordinator must be HOST:PORT, got {address!r}")
     mine = mine or {}
+    busy = False
     if process_id == 0:
         print(f"process 0: waiting for {processes - 1} other process(es) at {address} (--distributed-timeout "
               f"{timeout:g} s)", file=sys.stderr)
-        _start_keeper(int(port), address, processes, timeout)
+        busy = not _start_keeper(int(port), address, processes, timeout)
         host, timeout = "localhost", timeout + GRACE + 5  # the keeper's own deadline, then its answer
     else:
         print(f"process {process_id}: joining process 0 at {address} (--distributed-timeout {timeout:g} s)",
               file=sys.stderr)
-    _join(host.strip("[]"), int(port), address, processes, process_id, timeout, time.monotonic() + timeout, mine)
+    _join(host.strip("[]"), int(port), address, processes, process_id, timeout, time.monotonic() + timeout, mine,
+          busy)
 
 
-def _start_keeper(port: int, address: str, processes: int, timeout: float) -> None:
+def _start_keeper(port: int, address: str, processes: int, timeout: float) -> bool:
     """Start :func:`~jaxtrees.experiments.run.keeper.keep` in a process of its own session (a Ctrl-C of process 0's
-    terminal leaves it to the others) and wait until it listens; ValueError with its sentence where it cannot."""
+    terminal leaves it to the others) and wait until it listens: True; False where the port is in use; ValueError
+    with its sentence where it cannot start otherwise."""
     command = [sys.executable, "-c", "import sys; from jaxtrees.experiments.run.keeper import keep; "
                "keep(*sys.argv[1:])", str(port), address, str(processes), repr(float(timeout))]
     keeper = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
                               start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    _KEEPER.append(keeper)
     line = keeper.stdout.readline().strip()
     keeper.stdout.close()
-    if line != "ready":
-        keeper.wait()
-        raise ValueError(line.removeprefix("error ") if line.startswith("error ") else
-                         f"process 0 could not start the coordinator of {address} (exit {keeper.returncode})")
+    if line == "ready":
+        _KEEPER.append(keeper)
+        return True
+    keeper.wait()
+    if line == "busy":
+        return False
+    raise ValueError(line.removeprefix("error ") if line.startswith("error ") else
+                     f"process 0 could not start the coordinator of {address} (exit {keeper.returncode})")
+
+
+#: Seconds a process waits for the keeper's first word after its hello, before calling HOST:PORT's holder foreign
+#: (the keeper reads one connection at a time, giving each 2 s to say hello: a few silent ones may come first).
+ANSWER = 10.0
 
 
 def _join(host: str, port: int, address: str, processes: int, process_id: int, timeout: float,
-          deadline: float, mine: dict | None = None) -> None:
+          deadline: float, mine: dict | None = None, busy: bool = False) -> None:
     """Each process's side of :func:`_rendezvous`: reach the keeper, say who it is, wait for "go"; the connection
-    then stays open (:data:`_KEPT`) until the process exits."""
+    then stays open (:data:`_KEPT`) until the process exits. ``busy``: process 0, whose port was taken, asking its
+    holder who it is."""
     hello = f"{HELLO} {processes} {process_id} {json.dumps(mine or {}, separators=(',', ':'))}\n".encode()
     while True:
         try:
@@ -236,30 +281,110 @@ def _join(host: str, port: int, address: str, processes: int, process_id: int, t
                                  f"reachable") from None
             time.sleep(0.5)
             continue
+        break
+    link = _Link(conn)
+    try:
+        conn.sendall(hello)
+        reply = link.line(time.monotonic() + ANSWER)
+    except OSError:  # closed, reset or silent before the keeper's first word
+        reply = None
+    if reply is None or not (reply == JOINED.encode() or reply.startswith((b"refused ", b"timeout "))):
+        link.close()
+        raise ValueError(_foreign(process_id, address, link.said(), busy))
+    if reply == JOINED.encode():
         try:
-            conn.sendall(hello)
-            conn.settimeout(max(0.1, deadline - time.monotonic()))
-            reply = conn.makefile("r").readline().strip()
-        except TimeoutError:
-            conn.close()
-            raise ValueError(f"process {process_id}: the coordinator at {address} is up but not every process "
-                             f"joined within {timeout:g} s (--distributed-timeout); start the others with "
-                             f"the same --coordinator and --num-processes {processes}") from None
+            reply = link.line(deadline)
         except OSError:
-            conn.close()
-            time.sleep(0.5)
-            continue
-        if reply == "go":
-            conn.settimeout(None)
-            _KEPT.append(conn)
-            return
-        conn.close()
-        if reply.startswith("refused "):
-            raise ValueError(f"process {process_id}: the coordinator at {address} refused it: "
-                             f"{reply.removeprefix('refused ')}")
-        if reply.startswith("timeout "):
-            raise ValueError(f"process {process_id}: {reply.removeprefix('timeout ')}")
+            reply = b""
+    text = reply.decode(errors="replace")
+    if text == "go":
+        conn.settimeout(None)
+        _KEPT.append(link)
+        return
+    link.close()
+    if text.startswith("refused "):
+        raise ValueError(f"process {process_id}: the coordinator at {address} refused it: "
+                         f"{text.removeprefix('refused ')}")
+    if text.startswith("timeout "):
+        raise ValueError(f"process {process_id}: {text.removeprefix('timeout ')}")
+    if not link.silent:
         raise ValueError(f"process {process_id}: the coordinator at {address} gave up waiting for the other "
-                         f"processes (see process 0's message)" if not reply else
-                         f"process {process_id}: {address} answered {reply[:60]!r}, not a jaxtrees process 0; "
-                         f"check the address")
+                         f"processes (see process 0's message)")
+    raise ValueError(f"process {process_id}: the coordinator at {address} is up but not every process joined "
+                     f"within {timeout:g} s (--distributed-timeout); start the others with the same --coordinator "
+                     f"and --num-processes {processes}")
+
+
+def _foreign(process_id: int, address: str, said: str, busy: bool) -> str:
+    """The sentence for HOST:PORT held by something that is not a jaxtrees process 0 (``said``: what it did)."""
+    if busy:
+        return (f"process 0 cannot serve the coordinator on port {address.rpartition(':')[2]} of --coordinator "
+                f"{address}: a program that is not a jaxtrees process 0 waiting for its processes holds it ({said}); "
+                f"choose a free port and give every process the same one")
+    return (f"process {process_id}: {address} answered but is not a jaxtrees process 0 ({said}); check --coordinator "
+            f"(process 0's HOST:PORT) and that no other program holds that port")
+
+
+class _Link:
+    """A connection to the keeper, read line by line: its answers to the hello, then "gone N" for each process whose
+    connection closed (:func:`meet`)."""
+
+    def __init__(self, conn):
+        self.conn, self.pending, self.heard, self.silent = conn, b"", b"", False
+        self.stopped: set = set()  # the processes the keeper said are gone
+
+    def line(self, deadline: float) -> bytes:
+        """The next line (without its newline); OSError where the other side closed (or reset) the connection first
+        or said nothing by ``deadline`` (what it did: :meth:`said`)."""
+        while b"\n" not in self.pending:
+            self.conn.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                data = self.conn.recv(4096)
+            except TimeoutError:
+                self.silent = True
+                raise ConnectionError from None
+            if not data:
+                raise ConnectionError
+            self.pending += data
+            self.heard += data[:200]
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.strip()
+
+    def said(self) -> str:
+        """What HOST:PORT did instead of a jaxtrees keeper's answer, in words."""
+        raw = self.heard
+        if raw[3:4] == b"\x04" and raw[:2] == b"\x00\x00":  # an HTTP/2 SETTINGS frame: gRPC's first word
+            return ("it speaks HTTP/2, as the coordination service of a run under way does: were two processes "
+                    "given the same --process-id?")
+        if raw:
+            return f"it answered {raw[:60].decode(errors='replace').strip()!r}"
+        if self.silent:
+            return f"it said nothing within {ANSWER:g} s"
+        return "it closed the connection without a word"  # or reset it, our hello unread
+
+    def gone(self, wait: float) -> set:
+        """The processes the keeper has said are gone, waiting up to ``wait`` s for its next word; ValueError where
+        the keeper itself has gone (its host, or it was killed: the coordination service with it)."""
+        ready, _, _ = select.select([self.conn], [], [], wait)
+        if ready:
+            self.conn.setblocking(False)
+            try:
+                data = self.conn.recv(4096)
+            except BlockingIOError:
+                data = None
+            except OSError:
+                data = b""
+            finally:
+                self.conn.setblocking(True)
+            if data == b"":
+                raise ValueError("process 0's keeper (the coordinator, serving every process) stopped: its host or "
+                                 "its process ended; rerun the same command on every process to run the missing "
+                                 "trials")
+            self.pending += data or b""
+        *lines, self.pending = self.pending.split(b"\n")
+        self.stopped |= {int(w[1]) for w in (line.split() for line in lines) if len(w) == 2 and w[0] == b"gone"
+                       and w[1].isdigit()}
+        return self.stopped
+
+    def close(self):
+        self.conn.close()

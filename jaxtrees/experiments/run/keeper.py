@@ -2,22 +2,28 @@
 
 :func:`keep` listens on the coordinator's port, gathers every process's hello (P, its id, its settings), says "go"
 when all P agree with process 0 (else tells each why not), then runs the coordination service on the same port
-until every process has closed its connection. Each process's side is in :mod:`~jaxtrees.experiments.run.distributed`.
+until every process has closed its connection, telling the others at once of each that closes ("gone N": a process
+killed or ended by an error is named to its peers then, not after the heartbeats' timeout). Each process's side is in
+:mod:`~jaxtrees.experiments.run.distributed`.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import selectors
 import socket
 import time
 
-__all__ = ["GRACE", "HELLO", "keep"]
+__all__ = ["GRACE", "HELLO", "JOINED", "keep"]
 
 #: The first line a process sends the keeper (then P, its id and its
 #: :func:`~jaxtrees.experiments.run.distributed.settings`).
 HELLO = "jaxtrees-rendezvous"
+#: The keeper's first answer to a hello (then "go", or why not): a process told nothing of the kind knows that
+#: HOST:PORT is held by something else.
+JOINED = "jaxtrees-joined"
 
 
 def keep(port: str, address: str, processes: str, timeout: str) -> None:
@@ -31,6 +37,9 @@ def keep(port: str, address: str, processes: str, timeout: str) -> None:
         server = (socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True)
                   if socket.has_dualstack_ipv6() else socket.create_server(("", port)))
     except OSError as e:
+        if e.errno == errno.EADDRINUSE:  # process 0 asks the holder who it is (another process 0, or not jaxtrees)
+            print("busy", flush=True)
+            os._exit(1)
         print(f"error process 0 cannot serve the coordinator on port {port} of --coordinator {address} "
               f"({e.strerror or e}); choose a free port and give every process the same one", flush=True)
         os._exit(1)
@@ -50,9 +59,10 @@ def keep(port: str, address: str, processes: str, timeout: str) -> None:
     finally:
         os.dup2(said, 2)
     watch = selectors.DefaultSelector()
-    for conn in peers.values():
+    for pid, conn in peers.items():
+        _keepalive(conn, timeout)
         conn.setblocking(False)
-        watch.register(conn, selectors.EVENT_READ)
+        watch.register(conn, selectors.EVENT_READ, pid)
     while watch.get_map():
         for found, _ in watch.select():
             try:
@@ -61,9 +71,11 @@ def keep(port: str, address: str, processes: str, timeout: str) -> None:
                 ended = False
             except OSError:
                 ended = True
-            if ended:
+            if ended:  # exited, killed, or its host gone: every other process is told at once
                 watch.unregister(found.fileobj)
                 found.fileobj.close()
+                for other in watch.get_map().values():
+                    _say(other.fileobj, f"gone {found.data}")
     service.shutdown()
     os._exit(0)
 
@@ -87,7 +99,7 @@ def _gather(server, address: str, processes: int, timeout: float, deadline: floa
             conn, _ = server.accept()
         except TimeoutError:
             continue
-        conn.settimeout(max(0.1, min(5.0, deadline - time.monotonic())))
+        conn.settimeout(max(0.1, min(2.0, deadline - time.monotonic())))  # a jaxtrees process says it at once
         try:
             words = [w.strip() for w in conn.makefile("r").readline().split(" ", 3)]
         except OSError:
@@ -97,15 +109,19 @@ def _gather(server, address: str, processes: int, timeout: float, deadline: floa
             conn.close()  # not one of ours (a port scanner, a health check)
             continue
         theirs, pid = int(words[1]), int(words[2])
+        _say(conn, JOINED)
         try:
             told = json.loads(words[3]) if len(words) > 3 and words[3] else {}
         except ValueError:
             told = {"settings": "unreadable"}
-        problem = (f"process {pid} was started with --num-processes {theirs}, process 0 with {processes}"
-                   if theirs != processes else
-                   f"two processes were started with --process-id {pid}" if pid in hellos else "")
+        problem = (f"--process-id {pid} was given to two processes (the second found "
+                   f"{'a process 0 serving the coordinator' if pid == 0 else f'a process {pid} in the run'} at "
+                   f"{address})" if pid in hellos else
+                   f"process {pid} was started with --num-processes {theirs}, process 0 with {processes}"
+                   if theirs != processes else "")
         advice = "give every process the same --num-processes and each its own --process-id"
-        hellos[pid] = (conn, told)
+        if pid not in hellos:
+            hellos[pid] = (conn, told)
         if not problem and 0 in hellos:  # each against process 0's settings, once it is there
             problem = next(filter(None, (_differences(hellos[0][1], t, p) for p, (_, t) in sorted(hellos.items()))),
                            "")
@@ -148,6 +164,14 @@ def _differences(mine: dict, theirs: dict, pid: int) -> str:
             return (f"process {pid} was started with {key} = {theirs.get(key)!r}, process 0 with "
                     f"{mine.get(key)!r}")
     return ""
+
+
+def _keepalive(conn, timeout: float) -> None:
+    """TCP keepalive on a peer's connection, so that its host's death closes it within about ``timeout`` s."""
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (("TCP_KEEPIDLE", timeout / 2), ("TCP_KEEPINTVL", timeout / 8), ("TCP_KEEPCNT", 4)):
+        if hasattr(socket, option):  # Linux's names
+            conn.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), max(1, int(value)))
 
 
 def _say(conn, line: str) -> None:

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from jaxtrees.core import checks
-from jaxtrees.experiments.run import workers
+from jaxtrees.experiments.run import distributed, workers
 from jaxtrees.experiments.run import compiled as compiling
 from jaxtrees.experiments.run.compiled import (ACCELERATOR_GROUP, CPU_CACHE_BUDGET, GROUP, LOOP_MAX_TRIALS,  # noqa: F401
                                            MEMORY_BUDGET, OPT_LEVEL_FLAG, compiler_options, default_compile_threads,
@@ -124,10 +124,7 @@ def run(study: Study, config: Config, out: str, *, chunk: int | None = None, gro
 
 
 def _shared_id(run_id: str, processes: int) -> str:
-    """Process 0's ``run_id`` on every process (a broadcast; as it is with one process)."""
+    """Process 0's ``run_id`` on every process (as it is with one process); a process that stopped first is named."""
     if processes == 1:
         return run_id
-    from jax.experimental import multihost_utils
-
-    value = multihost_utils.broadcast_one_to_all(np.asarray([int(run_id, 16)], np.uint32))
-    return f"{int(np.asarray(value)[0]):08x}"
+    return distributed.from_process_0("run-id", run_id, jax.process_index(), processes)
