@@ -202,7 +202,8 @@ class Job:
     def run(self, program: Program, executable, bar: Progress, interrupted: threading.Event | None = None):
         """Every slot of the program, call by call (:class:`Pace`: how many groups each); the calls' rows go
         to a :class:`~jaxtrees.experiments.results.writer.Writer`, which copies them to the host and writes parts on
-        its thread while the next call runs. An interrupt stops after the calls in flight, their rows written."""
+        its thread while the next call runs. An interrupt dispatches no more calls: those whose outputs are ready are
+        written, one still running is abandoned after the writer's grace (its trials run again on resume)."""
         started = time.perf_counter()
         writer = Writer(self.store, self.layout, on_written=bar.update)
         unit = program.group * len(self.devices)
@@ -225,12 +226,13 @@ class Job:
                 pace.calls.append((dispatched, groups, min(groups * unit, program.slots.size - start)))
                 start += groups * unit
         finally:
-            writer.close(flush=True)
+            writer.close(flush=True, interrupted=interrupted)
             pace.measure(writer.finished, bar)
             self.record["write_seconds"] = round(self.record["write_seconds"] + writer.seconds, 3)
             self.record["write_cpu_seconds"] = round(self.record.get("write_cpu_seconds", 0.0) + writer.cpu_seconds, 3)
             self.record["rows_written"] += writer.rows
-            self.record["calls"][program.name] = pace.summary()
+            self.record["calls"][program.name] = {**pace.summary(), **({"abandoned": writer.abandoned}
+                                                                        if writer.abandoned else {})}
         self.record["run_seconds"][program.name] = round(time.perf_counter() - started, 3)
         self.record["trials_run"][program.name] = program.trials
         self.record["seconds"] = bar.elapsed

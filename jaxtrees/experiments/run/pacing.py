@@ -1,5 +1,5 @@
-"""How a run's calls go: sized to a target time (:class:`Pace`), and stopped by a signal only once the calls in
-flight are written (:class:`deferred_interrupt`, :class:`Interrupted`).
+"""How a run's calls go: sized to a target time (:class:`Pace`), and stopped by a signal between calls, the calls
+finished written and one still running abandoned (:class:`deferred_interrupt`, :class:`Interrupted`).
 """
 
 from __future__ import annotations
@@ -13,19 +13,21 @@ from jaxtrees.experiments.run.progress import Progress
 
 __all__ = ["GROWTH", "Interrupted", "Pace", "TARGET_CALL_SECONDS", "deferred_interrupt"]
 
-#: Seconds a default call should take at most, once its program's trials are timed: a killed run loses at most
-#: the call running (and rows wait at most the writer's FLUSH_SECONDS to be written), and Ctrl-C waits for the
-#: calls in flight: two (writer.IN_FLIGHT) while calls are short, one once a call takes a quarter of this or
-#: more. A call of one group per device runs however long it takes.
+#: Seconds a default call should take at most, once its program's trials are timed: a killed or interrupted run
+#: loses at most the calls in flight (and rows wait at most the writer's FLUSH_SECONDS to be written): two
+#: (writer.IN_FLIGHT) while calls are short, one once a call takes a quarter of this or more. A call of one group
+#: per device runs however long it takes; Ctrl-C does not wait for it (writer.GRACE_SECONDS).
 TARGET_CALL_SECONDS = 30 / 2
 #: A default call has at most this many times the groups of its program's previous call.
 GROWTH = 4
 
 
 class deferred_interrupt:
-    """Inside, Ctrl-C (SIGINT) or SIGTERM is held until the calls in flight are written (a KeyboardInterrupt
-    raised inside a device-to-host copy can abort the process), then raised as KeyboardInterrupt; no call or
-    compile is waited for beyond those."""
+    """Inside, Ctrl-C (SIGINT) or SIGTERM is held (a KeyboardInterrupt raised inside a dispatch or a device-to-host
+    copy can abort the process) until no more calls are dispatched, the calls whose outputs are ready are written
+    and one still running is abandoned (the writer's ``close``: after its GRACE_SECONDS), then raised as
+    KeyboardInterrupt; no compile is waited for. A call run on the dispatching thread (on a CPU: a program with a
+    host callback, or of few flops) ends before the signal is seen."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -50,7 +52,7 @@ class deferred_interrupt:
 
 
 class Interrupted(KeyboardInterrupt):
-    """A run ended by a signal (SIGINT or SIGTERM) after its calls in flight were written; ``signal``: which."""
+    """A run ended by a signal (SIGINT or SIGTERM), its finished calls written; ``signal``: which."""
 
     def __init__(self, number: int):
         super().__init__(signal.Signals(number).name)
@@ -74,7 +76,7 @@ class Pace:
     def ahead(self) -> int:
         """Calls that may be in flight as the next is dispatched: none before a default call is timed (the next
         one's size waits for it), nor after a call of a quarter of TARGET_CALL_SECONDS or more (the device idles
-        the host's turn, milliseconds, where Ctrl-C would wait for a second long call); else IN_FLIGHT - 1."""
+        the host's turn, milliseconds, where an interrupt would abandon a second long call); else IN_FLIGHT - 1."""
         if (not self.fixed and self.per_group is None) or (self.seconds and
                                                             self.seconds[-1] >= TARGET_CALL_SECONDS / 4):
             return 0
