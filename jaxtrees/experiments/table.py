@@ -1,8 +1,8 @@
 """Result rows as columns: :class:`Table` (name -> 1-d array) and vectorized group-bys.
 
 A study's rows never pass through Python one by one: :func:`jaxtrees.experiments.results.reading.read_results`
-returns a :class:`Table`, a study's ``plot`` and ``report`` see one, and every summary here (groups,
-rates with Wilson bands, means, quantiles) is a handful of NumPy passes over its columns.
+returns a :class:`Table`, a study's ``plot`` and ``report`` see one, and every summary here (groups, rates with
+Wilson bands, means, quantiles) is a handful of NumPy passes over its columns.
 
 >>> t = Table({"c": [0.1, 0.1, 0.0, 0.1], "m": [64, 64, 64, 128], "success": [1, 0, 1, 1]})
 >>> [(g["c"], g["m"], g["rate"], round(g["low"], 3)) for g in rates(t, ["c", "m"], "success")]
@@ -13,47 +13,56 @@ rates with Wilson bands, means, quantiles) is a handful of NumPy passes over its
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Mapping
 
 import numpy as np
 
-#: Integer columns whose values span fewer than this many integers are grouped by a lookup table
-#: (linear time) rather than a sort.
+#: Integer columns whose values span fewer than this many integers are grouped by a lookup table, not a sort.
 DENSE_RANGE = 2**22
 
 
 class ByCell:
-    """A column given by the row's cell: ``values[per_cell[table["cell"]]]`` (a run's parameters, its
-    study and seed: nothing stored per row; ``values`` distinct and ascending)."""
+    """A column given by the row's cell: ``values[per_cell[table["cell"]]]`` (a run's parameters, its study and seed:
+    nothing stored per row; ``values`` distinct and ascending)."""
 
     def __init__(self, values, per_cell):
         self.values, self.per_cell = np.asarray(values), np.asarray(per_cell)
 
 
+class Dictionary:
+    """A column of strings as ``values[codes]`` (a dictionary array): ``codes`` an int32 per row, ``values`` the
+    distinct strings ascending (Python objects as many as the distinct values, however many rows)."""
+
+    def __init__(self, codes, values):
+        self.codes, self.values, self.shape = np.asarray(codes), np.asarray(values, dtype=object), np.shape(codes)
+
+
 class Table:
-    """Columns of equal length, each a 1-d NumPy array (or a :class:`ByCell` column, made on first use);
-    ``table[name]`` is a column, ``table[i]`` one row as a dict (for a glance, e.g. a group's constant
-    ``part[0]["max_steps"]``), ``len`` the rows. Iterating over rows is refused: work on columns
-    (:func:`split`, :func:`rates`, ...)."""
+    """Columns of equal length, each a 1-d NumPy array (strings kept as a :class:`Dictionary`, a run's parameters as
+    :class:`ByCell` columns: either made on first use); ``table[name]`` is a column, ``table[i]`` one row as a dict
+    (for a glance, e.g. a group's constant ``part[0]["max_steps"]``), ``len`` the rows. Iterating over rows is
+    refused: work on columns (:func:`split`, :func:`rates`, ...)."""
 
     def __init__(self, columns: Mapping[str, object], factors: Mapping[str, tuple] | None = None):
-        self._columns = {name: _column(name, values) for name, values in columns.items()}
+        factors = dict(factors or {})
+        self._columns = {name: _column(name, values, factors.get(name)) for name, values in columns.items()}
         sizes = {values.shape[0] for values in self._columns.values() if not isinstance(values, ByCell)}
         if len(sizes) > 1:
             raise ValueError(f"Table: columns of different lengths {sorted(sizes)}")
         if "cell" not in self._columns and any(isinstance(v, ByCell) for v in self._columns.values()):
             raise ValueError("Table: a ByCell column needs the table's cell column")
         self._size = sizes.pop() if sizes else 0
-        self._factors = dict(factors or {})  # name -> (codes, uniques), or a function giving them: known or computed once
-        self._made = {}  # ByCell columns made so far
+        # name -> (codes, uniques), or a function giving them: known or computed once (a Dictionary holds its own)
+        self._factors = {name: f for name, f in factors.items() if not isinstance(self._columns.get(name), Dictionary)}
+        self._made = {}  # ByCell and Dictionary columns made so far
         self._groups = {}  # by -> groups(self, by), the last GROUPINGS_KEPT
 
     @classmethod
     def from_rows(cls, rows) -> "Table":
-        """A table from a list of row dicts (a small hand-made set, or rows parsed from text): each
-        column parsed once, int where every value is an integer, float where every value is a
-        number (``nan`` included), str otherwise."""
+        """A table from a list of row dicts (a small hand-made set, or rows parsed from text): each column parsed once,
+        int where every value is an integer, float where every value is a number (``nan`` included), str otherwise."""
         rows = list(rows)
         if not rows:
             return cls({})
@@ -76,16 +85,24 @@ class Table:
                 values = self._columns[key]
             except KeyError:
                 raise KeyError(f"no column {key!r}; the table has {', '.join(self._columns)}") from None
-            if isinstance(values, ByCell):
+            if isinstance(values, (ByCell, Dictionary)):
                 if key not in self._made:
-                    self._made[key] = values.values[values.per_cell[self._columns["cell"]]]
+                    self._made[key] = values.values[self._index(values)]
                 return self._made[key]
             return values
         if isinstance(key, (int, np.integer)):
-            cell = self._columns.get("cell")
-            return {name: _python(values.values[values.per_cell[cell[key]]] if isinstance(values, ByCell)
-                                  else values[key]) for name, values in self._columns.items()}
+            return {name: self._at(name, key) for name in self._columns}
         raise TypeError(f"Table[{key!r}]: index a column by name, or one row by an int")
+
+    def _index(self, column, rows=slice(None)):
+        """A :class:`ByCell` or :class:`Dictionary` column's index into its values, at ``rows``."""
+        return column.per_cell[self._columns["cell"][rows]] if isinstance(column, ByCell) else column.codes[rows]
+
+    def _at(self, name, row: int):
+        """The column's value in row ``row`` as a Python value (an object column's values are Python values already)."""
+        column = self._columns[name]
+        value = column[row] if isinstance(column, np.ndarray) else column.values[self._index(column, row)]
+        return value.item() if isinstance(value, np.generic) else value
 
     def __iter__(self):
         raise TypeError("a Table is not iterated row by row: use its columns (table[name]) or split / rates / means")
@@ -96,13 +113,11 @@ class Table:
     def take(self, index) -> "Table":
         """The rows at ``index`` (integer indices or a boolean mask), in that order."""
         index = np.asarray(index)
-        if index.size == 0 and index.dtype != bool:
-            index = index.astype(np.int64)
-        if index.dtype == bool:
-            index = np.flatnonzero(index)
+        index = np.flatnonzero(index) if index.dtype == bool else index.astype(np.int64) if index.size == 0 else index
         factors = {name: _taken(factor, index) for name, factor in self._factors.items()}
-        return Table({name: values if isinstance(values, ByCell) else values[index]
-                      for name, values in self._columns.items()}, factors)
+        return Table({name: values if isinstance(values, ByCell) else Dictionary(values.codes[index], values.values)
+                      if isinstance(values, Dictionary) else values[index] for name, values in self._columns.items()},
+                     factors)
 
     def select(self, *names) -> "Table":
         """The table of only these columns (those it has, and ``cell`` where one is a :class:`ByCell` column; no
@@ -129,18 +144,16 @@ class Table:
     def dtype(self, name) -> np.dtype:
         """The column's dtype (a :class:`ByCell` column's, without making it)."""
         values = self._columns[name]
-        return values.values.dtype if isinstance(values, ByCell) else values.dtype
+        return values.values.dtype if isinstance(values, (ByCell, Dictionary)) else values.dtype
 
     def unique(self, name) -> list:
         """The distinct values the column holds, ascending, as Python values."""
         codes, uniques = factorize(self, name)
-        present = np.zeros(len(uniques), bool)
-        present[codes] = True
-        return uniques[present].tolist()
+        return uniques[np.bincount(codes, minlength=len(uniques)) > 0].tolist()
 
     def first(self, name):
         """The column's value in the first row (a Python value)."""
-        return _python(self._columns[name][0])
+        return self._at(name, 0)
 
     def to_dict(self) -> dict[str, np.ndarray]:
         """The columns (name -> array), in order."""
@@ -149,26 +162,24 @@ class Table:
 
 def _taken(factor, index):
     """A column's groups at rows ``index``: computed now where they are known, on first use where they are not."""
-    if callable(factor):
-        return lambda: _taken(factor(), index)
-    codes, uniques = factor
-    return codes[index], uniques
+    return (lambda: _taken(factor(), index)) if callable(factor) else (factor[0][index], factor[1])
 
 
-def _python(value):
-    """A NumPy scalar as a Python value (an object column's values are Python values already)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _column(name, values) -> np.ndarray:
-    if isinstance(values, ByCell):
+def _column(name, values, factor=None):
+    """A column as the table keeps it: strings (a str array, or objects that are all str) as a :class:`Dictionary`
+    (from their known ``factor``, ``(codes, uniques)``, where given)."""
+    if isinstance(values, (ByCell, Dictionary)):
         return values
     values = np.asarray(values)
     if values.ndim != 1:
         raise ValueError(f"Table: column {name!r} must be 1-d, got shape {values.shape}")
-    if values.dtype.kind in "US":  # strings as objects: one shared str per distinct value (from_rows, a user)
-        uniques, codes = np.unique(values, return_inverse=True)
-        values = uniques.astype(object)[codes.reshape(-1)]
+    if values.dtype.kind in "US" or (values.dtype == object and values.size and isinstance(values[0], str)):
+        try:
+            codes, uniques = factor if isinstance(factor, tuple) else _factorize(values)
+        except TypeError:  # objects of several types: not strings, kept as they are
+            return values
+        if values.dtype.kind in "US" or all(isinstance(value, str) for value in uniques.tolist()):
+            return Dictionary(codes.astype(np.int32, copy=False), uniques.astype(object))
     return values
 
 
@@ -192,12 +203,11 @@ def factorize(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
         known = table._factors[name] = known()
     if known is None:
         column = table._columns.get(name)
-        if isinstance(column, ByCell):  # its cells' codes: no pass over the values
-            known = table._factors[name] = (column.per_cell[table["cell"]], column.values)
-        else:
-            known = table._factors[name] = _factorize(table[name])
-    codes, uniques = known
-    return codes, uniques
+        if isinstance(column, Dictionary):
+            return column.codes, column.values
+        known = table._factors[name] = (column.per_cell[table["cell"]], column.values) if isinstance(column, ByCell) \
+            else _factorize(table[name])  # a ByCell column's: its cells' codes, no pass over the values
+    return tuple(known)
 
 
 def _factorize(values: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -223,24 +233,25 @@ def on_cells(table: Table, fn, *names) -> np.ndarray:
     return np.asarray(fn(*(table[name] for name in names)))
 
 
+def mapped(table: Table, name: str, fn, dtype=None) -> np.ndarray:
+    """``fn`` of the column ``name``'s value, per row: called once per distinct value (a string's, a parameter's), then
+    spread over the rows by their codes (:func:`factorize`: no Python object per row)."""
+    codes, uniques = factorize(table, name)
+    return np.asarray([fn(value) for value in uniques.tolist()], dtype)[codes]
+
+
 def groups(table: Table, by) -> tuple[np.ndarray, list[tuple]]:
     """``(codes, keys)``: the rows' group (the distinct values of the ``by`` columns) as an index
     into ``keys``, the groups' values as tuples of Python values, sorted column by column (one tuple
     per group: for groups as many as the trials, :func:`group_codes` or :func:`group_columns`)."""
-    by = list(by)
-    if not by:
-        return np.zeros(len(table), np.int64), [()]
     known = _known(table, by)
     if known.keys is None:
-        known.keys = list(zip(*[values.tolist() for values in _key_columns(known)]))
+        known.keys = list(zip(*[values.tolist() for values in known.columns])) if known.columns else [()]
     return known.codes, list(known.keys)
 
 
 def group_codes(table: Table, by) -> tuple[np.ndarray, int]:
     """``(codes, size)``: the rows' group as :func:`groups` numbers them, and the number of groups (no keys made)."""
-    by = list(by)
-    if not by:
-        return np.zeros(len(table), np.int64), 1
     known = _known(table, by)
     return known.codes, known.size
 
@@ -249,10 +260,8 @@ def group_columns(table: Table, by) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """``(codes, columns)``: the rows' group as :func:`groups` numbers them, and the groups' keys as columns
     (``columns[name][g]``: the ``by`` column ``name``'s value in group g, an array over the groups)."""
     by = list(by)
-    if not by:
-        return np.zeros(len(table), np.int64), {}
     known = _known(table, by)
-    return known.codes, dict(zip(by, _key_columns(known)))
+    return known.codes, dict(zip(by, known.columns))
 
 
 #: Groupings a table keeps (a plot and its report group the same rows by the same columns several times).
@@ -260,32 +269,32 @@ GROUPINGS_KEPT = 4
 
 
 class _Grouping:
-    """A table's grouping by some columns: ``codes``, ``size`` groups, and their keys made on first use (``columns``
-    from ``make``, then ``keys`` as tuples)."""
+    """A grouping: ``codes`` (read-only, shared), ``size`` groups, keys as ``columns`` (made on first use), ``keys``."""
 
     def __init__(self, codes, size, make):
-        self.codes, self.size, self.make, self.columns, self.keys = codes, size, make, None, None
+        self.codes, self.size, self.make, self.keys = codes, size, make, None
+        codes.flags.writeable = False
+
+    @functools.cached_property
+    def columns(self) -> list[np.ndarray]:
+        columns, self.make = self.make(), None
+        for values in columns:
+            values.flags.writeable = False
+        return columns
 
 
-def _known(table: Table, by: list) -> _Grouping:
+def _known(table: Table, by) -> _Grouping:
     """The grouping of ``table`` by ``by``, computed once per table (the last :data:`GROUPINGS_KEPT` kept)."""
-    known = table._groups.get(tuple(by))
+    by = tuple(by)
+    if not by:
+        return _Grouping(np.zeros(len(table), np.int64), 1, list)
+    known = table._groups.get(by)
     if known is None:
-        known = _Grouping(*_groups(table, by))
-        known.codes.flags.writeable = False  # shared by the callers that group the same rows alike
+        known = _Grouping(*_groups(table, list(by)))
         while len(table._groups) >= GROUPINGS_KEPT:
             table._groups.pop(next(iter(table._groups)))
-        table._groups[tuple(by)] = known
+        table._groups[by] = known
     return known
-
-
-def _key_columns(known: _Grouping) -> list[np.ndarray]:
-    """The grouping's keys as columns (one array per ``by`` column), made once."""
-    if known.columns is None:
-        known.columns, known.make = known.make(), None
-        for values in known.columns:
-            values.flags.writeable = False
-    return known.columns
 
 
 def _groups(table: Table, by: list):
@@ -325,9 +334,9 @@ def _groups(table: Table, by: list):
 def split(table: Table, by) -> dict[tuple, Table]:
     """The rows of each group of the ``by`` columns (groups sorted by value), each a :class:`Table`."""
     codes, keys = groups(table, by)
-    order = np.argsort(codes, kind="stable")
-    ends = np.cumsum(np.bincount(codes, minlength=len(keys)))
-    starts = ends - np.bincount(codes, minlength=len(keys))
+    order, count = np.argsort(codes, kind="stable"), np.bincount(codes, minlength=len(keys))
+    ends = np.cumsum(count)
+    starts = ends - count
     return {key: table.take(order[s:e]) for key, s, e in zip(keys, starts, ends)}
 
 
@@ -347,9 +356,7 @@ def wilson(successes, trials, z: float = 1.96):
     half = z * np.sqrt(np.maximum(phat * (1 - phat) / safe + z**2 / (4 * safe**2), 0)) / denom
     low = np.where(trials > 0, np.maximum(0.0, centre - half), 0.0)
     high = np.where(trials > 0, np.minimum(1.0, centre + half), 1.0)
-    if low.ndim == 0:
-        return float(low), float(high)
-    return low, high
+    return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 
 def rates(table: Table, by, metric: str) -> list[dict]:
@@ -358,8 +365,7 @@ def rates(table: Table, by, metric: str) -> list[dict]:
     codes, keys = groups(table, by)
     trials = np.bincount(codes, minlength=len(keys))
     successes = np.rint(np.bincount(codes, np.asarray(table[metric], np.float64), minlength=len(keys))).astype(np.int64)
-    low, high = wilson(successes, trials)
-    low, high = np.atleast_1d(low), np.atleast_1d(high)
+    low, high = map(np.atleast_1d, wilson(successes, trials))
     return [{**dict(zip(by, key)), "trials": int(n), "successes": int(k), "rate": int(k) / int(n), "low": float(lo),
              "high": float(hi)} for key, n, k, lo, hi in zip(keys, trials, successes, low, high) if n]
 

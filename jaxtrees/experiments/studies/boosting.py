@@ -23,7 +23,7 @@ from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.study import Compile, Study
 from jaxtrees.experiments.studies import theory, verdicts
-from jaxtrees.experiments.studies.common import at_max, group_max
+from jaxtrees.experiments.studies.common import a_row_of_each, at_max, group_max
 from jaxtrees.learners import CART16, AdaBoost, Parities, Stump
 from jaxtrees.learners.bagging import random_forest
 
@@ -170,26 +170,30 @@ def _bounds_plot(rows, stem) -> list[str]:
     from matplotlib.lines import Line2D
 
     b = bounds(rows)
-    codes, points = tables.group_columns(rows, ["data", "round"])
-    count = np.bincount(codes, minlength=len(points["data"]))
-    names = rows.unique("data")
-    fig, axes = summary.figure(len(names))
+    data, names = tables.factorize(rows, "data")  # each row's data set as a code into names (no object per row)
+    codes, size = tables.group_codes(rows, ["data", "round"])
+    count = np.bincount(codes, minlength=size)
     t = np.asarray(rows["round"], np.float64)
-    for ax, name in zip(axes, names):
-        mine = points["data"] == name
-        x = np.asarray(points["round"], np.float64)[mine]
+    point = a_row_of_each(codes, size)  # a row of each (data set, round)
+    present = np.flatnonzero(np.bincount(data, minlength=len(names)))
+    split = [n_ for n_ in ("cell", "replicate") if n_ in rows]
+    splits_of = rows.select(*split).with_columns(_data=data)  # the columns that tell the splits apart
+    fig, axes = summary.figure(len(present))
+    for ax, code in zip(axes, present):
+        name = names[code]
+        mine = data[point] == code
+        x = t[point][mine]
         for weak, arrays in b.items():
             look = summary.series_style(ax)
             for column, ls, label in (("train", "-", WEAK[weak]), ("product", "--", None), ("exp", ":", None)):
                 mean = np.bincount(codes, arrays[column], minlength=len(count)) / np.maximum(count, 1)
                 ax.plot(x, mean[mine], ls=ls, color=look["color"], lw=1.2, label=label or "_")
             at = t >= arrays["rounds"]
-            split = [n_ for n_ in ("cell", "replicate") if n_ in rows] or ["data"]
-            first_codes, first_keys = tables.group_columns(rows.take(at), ["data", *split])
-            if len(first_keys["data"]):
-                firsts = np.full(len(first_keys["data"]), np.inf)
+            first_codes, splits = tables.group_codes(splits_of.take(at), ["_data", *split])
+            if splits:
+                firsts = np.full(splits, np.inf)
                 np.minimum.at(firsts, first_codes, t[at])
-                here = first_keys["data"] == name
+                here = data[at][a_row_of_each(first_codes, splits)] == code  # each split's data set, by its code
                 if here.any():
                     ax.plot([np.median(firsts[here])], [1 / _data(name).train_size], marker=look["marker"],
                             color=look["color"], ms=8, ls="none")

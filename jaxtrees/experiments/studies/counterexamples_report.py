@@ -10,7 +10,7 @@ from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.report import saving, summary
 from jaxtrees.experiments.studies import theory, verdicts
 from jaxtrees.experiments.studies.addressing_cells import lemma14, n_free, target_depth
-from jaxtrees.experiments.studies.common import at_max
+from jaxtrees.experiments.studies.common import a_row_of_each, at_max
 
 
 def _error_plot(rows, stem, by, horizon_name, title, label, overlay=None):
@@ -76,12 +76,12 @@ def gains_plot(rows, stem):
         return []
     trial = [name for name in ("cell", "replicate") if name in rows]
     names = ["code", "k", "c", "s"]
-    codes, per_trial = tables.group_columns(rows, [*trial, *names])
-    memory = np.full(len(per_trial["code"]), np.inf)
-    addr = np.full(len(per_trial["code"]), -np.inf)
+    codes, size = tables.group_codes(rows, [*trial, *names])
+    memory, addr = np.full(size, np.inf), np.full(size, -np.inf)
     np.fmin.at(memory, codes, np.asarray(rows["memory_gain_min"], np.float64))
     np.fmax.at(addr, codes, np.asarray(rows["address_gain_max"], np.float64))
-    per_path = tables.Table({**{name: per_trial[name] for name in names}, "memory": memory, "address": addr})
+    # a row of each path: its cell's columns by their codes (no key per path)
+    per_path = rows.select(*names).take(a_row_of_each(codes, size)).with_columns(memory=memory, address=addr)
     per_path = per_path.take(np.isfinite(memory) & np.isfinite(addr))
     fig, axes = summary.figure(1, width=6.5, height=4.8)
     ax = axes[0]
@@ -319,8 +319,8 @@ def _agnostic_theory(rows) -> str:
                                      "delta", f"Measured at depth |A^free|: {error.size:,} of {free.size:,} paths have "
                                      f"queried no addressing bit{low}.", where="tests/test_counterexamples_study.py"))
         k = np.asarray(paths["k"], np.float64)
-        bound = np.asarray([n_free(dict(zip(by, key))) for key in zip(*(paths[name] for name in by))], np.float64) \
-            * (2.0**-k + 5.0**-k)
+        codes, keys = tables.groups(paths, by)  # |A^free| once per cell, then per path by its cell's code
+        bound = np.asarray([n_free(dict(zip(by, key))) for key in keys], np.float64)[codes] * (2.0**-k + 5.0**-k)
         lines.append(verdicts.check("002 Thm 11's proof (Sec. 6), with Lemma 12 for the block f_{c,k}", "Pr[f_pi != g] "
                                     "<= |A^free| (2^-k + 5^-k) (< eps) for the nearby junta g", bound,
                                     np.asarray(paths["distance_to_junta"], np.float64), "upper",

@@ -117,9 +117,14 @@ def _trials(rows):
 
 
 def _hat(rows) -> np.ndarray:
-    """Per row: the cell's p-hat."""
-    return np.where(np.asarray(rows["base"], object) == "critical",
+    """Per row: the cell's p-hat (the base told by its code: no object per row)."""
+    return np.where(tables.mapped(rows, "base", lambda base: base == "critical", bool),
                     theory.critical_base(np.asarray(rows["k"], np.float64)), 0.5)
+
+
+def _gini(rows) -> np.ndarray:
+    """Per row: whether its impurity is Lipschitz (Gini), told once per impurity."""
+    return tables.mapped(rows, "impurity", theory.lipschitz, bool)
 
 
 def _smoothed(trials):
@@ -166,7 +171,7 @@ def _theory(rows, trials, m90) -> str:
     c = np.asarray(smoothed["c"], np.float64)
     alpha = theory.smoothed_alpha(_hat(smoothed), c)
     lines = [lemma11_check(smoothed, BY, alpha, c, k, "alpha = min(p-hat, 1 - p-hat) - c")]
-    gini = smoothed.take(np.asarray([theory.lipschitz(v) for v in smoothed["impurity"]], bool))
+    gini = smoothed.take(_gini(smoothed))
     if len(gini):
         scale = THEOREM7_FACTOR * _scale(gini)
         needed = np.asarray(gini["_needed"], np.float64)
@@ -254,8 +259,10 @@ def _theory_plot(rows, stem):
     scale = _scale(trials)
     needed = np.asarray(trials["_needed"], np.float64)
     top = np.asarray(trials["m"], np.float64)
+    ends = np.cumsum(np.bincount(codes, minlength=len(keys)))
+    by_cell = np.argsort(codes, kind="stable")  # each cell's trials in row order: one sort, not a pass per cell
     for g, key in enumerate(keys):
-        mine = np.flatnonzero(codes == g)
+        mine = by_cell[ends[g - 1] if g else 0:ends[g]]
         order = mine[np.argsort(eps[mine], kind="stable")]
         cell = dict(zip(BY, key))
         label = f"k = {cell['k']}, {cell['base']}, c = {cell['c']:g}, {cell['impurity']}"
@@ -289,7 +296,7 @@ def _theorem7_bound(ax, trials, scale, top):
     finite = np.isfinite(scale) & (scale > 0)
     if finite.any():
         span = np.array([min(scale[finite].min(), top.min() / 32), max(scale[finite].max(), 2 * top.max())])
-        gini = np.asarray([theory.lipschitz(v) for v in trials["impurity"]], bool)
+        gini = _gini(trials)
         needed = np.asarray(trials["_needed"], np.float64)[gini]
         known = np.where(np.isinf(needed) & (THEOREM7_FACTOR * scale[gini] > top[gini]), np.nan, needed)
         vacuous = gini.any() and verdicts.check("", "", THEOREM7_FACTOR * scale[gini], known, "upper").kind == "vacuous"
