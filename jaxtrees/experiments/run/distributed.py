@@ -291,9 +291,11 @@ def _join(host: str, port: int, address: str, processes: int, process_id: int, t
     if reply is None or not (reply == JOINED.encode() or reply.startswith((b"refused ", b"timeout "))):
         link.close()
         raise ValueError(_foreign(process_id, address, link.said(), busy))
+    # then the keeper's verdict, which it gives by its own deadline: a process leaving at its own deadline as the
+    # keeper said "go" left the others to abort (XLA's registration barrier)
     if reply == JOINED.encode():
         try:
-            reply = link.line(deadline)
+            reply = link.line(time.monotonic() + timeout + GRACE + 5)
         except OSError:
             reply = b""
     text = reply.decode(errors="replace")
@@ -310,9 +312,9 @@ def _join(host: str, port: int, address: str, processes: int, process_id: int, t
     if not link.silent:
         raise ValueError(f"process {process_id}: the coordinator at {address} gave up waiting for the other "
                          f"processes (see process 0's message)")
-    raise ValueError(f"process {process_id}: the coordinator at {address} is up but not every process joined "
-                     f"within {timeout:g} s (--distributed-timeout); start the others with the same --coordinator "
-                     f"and --num-processes {processes}")
+    raise ValueError(f"process {process_id}: the coordinator at {address} took it in but said neither go nor why "
+                     f"not within {timeout + GRACE + 5:g} s (--distributed-timeout {timeout:g} and its grace); see "
+                     f"process 0's message")
 
 
 def _foreign(process_id: int, address: str, said: str, busy: bool) -> str:
