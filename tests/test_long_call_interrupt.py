@@ -177,9 +177,10 @@ class _Store:
         self.parts.append(columns["cell"].tolist())
 
 
-def test_the_writer_writes_the_ready_calls_and_never_the_abandoned_one(monkeypatch):
+def test_the_writer_writes_the_ready_calls_and_never_the_abandoned_one(monkeypatch, capsys):
     """No grace: the first call (ready, its copy slow) is written, the second (running) and the third (queued behind
-    it) are abandoned and stay unwritten once their outputs arrive."""
+    it) are abandoned and stay unwritten once their outputs arrive; a next run waits for them to end (they hold their
+    memory on the device), or stops as soon as it is interrupted."""
     monkeypatch.setattr(writer, "GRACE_SECONDS", 0.0)
     store, interrupted = _Store(), threading.Event()
     calls = [_Output([0, 1], ready=True, copy_when_asked=True), _Output([2, 3], ready=False),
@@ -190,9 +191,11 @@ def test_the_writer_writes_the_ready_calls_and_never_the_abandoned_one(monkeypat
     interrupted.set()
     rows.close(flush=True, interrupted=interrupted)
     assert store.parts == [[0, 1]] and rows.abandoned == 2 and len(rows.finished) == 1
+    assert not writer.abandoned_ended(interrupted)
+    assert "waiting for the call an interrupted run left running" in capsys.readouterr().err
     for output in calls[1:]:  # the running call ends after the run has closed its store
         output.ready.set()
         output.copy.set()
     rows.fetcher.join(timeout=60)
     assert not rows.fetcher.is_alive() and rows.fetcher.name == "abandoned fetcher"
-    assert store.parts == [[0, 1]]
+    assert store.parts == [[0, 1]] and writer.abandoned_ended()

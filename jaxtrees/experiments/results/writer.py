@@ -210,6 +210,21 @@ def _ready(outputs: dict) -> bool:
     return all(getattr(value, "is_ready", lambda: True)() for value in outputs.values())
 
 
+def abandoned_ended(interrupted: threading.Event | None = None, poll: float = 0.1) -> bool:
+    """Wait until the calls abandoned by this process's interrupted runs have ended (each still holds its memory and
+    cores on the device), saying so where it waits: True, or False as soon as ``interrupted`` is set."""
+    running = [t for t in _ABANDONED if t.is_alive()]
+    if running:
+        print("jaxtrees: waiting for the call an interrupted run left running on the device to end (it holds its "
+              "memory)", file=sys.stderr, flush=True)
+    for thread in running:
+        while thread.is_alive():
+            if interrupted is not None and interrupted.is_set():
+                return False
+            thread.join(poll)
+    return True
+
+
 def _abandon(fetcher: threading.Thread) -> None:
     """Leave ``fetcher`` to end with its call, renamed out of the package's threads (which
     :func:`~jaxtrees.experiments.results.ending.settle` joins); :func:`_at_exit` decides what the process's end does."""

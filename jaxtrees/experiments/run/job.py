@@ -19,7 +19,7 @@ from jaxtrees.experiments import contract as contracts
 from jaxtrees.experiments.contract import environment, now
 from jaxtrees.experiments.results.layout import Layout, inputs, pack
 from jaxtrees.experiments.results.store import Store
-from jaxtrees.experiments.results.writer import Writer
+from jaxtrees.experiments.results.writer import Writer, abandoned_ended
 from jaxtrees.experiments.run import compiled as compiling
 from jaxtrees.experiments.run import distributed
 from jaxtrees.experiments.run.compiled import compiler_options, group_size, memory_budget
@@ -203,7 +203,10 @@ class Job:
         """Every slot of the program, call by call (:class:`Pace`: how many groups each); the calls' rows go
         to a :class:`~jaxtrees.experiments.results.writer.Writer`, which copies them to the host and writes parts on
         its thread while the next call runs. An interrupt dispatches no more calls: those whose outputs are ready are
-        written, one still running is abandoned after the writer's grace (its trials run again on resume)."""
+        written, one still running is abandoned after the writer's grace (its trials run again on resume); a call an
+        earlier run in this process abandoned is waited for first (it holds its memory on the device)."""
+        if not abandoned_ended(interrupted):
+            return
         started = time.perf_counter()
         writer = Writer(self.store, self.layout, on_written=bar.update)
         unit = program.group * len(self.devices)
