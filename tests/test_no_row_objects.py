@@ -145,6 +145,16 @@ def test_export_writes_the_bytes_the_rows_as_objects_would():
     assert csv(arrow) == csv(pa.table(t.to_dict()))
 
 
+def test_export_holds_no_reference_per_row():
+    """export's columns of 10^5 rows: strings by cell and strings per row as dictionaries of their codes, no
+    reference per row to a string."""
+    t = _trials(12_500)
+    t = t.with_columns(label=np.asarray(["a, b", 'say "x"', "z", "a, b"] * (len(t) // 4)))
+    arrow, _, _, refs = _cost(lambda: reading._arrow(t), _strings(t))
+    assert refs < 100 and pa.types.is_dictionary(arrow.column("label").type)
+    assert arrow.column("label").to_pylist()[:4] == ["a, b", 'say "x"', "z", "a, b"]
+
+
 def test_bench_store_measures_grouping_side_by_side(capsys):
     spec = importlib.util.spec_from_file_location("bench_store", ROOT / "scripts" / "bench_store.py")
     module = importlib.util.module_from_spec(spec)

@@ -32,7 +32,8 @@ def _label(name: str, estimated=frozenset()) -> str:
 
 def _estimated(rows) -> frozenset:
     """The learners whose errors the rows measure on a test sample (exact = 0), not exactly."""
-    return frozenset(np.unique(np.asarray(rows["learner"])[np.asarray(rows["exact"]) == 0]).tolist())
+    codes, learners = tables.factorize(rows, "learner")  # by their codes: no object per row
+    return frozenset(learners[np.bincount(codes[np.asarray(rows["exact"]) == 0], minlength=len(learners)) > 0].tolist())
 
 
 @summary.styled
@@ -130,7 +131,7 @@ def theorem2_report(rows) -> str:
     if not any(name in rows.unique("learner") for name in RANK_LEARNERS):
         return ""
     eps, delta = THEOREM2
-    sel = rows.take(np.isin(rows["learner"], RANK_LEARNERS))
+    sel = rows.take(tables.mapped(rows, "learner", lambda learner: learner in RANK_LEARNERS, bool))
     sel = sel.with_columns(_ok=np.asarray(sel["error"], np.float64) <= eps)
     curves = {}
     for g in tables.rates(sel, ["family", "k", "n", "c", "learner", "m"], "_ok"):
@@ -148,7 +149,7 @@ def _estimated_note(rows, estimated: set) -> str:
     """What "(est.)" marks: success as no mistake on a test sample, an estimate, not exact success."""
     if not estimated:
         return ""
-    sizes = sorted(set(np.asarray(rows["test_m"]).tolist()))
+    sizes = rows.unique("test_m")
     size = ", ".join(f"{int(t):,}" for t in sizes)
     return (f"(est.): {', '.join(sorted(estimated))} are scored on test_m = {size} fresh examples, not exactly: their "
             f"success is no mistake on that sample (at 95%, an error below about 3 / {size}), an estimate, never "

@@ -76,8 +76,7 @@ def present(rows, name) -> list:
 def first(rows, name):
     """The column's value in the first row, as a Python value (a per-cell constant such as
     ``max_steps``; unlike ``rows[0]``, it reads one column, and works beside a column of strings)."""
-    value = rows[name][0]
-    return value.item() if isinstance(value, np.generic) else value
+    return rows.first(name)
 
 
 def columns(rows, *names):

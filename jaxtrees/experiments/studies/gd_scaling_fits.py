@@ -31,7 +31,7 @@ def trials(rows):
     if "cell" in rows and "replicate" in rows:
         at = at[np.lexsort((np.asarray(rows["replicate"])[at], np.asarray(rows["cell"])[at]))]
     out = rows.take(at)
-    return out if "init" in out else out.with_columns(init=np.full(len(out), "he", dtype=object))
+    return out if "init" in out else out.with_columns(init=np.full(len(out), "he"))
 
 
 def exact_trials(trials):

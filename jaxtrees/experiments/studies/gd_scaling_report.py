@@ -126,7 +126,7 @@ def _signal_trials(trials):
         return trials.take(np.zeros(len(trials), bool))
     keep = np.asarray(trials["c"], np.float64) > 0
     if "init" in trials:
-        keep &= trials["init"] == first(trials, "init")
+        keep &= _first_init(trials)
     return trials.take(keep & np.isfinite(np.asarray(trials["influence_max"], np.float64)))
 
 
@@ -266,8 +266,14 @@ def scaling_plot(rows, stem):
                           + "; triangles at the budget: share of censored "
                           f"trials (size); {summary.trials_text(counts.tolist())}")
     files = saving.save(fig, stem)
-    mine = trials.take(trials["init"] == first(trials, "init"))  # the mechanism of the first init's trainings
+    mine = trials.take(_first_init(trials))  # the mechanism of the first init's trainings
     return files + _mechanism_plot(rows.take(_same_trials(rows, mine)), trials.take(_same_trials(trials, mine)), stem)
+
+
+def _first_init(trials) -> np.ndarray:
+    """The mask of the trials of the first row's initialisation (told by its code: no object per row)."""
+    init = first(trials, "init")
+    return tables.mapped(trials, "init", lambda value: value == init, bool)
 
 
 def _same_trials(rows, trials) -> np.ndarray:
@@ -281,8 +287,8 @@ def _same_trials(rows, trials) -> np.ndarray:
 def _mechanism_plot(rows, trials, stem):
     """Left: median first-layer row norm on J (solid) and off J (dashed) over training, one panel per
     k at the largest n (parities, or juntas without parities); right: step J separated vs min |I|."""
-    family = "parity" if np.any(rows["family"] == "parity") else "junta"
-    rows_ = rows.take(rows["family"] == family)
+    family = "parity" if "parity" in rows.unique("family") else "junta"
+    rows_ = rows.take(tables.mapped(rows, "family", lambda value: value == family, bool))
     n_top = int(rows_["n"].max())
     ks = present(rows_, "k")
     at_top = rows_.take(rows_["n"] == n_top)
