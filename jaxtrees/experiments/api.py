@@ -65,32 +65,6 @@ def execute(study, origin: dict, config, out, *, chunk=None, group=None, progres
                       allow_changes=allow_changes, about=reporting.about(study, origin))
 
 
-def rows(directory: str):
-    """The rows of a results directory (its current grid) as a ``pyarrow.Table``."""
-    from jaxtrees.experiments.results import read_results
-
-    return to_arrow(read_results(directory))
-
-
-def to_arrow(table):
-    """A :class:`~jaxtrees.experiments.table.Table` as a ``pyarrow.Table``: columns given by the cell as dictionary
-    arrays (strings) or gathered numbers, the others as they are (no copy)."""
-    import numpy as np
-    import pyarrow as pa
-
-    from jaxtrees.experiments.table import ByCell
-
-    arrays = {}
-    for name in table.names:
-        column = table._columns[name]
-        if isinstance(column, ByCell) and column.values.dtype == object:
-            codes = column.per_cell[np.asarray(table["cell"])].astype(np.int32)
-            arrays[name] = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(column.values.tolist()))
-        else:
-            arrays[name] = pa.array(np.asarray(table[name]))
-    return pa.table(arrays)
-
-
 def resolve(study):
     """``(study, origin)``: a ``Study`` (origin: its module's file, or its module) or what :func:`~jaxtrees.
     experiments.loading.load` takes."""
