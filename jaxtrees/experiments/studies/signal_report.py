@@ -205,16 +205,20 @@ def _n_form(cells, m, info, kind):
 def eps_panel(ax, inside, m, m90, info):
     """m for 90% / (alpha^-2k k ln(n / delta)) against the cell's median 1/eps* over the Gini cells, with Theorem 7's
     [form] fit (exponent <= 4)."""
-    points = [(float(np.median(1 / v["eps_star"])), m90[cell] / math.exp(theorem7_offset(info, cell)))
-              for cell, (_, v) in inside.items() if m90.get(cell) is not None]
+    with np.errstate(divide="ignore"):  # a cell whose median eps* is 0 has no finite 1/eps*: left out, and said
+        points = [(float(np.median(1 / v["eps_star"])), m90[cell] / math.exp(theorem7_offset(info, cell)))
+                  for cell, (_, v) in inside.items() if m90.get(cell) is not None]
+    unplaced = sum(not np.isfinite(x) for x, _ in points)
+    points = [(x, y) for x, y in points if np.isfinite(x)]
     if points:
         look = summary.series_style(ax)
         ax.plot(*zip(*sorted(points)), ls="none", color=look["color"], marker=look["marker"], label="Gini cells")
         draw_form(ax, points, _theorem7_form(inside, m, info).slopes[0], look["color"])
         ax.set_xscale("log")
         ax.set_yscale("log")
-    summary.panel(ax, "m for 90% / (alpha^-2k k ln(n / delta)) against 1/eps*\n(Thm 7: fit, 95% band; dotted: its 4)",
-                  "1/eps* (cell median)", xbase=None)
+    left = f"; {unplaced} cell(s) with median eps* = 0 not placed" if unplaced else ""
+    summary.panel(ax, "m for 90% / (alpha^-2k k ln(n / delta)) against 1/eps*\n(Thm 7: fit, 95% band; dotted: its 4"
+                  f"{left})", "1/eps* (cell median)", xbase=None)
     ax.set_ylabel(f"m for 90% / (alpha^-2k k ln(n / {DELTA:g}))")
 
 
