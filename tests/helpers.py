@@ -287,6 +287,21 @@ def run_killed(args: list[str], rows_dir, env: dict | None = None, parts: int = 
     return len(list(rows_dir.glob("part-*.parquet")))
 
 
+def kill_after_first_part(procs: list, rows_dir, pid: int = 2) -> None:
+    """SIGKILL process ``pid`` of a distributed run (held after its first part by JAXTREES_TEST_STOP_AFTER_PARTS=1)
+    once that part is in ``rows_dir``: mid-run by construction; fails if it ended first."""
+    import signal
+    import time
+
+    deadline = time.time() + 300  # a bound only: the process waits, blocked, for the kill
+    mine = f"{pid:04d}"
+    while time.time() < deadline and not any(n.name.split("-")[2] == mine for n in rows_dir.glob("part-*.parquet")):
+        assert procs[pid].poll() is None, procs[pid].communicate()
+        time.sleep(0.05)
+    assert procs[pid].poll() is None  # mid-run: its first part written, the rest of its share not
+    procs[pid].send_signal(signal.SIGKILL)
+
+
 def resealed(part):
     """A part rewritten in place (a test's deliberate change) renamed to carry its new whole-file CRC-32, so that the
     store's deeper checks, not the checksum, judge it; returns its new path."""

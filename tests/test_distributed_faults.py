@@ -3,14 +3,14 @@ something that is not a jaxtrees process 0, a peer that dies mid-run (its surviv
 word, not after the heartbeats' timeout) and a process whose device-level contract differs (every process compares)."""
 
 import os
-import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
+
+import helpers
 
 from jaxtrees.experiments.run import distributed
 
@@ -189,12 +189,7 @@ def test_a_peer_killed_mid_run_ends_the_survivors_at_once(tmp_path):
     procs = [_cli(port, out, pid, 3, *extra, env={**flush, **({"JAXTREES_TEST_STOP_AFTER_PARTS": "1"} if pid == 2
                                                                 else {})}) for pid in range(3)]
     rows = out / "juntas" / "rows"
-    deadline = time.time() + 300  # a bound only: process 2 waits, blocked, for the kill
-    while time.time() < deadline and not any(n.name.split("-")[2] == "0002" for n in rows.glob("part-*.parquet")):
-        assert procs[2].poll() is None, procs[2].communicate()
-        time.sleep(0.05)
-    assert procs[2].poll() is None  # mid-run: its first part written, the rest of its share not
-    procs[2].send_signal(signal.SIGKILL)
+    helpers.kill_after_first_part(procs, rows)
     ends = [p.communicate(timeout=120) for p in procs[:2]]
     procs[2].communicate()
     for p, (_, err) in zip(procs[:2], ends):

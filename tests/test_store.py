@@ -3,7 +3,6 @@
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -273,12 +272,7 @@ def test_four_processes_write_the_rows_of_one_and_resume_after_one_is_killed(tmp
     killed = tmp_path / "killed"
     procs = start(killed, kill=2)
     rows = killed / "juntas" / "rows"
-    deadline = time.time() + 300  # a bound only: process 2 waits, blocked, for the kill
-    while time.time() < deadline and not any(n.name.split("-")[2] == "0002" for n in rows.glob("part-*.parquet")):
-        assert procs[2].poll() is None, procs[2].communicate()
-        time.sleep(0.05)
-    assert procs[2].poll() is None  # mid-run: its first part written, the rest of its share not
-    procs[2].send_signal(signal.SIGKILL)
+    helpers.kill_after_first_part(procs, rows)
     killed_at = time.time()
     ends = [p.communicate(timeout=120) for p in (procs[0], procs[1], procs[3])]  # within the heartbeats' timeout
     assert time.time() - killed_at < 20 + 30, ends
