@@ -339,3 +339,17 @@ def test_a_report_reads_the_same_from_parameters_by_cell_and_from_plain_columns(
     plain = Table({name: np.asarray(rows[name], str) if rows.dtype(name) == object else np.array(rows[name])
                    for name in rows.names})
     assert CASES[study][1](plain) == CASES[study][1](rows)
+
+
+def test_jt_run_s_arrow_table_keeps_strings_as_dictionary_arrays():
+    """api.to_arrow (what jt.run returns): a Dictionary column and a run's string parameter become dictionary arrays
+    from their codes, with the same values as the plain columns; numbers stay as they are."""
+    from jaxtrees.experiments import api
+
+    table = _trials(50, per_trial=2).with_columns(
+        learner=tables.Dictionary(np.arange(800) % 3, np.asarray(["a", "b", "c"], object)))
+    arrow = api.to_arrow(table)
+    for name in ("impurity", "learner"):
+        assert pa.types.is_dictionary(arrow.schema.field(name).type), name
+        assert arrow.column(name).to_pylist() == list(table[name]), name
+    assert arrow.column("m").to_pylist() == table["m"].tolist() and arrow.column("k").to_pylist() == table["k"].tolist()
