@@ -52,11 +52,9 @@ def _interrupt(number, frame):
     if _unsafe(frame):
         signal.setitimer(signal.ITIMER_REAL, RETRY)
         return
-    if isinstance(sys.exc_info()[1], KeyboardInterrupt) or frame is None or frame.f_code is console.__code__:
-        signal.setitimer(signal.ITIMER_REAL, RESEND)  # one is being handled, or console() reports it: not lost
-        return
-    signal.setitimer(signal.ITIMER_REAL, RESEND)
-    raise KeyboardInterrupt
+    signal.setitimer(signal.ITIMER_REAL, RESEND)  # sent again unless seen being handled by then
+    if not (isinstance(sys.exc_info()[1], KeyboardInterrupt) or frame is None or frame.f_code is console.__code__):
+        raise KeyboardInterrupt  # else one is being handled, or console() reports it: not lost
 
 
 def _settled():
