@@ -86,7 +86,8 @@ def test_an_id_given_twice_after_the_run_started_is_told_what_holds_the_port():
 
 
 class _Holder:
-    """A plain TCP server on a port (not jaxtrees): it accepts and says nothing, closes at once, or answers a line."""
+    """A plain TCP server on a port (not jaxtrees): it accepts and says nothing, closes at once, answers a line, or
+    (shy) closes at a word before its own first word, an HTTP/2 SETTINGS frame, as a loaded gRPC server can."""
 
     def __init__(self, how: str):
         self.how, self.server = how, socket.create_server(("", 0))
@@ -102,6 +103,16 @@ class _Holder:
             if self.how == "closes":
                 conn.close()
                 continue
+            if self.how == "shy":
+                conn.settimeout(0.5)
+                try:
+                    heard = conn.recv(100)
+                except TimeoutError:
+                    heard = b""
+                if heard:
+                    conn.close()
+                    continue
+                conn.sendall(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
             if self.how == "answers":
                 conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
             self.held.append(conn)  # silent: held open, never a word
@@ -114,7 +125,9 @@ class _Holder:
 
 @pytest.mark.parametrize("how, said", [("silent", "it said nothing within 1 s"),
                                         ("closes", "it closed the connection without a word"),
-                                        ("answers", "it answered 'SSH-2.0-OpenSSH_9.6'")])
+                                        ("answers", "it answered 'SSH-2.0-OpenSSH_9.6'"),
+                                        ("shy", "it speaks HTTP/2, as the coordination service of a run under way "
+                                                "does: were two processes given the same --process-id?")])
 @pytest.mark.parametrize("pid", [1, 0])
 def test_a_port_held_by_another_program_is_named(monkeypatch, how, said, pid):
     """Process 1 pointed at a port whose holder is not a jaxtrees process 0 (before: 'the coordinator is up but not

@@ -18,14 +18,14 @@ import socket
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 
 from jaxtrees.experiments import contract
 from jaxtrees.experiments.run.keeper import GRACE, HELLO, JOINED
 
-#: This process's connection to the keeper (:func:`~jaxtrees.experiments.run.keeper.keep`, a :class:`_Link`), open
-#: until the process exits.
+#: This process's connection to the keeper (a :class:`_Link`), open until the process exits.
 _KEPT: list = []
 #: The keeper process that process 0 started (its ``Popen``).
 _KEEPER: list = []
@@ -97,12 +97,7 @@ class _ServedElsewhere:
 
     @staticmethod
     def get_distributed_runtime_service(*args, **kwargs):
-        return _NoService()
-
-
-class _NoService:
-    def shutdown(self):
-        pass
+        return types.SimpleNamespace(shutdown=lambda: None)  # the keeper's service: not this process's to stop
 
 
 def agree(process: int, processes: int, terms: dict) -> None:
@@ -290,6 +285,8 @@ def _join(host: str, port: int, address: str, processes: int, process_id: int, t
         reply = None
     if reply is None or not (reply == JOINED.encode() or reply.startswith((b"refused ", b"timeout "))):
         link.close()
+        if not (link.heard or link.silent):  # closed at our hello: what does it say unasked?
+            link.heard = _unasked(host, port)
         raise ValueError(_foreign(process_id, address, link.said(), busy))
     # then the keeper's verdict, which it gives by its own deadline: a process leaving at its own deadline as the
     # keeper said "go" left the others to abort (XLA's registration barrier)
@@ -325,6 +322,16 @@ def _foreign(process_id: int, address: str, said: str, busy: bool) -> str:
                 f"choose a free port and give every process the same one")
     return (f"process {process_id}: {address} answered but is not a jaxtrees process 0 ({said}); check --coordinator "
             f"(process 0's HOST:PORT) and that no other program holds that port")
+
+
+def _unasked(host: str, port: int, wait: float = 2.0) -> bytes:
+    """The first bytes HOST:PORT sends unasked within ``wait`` s (b"" if none): gRPC's SETTINGS (a loaded one may
+    close at our hello before they leave)."""
+    try:
+        with socket.create_connection((host, port), timeout=wait) as conn:
+            return conn.recv(200)
+    except OSError:
+        return b""
 
 
 class _Link:
