@@ -106,6 +106,7 @@ def test_ctrl_c_abandons_a_call_that_never_ends_and_a_resume_completes_the_rows(
     assert said == [INTERRUPTED], rest
     run = json.loads((out / "held" / "metadata.json").read_text())["runs"][-1]
     assert [c.get("abandoned") for c in run["calls"].values()] == [1], run["calls"]
+    assert list(run["trials_run"].values()) == [4], run["trials_run"]  # those written (before: all 8, as planned)
 
     contract.source_digest.cache_clear()  # the package's digest now, as the subprocess read it (not at import)
     jt.run(str(held), out=str(tmp_path / "reference"), group=GROUP, progress=False, figures=False)

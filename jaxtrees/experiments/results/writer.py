@@ -58,6 +58,7 @@ class Writer:
         self.host: queue.Queue = queue.Queue()  # their rows on the host
         self.error: BaseException | None = None
         self.seconds, self.cpu_seconds, self.rows = 0.0, 0.0, 0  # making and writing parts (wall, CPU); rows written
+        self.trials = 0  # trials written (an interrupted run's count, not its program's)
         self.finished: list[float] = []
         self.parts, self.stop_after = 0, _stop_after()
         self.abandoned, self._cut = 0, False  # _cut: set once, under _changed; no call reaches the host after it
@@ -191,6 +192,7 @@ class Writer:
         self.seconds += time.perf_counter() - started
         self.cpu_seconds += time.thread_time() - cpu
         self.rows += int(columns["cell"].size)
+        self.trials += int(trials.size)
         if self.on_written is not None:
             self.on_written(int(trials.size))
         self.parts += 1

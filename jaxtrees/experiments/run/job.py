@@ -237,7 +237,7 @@ class Job:
             self.record["calls"][program.name] = {**pace.summary(), **({"abandoned": writer.abandoned}
                                                                         if writer.abandoned else {})}
         self.record["run_seconds"][program.name] = round(time.perf_counter() - started, 3)
-        self.record["trials_run"][program.name] = program.trials
+        self.record["trials_run"][program.name] = writer.trials  # an interrupted run's: those written
         self.record["seconds"] = bar.elapsed
         self.record["host_seconds"] = round(self.record["host_seconds"], 3)
         self.record["handover_seconds"] = round(self.record["handover_seconds"], 3)
