@@ -177,3 +177,34 @@ def test_a_study_is_found_by_file_by_name_or_refused_with_the_way(study_file, tm
     empty.write_text("x = 1\n")
     with pytest.raises(ValueError, match="holds no study"):
         loading.load(str(empty))
+
+
+NAMESAKE = '''
+import jax
+import jaxtrees as jt
+
+
+def trial(key, params):
+    return {"u": jax.random.uniform(key) * params["a"]}
+
+
+STUDY = jt.Study(name="juntas", trial=trial, grid={"a": [1.0, 2.0]}, replicates=3)
+'''
+
+
+def test_a_study_named_as_a_built_in_is_read_reported_and_counted_as_its_own(tmp_path, capsys):
+    """A user's study called "juntas" (no m axis, one row per trial): its rows are read, reported, exported and
+    counted by its own layout (before: the built-in juntas' sample-size axis was looked up by the name, and the
+    report ended in KeyError 'm_min')."""
+    path = tmp_path / "namesake.py"
+    path.write_text(NAMESAKE)
+    out = tmp_path / "out"
+    assert cli.main(["run", str(path), "--out", str(out), "--no-progress"]) == 0
+    directory = out / "juntas"
+    rows = reading.read_results(str(directory))
+    assert len(rows) == 2 * 3 and sorted(set(np.asarray(rows["a"]).tolist())) == [1.0, 2.0]
+    assert reading.completeness(str(directory), rows) == (6, 6)
+    assert "u" in (directory / "report.md").read_text()
+    assert cli.main(["export", str(directory)]) == 0
+    assert len((directory / "results.csv").read_text().splitlines()) == 1 + 6
+    assert reading.completeness(str(directory), rows.take(np.arange(3))) == (3, 6)  # a part of them: those trials

@@ -21,6 +21,7 @@ from jaxtrees.experiments.contract import WAY_OUT, config_digest
 from jaxtrees.experiments.results import legacy
 from jaxtrees.experiments.results.files import atomically, part_names, read_json
 from jaxtrees.experiments.results.layout import Layout, check_columns
+from jaxtrees.experiments.study import Config
 from jaxtrees.experiments.table import Table, factorize
 
 #: Parquet's key in a part's footer for what jaxtrees knows of it (configuration digest, rows, trials).
@@ -65,7 +66,8 @@ def read_results(directory: str, config: dict | None = None, columns: list[str] 
         history.setdefault(config_digest(config), config)
     whole = parts(rows_dir, history or None, columns, move=None)
     try:
-        rows = check_columns(whole, config, ordered, history=history)  # one part in memory at a time
+        layout = None if config is None else Layout(registered(directory, config), Config(**config))
+        rows = check_columns(whole, config, ordered, layout, history)  # one part in memory at a time
     except Exception as e:  # noqa: BLE001 - pyarrow's error on a part whose types are not the run's
         if not type(e).__module__.startswith("pyarrow"):
             raise
@@ -125,18 +127,22 @@ def _arrow(rows: Table):
 
 
 def completeness(directory: str, rows: Table) -> tuple[int, int]:
-    """(trials in ``rows`` (as :func:`read_results` returns them), trials the run's configuration asks for),
-    from its metadata."""
-    from jaxtrees.experiments import studies
-    from jaxtrees.experiments.study import Config
-
+    """(trials in ``rows`` (as :func:`read_results` returns them: each trial whole), trials the run's configuration
+    asks for), from its metadata."""
     config = Config(**read_json(os.path.join(directory, "metadata.json"))["config"])
-    cell = np.asarray(rows["cell"])
-    lengths = Layout(studies.STUDIES.get(config.study), config).lengths
-    if lengths is not None and cell.size and int(cell.max()) < lengths.size:  # rows as read: each trial whole, once
-        return int((np.bincount(cell, minlength=lengths.size) // lengths).sum()), config.trials
-    trial = cell.astype(np.int64) * config.replicates + np.asarray(rows["replicate"], np.int64)
-    return int(np.unique(trial).size), config.trials
+    seen = np.zeros(config.trials, bool)
+    seen[np.asarray(rows["cell"], np.int64) * config.replicates + np.asarray(rows["replicate"], np.int64)] = True
+    return int(np.count_nonzero(seen)), config.trials
+
+
+def registered(directory: str, config: dict):
+    """The registry's study of the run's name where the run was of it (metadata.json says so, or, written by an
+    earlier version, says nothing), else None: a user's study of a built-in's name is not the built-in."""
+    from jaxtrees.experiments import studies
+
+    source = ((read_json(os.path.join(directory, "metadata.json"), rebuildable=True) or {}).get("study") or {}).get(
+        "source") or {"builtin": config["study"]}
+    return studies.STUDIES.get(config["study"]) if "builtin" in source else None
 
 
 def parts(rows_dir: str, digests: dict | None, columns, move: bool | None):
