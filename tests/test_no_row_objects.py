@@ -140,7 +140,7 @@ def test_export_writes_the_bytes_the_rows_as_objects_would():
         pcsv.write_csv(table, out)
         return bytes(out.getvalue())
 
-    arrow = reading._arrow(t)
+    arrow = reading.to_arrow(t)
     assert pa.types.is_dictionary(arrow.column("impurity").type)
     assert csv(arrow) == csv(pa.table(t.to_dict()))
 
@@ -150,7 +150,7 @@ def test_export_holds_no_reference_per_row():
     reference per row to a string."""
     t = _trials(12_500)
     t = t.with_columns(label=np.asarray(["a, b", 'say "x"', "z", "a, b"] * (len(t) // 4)))
-    arrow, _, _, refs = _cost(lambda: reading._arrow(t), _strings(t))
+    arrow, _, _, refs = _cost(lambda: reading.to_arrow(t), _strings(t))
     assert refs < 100 and pa.types.is_dictionary(arrow.column("label").type)
     assert arrow.column("label").to_pylist()[:4] == ["a, b", 'say "x"', "z", "a, b"]
 
@@ -342,13 +342,11 @@ def test_a_report_reads_the_same_from_parameters_by_cell_and_from_plain_columns(
 
 
 def test_jt_run_s_arrow_table_keeps_strings_as_dictionary_arrays():
-    """api.to_arrow (what jt.run returns): a Dictionary column and a run's string parameter become dictionary arrays
+    """reading.to_arrow (what jt.run returns): a Dictionary column and a run's string parameter become dictionary arrays
     from their codes, with the same values as the plain columns; numbers stay as they are."""
-    from jaxtrees.experiments import api
-
     table = _trials(50, per_trial=2).with_columns(
         learner=tables.Dictionary(np.arange(800) % 3, np.asarray(["a", "b", "c"], object)))
-    arrow = api.to_arrow(table)
+    arrow = reading.to_arrow(table)
     for name in ("impurity", "learner"):
         assert pa.types.is_dictionary(arrow.schema.field(name).type), name
         assert arrow.column(name).to_pylist() == list(table[name]), name

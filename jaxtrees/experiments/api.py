@@ -66,29 +66,11 @@ def execute(study, origin: dict, config, out, *, chunk=None, group=None, progres
 
 
 def rows(directory: str):
-    """The rows of a results directory (its current grid) as a ``pyarrow.Table``."""
-    from jaxtrees.experiments.results import read_results
+    """The rows of a results directory (its current grid) as a ``pyarrow.Table``
+    (:func:`~jaxtrees.experiments.results.reading.to_arrow`)."""
+    from jaxtrees.experiments.results import read_results, reading
 
-    return to_arrow(read_results(directory))
-
-
-def to_arrow(table):
-    """A :class:`~jaxtrees.experiments.table.Table` as a ``pyarrow.Table``: string columns (a run's parameters, the
-    outputs' strings) as dictionary arrays from their codes (:func:`~jaxtrees.experiments.table.factorize`: no Python
-    object per row), the others as they are."""
-    import numpy as np
-    import pyarrow as pa
-
-    from jaxtrees.experiments import table as tables
-
-    arrays = {}
-    for name in table.names:
-        if table.dtype(name) == object:
-            codes, values = tables.factorize(table, name)
-            arrays[name] = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, np.int32)), pa.array(list(values)))
-        else:
-            arrays[name] = pa.array(np.asarray(table[name]))
-    return pa.table(arrays)
+    return reading.to_arrow(read_results(directory))
 
 
 def resolve(study):

@@ -100,7 +100,7 @@ def export_csv(directory: str, path: str | None = None, partial: bool = False) -
         raise ValueError(f"{directory} holds {done:,} of its {total:,} trials (a run unfinished or still running); "
                          f"rerun `jaxtrees run` with the same arguments to finish it, or pass --partial to export "
                          f"the trials done")
-    table = _arrow(rows)
+    table = to_arrow(rows)
     if path == "-":
         buffer = pa.BufferOutputStream()
         pcsv.write_csv(table, buffer)
@@ -112,8 +112,10 @@ def export_csv(directory: str, path: str | None = None, partial: bool = False) -
     return path
 
 
-def _arrow(rows: Table):
-    """The rows as a pyarrow table, columns of strings dictionary-encoded from their codes (no object per row)."""
+def to_arrow(rows: Table):
+    """The rows as a ``pyarrow.Table`` (what ``jt.run`` returns, what export writes): columns of strings
+    dictionary-encoded from their codes (:func:`~jaxtrees.experiments.table.factorize`: no object per row), the
+    others as they are."""
     import pyarrow as pa
 
     arrays = {}
