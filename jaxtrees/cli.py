@@ -153,6 +153,9 @@ def exit_now(code: int) -> None:
     if (os.environ.get("JAXTREES_FAST_EXIT", "1") == "0" or sys.gettrace() is not None
             or sys.getprofile() is not None or others or run_handlers is None):
         sys.exit(code)
+    writer = sys.modules.get("jaxtrees.experiments.results.writer")  # imported where a run began
+    if writer is not None:
+        writer.ending_now()
     run_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:

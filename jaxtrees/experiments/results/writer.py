@@ -36,6 +36,14 @@ IN_FLIGHT = 2
 GRACE_SECONDS = 1.0
 #: The fetchers of abandoned calls (each waits for its call on the device), until they end: :func:`_at_exit`.
 _ABANDONED: list[threading.Thread] = []
+#: Set by :func:`ending_now`: the process ends by ``os._exit`` once its exit handlers have run.
+_ENDING_NOW = threading.Event()
+
+
+def ending_now() -> None:
+    """Say that the process ends by ``os._exit`` after its exit handlers (:func:`jaxtrees.cli.exit_now`): an
+    abandoned call need not be waited for (:func:`_at_exit`)."""
+    _ENDING_NOW.set()
 
 
 class Writer:
@@ -244,9 +252,7 @@ def _at_exit() -> None:
     KeyboardInterrupt runs the other handlers and ends as Python ends it then (SIGINT), without finalizing; any
     other end waits for the call, saying so (Ctrl-C ends it at once the same way)."""
     running = [t for t in _ABANDONED if t.is_alive()]
-    caller = sys._getframe().f_back
-    if not running or (caller is not None and caller.f_code.co_name == "exit_now"
-                       and caller.f_globals.get("__name__") == "jaxtrees.cli"):
+    if not running or _ENDING_NOW.is_set():
         return
     if not (isinstance(getattr(sys, "last_value", None), KeyboardInterrupt) and not sys.flags.interactive
             and not hasattr(sys, "ps1")):
