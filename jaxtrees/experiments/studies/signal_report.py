@@ -15,7 +15,8 @@ from jaxtrees.experiments import table as tables
 from jaxtrees.experiments.report import summary, thresholds
 from jaxtrees.experiments.studies import theory, verdicts
 
-#: The failure probability in Theorem 7's ln(n / delta) when the figures and reports scale m by it.
+#: The failure probability in Theorem 7's ln(n / delta) (and Theorem 12's delta1 + delta2) where the figures and
+#: reports scale m by it: 0.1, as their 90% success.
 DELTA = 0.1
 
 def lemma11_check(trials, by, alpha, c, k, which: str):

@@ -24,14 +24,11 @@ from jaxtrees.experiments.studies.common import CPU_OPT_LEVEL, at_max, bytes_per
 from jaxtrees.experiments.study.trials import (PRECISION_BITS, SUCCESS_TOL, check_sample_grid, exact_invariants,
                                                learn_on_prefixes, sample_sizes, trial_keys)
 from jaxtrees.experiments.studies.signal import restriction_signal
-from jaxtrees.experiments.studies.signal_report import (c_slopes, draw_form, eps_panel, lemma11_check, lipschitz_cells,
-                                                        lipschitz_lines)
+from jaxtrees.experiments.studies.signal_report import (DELTA, c_slopes, draw_form, eps_panel, lemma11_check,
+                                                        lipschitz_cells, lipschitz_lines)
 
 #: The bases: ``critical`` p-hat = 2^(-2/k) (the target's root signal vanishes), ``half`` p-hat = 1/2 (the control).
 BASES = ("critical", "half")
-
-#: Theorem 7's and Theorem 12's failure probabilities in the report (Theorem 12: delta1 + delta2 = 0.1, as 90%).
-DELTA = 0.1
 
 
 def p_hat(base: str, k):
