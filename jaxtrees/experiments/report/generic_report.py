@@ -9,6 +9,8 @@ the condition's first value (Newcombe's interval, :mod:`.compare_rates`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from jaxtrees.experiments import table as tables
@@ -93,11 +95,14 @@ def _exactness_note(spec: dict, groups: generic.Groups, label: generic.Exactness
     if label.exact == label.rows:
         return text
     flagged = [name for name, kind in groups.kinds.items() if kind == "bool" and _success_like(name, spec)]
-    points = f"{label.points[0]:,}" if label.points else "N"
-    bound = f" (95%: below {3 / label.points[0]:.2g})" if label.points and label.points[0] else ""
+    size = label.points[0] if label.points else 0
+    points = f"{size:,}" if size else "N"
+    spread = (f"about +/-{math.sqrt(math.log(2 / 0.05) / (2 * size)):.2g} (95%, Hoeffding; below 3/{points} = "
+              f"{3 / size:.2g} where no test point was missed)") if size else "a sampling error"
     if flagged:
-        text += (f" Where an error is estimated, a success computed from it ({_and(flagged)}) means 0 mistakes on "
-                 f"{points} test points, not exact success: it bounds the error only by about 3/{points}{bound}.")
+        text += (f" Where an error is estimated, a success computed from it ({_and(flagged)}) is decided on the "
+                 f"{points} test points, not the distribution: the true error lies within {spread} of the "
+                 f"estimate, on either side of a threshold; an estimate, never exact success.")
     return text
 
 
