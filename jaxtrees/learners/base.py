@@ -16,6 +16,7 @@ A new learner is one module plus one :func:`register` line in :mod:`jaxtrees.lea
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Callable, NamedTuple, Protocol, runtime_checkable
 
@@ -158,7 +159,14 @@ def register(name: str, factory: Callable[[Size], Learner], *, about: str | None
     :class:`Size` (studies pass their cell's; the conformance suite the defaults). Factories import
     lazily, so a registered learner costs nothing until it is asked for. ``about`` (what it is) and
     ``cost`` (per fit), one line each, describe it in ``learners.info`` and ``jaxtrees list --learners``. A name
-    registered from outside jaxtrees may be registered again (a notebook cell run twice): the new entry replaces it."""
+    registered from outside jaxtrees may be registered again (a notebook cell run twice): the new entry replaces it.
+    ``name``: letters, digits, '-' and '_' (a ``--set learner=a,b`` list splits at commas); ``factory``: a callable."""
+    if not isinstance(name, str) or not re.fullmatch(r"[\w-]+", name):
+        raise ValueError(f"name must be a non-empty str of letters, digits, '-' and '_' (no spaces or commas: "
+                         f"`--set learner=a,b` splits at commas), got {name!r}")
+    if not callable(factory):
+        raise ValueError(f"factory must be callable (factory(size) returns the learner for a learners.Size), got "
+                         f"{factory!r}")
     if name in _REGISTRY and _builtin(_REGISTRY[name].factory):
         raise ValueError(f"a learner named {name!r} is already registered (a built-in one: choose another name)")
     for field, text in (("about", about), ("cost", cost)):
