@@ -69,6 +69,9 @@ def test_sample_sizes():
     assert trials.sample_sizes({"m_min": 16, "m_max": 128}) == [16, 32, 64, 128]
     assert trials.sample_sizes({"m_min": 64, "m_max": 64}) == [64]
     assert trials.sample_sizes({"m_min": 1, "m_max": 4, "other": 0}) == [1, 2, 4]
+    assert trials.sample_sizes({"m_min": 3, "m_max": 24}) == [3, 6, 12, 24]
+    with pytest.raises(ValueError, match="m_max must be m_min times a power of two .* got m_min = 16 and m_max = 1000"):
+        trials.sample_sizes({"m_min": 16, "m_max": 1000})  # before: [16, ..., 512], m_max = 1000 recorded
 
 
 def test_noise_zero_is_no_noise():

@@ -65,6 +65,10 @@ def sample_sizes(params) -> list[int]:
     Traceback (most recent call last):
     ...
     ValueError: m_min must be <= m_max (the m-grid runs m_min, 2 m_min, ..., m_max), got m_min = 1024 and m_max = 16
+    >>> sample_sizes({"m_min": 16, "m_max": 1000})
+    Traceback (most recent call last):
+    ...
+    ValueError: m_max must be m_min times a power of two (the m-grid runs m_min, 2 m_min, ..., m_max), got m_min = 16 and m_max = 1000
     """
     m, out = params["m_min"], []
     if not m >= 1:
@@ -75,6 +79,9 @@ def sample_sizes(params) -> list[int]:
     while m <= params["m_max"]:
         out.append(m)
         m *= 2
+    if out[-1] != params["m_max"]:  # else the grid would stop short of m_max without a word
+        raise ValueError(f"m_max must be m_min times a power of two (the m-grid runs m_min, 2 m_min, ..., m_max), got "
+                         f"m_min = {params['m_min']} and m_max = {params['m_max']}")
     return out
 
 
