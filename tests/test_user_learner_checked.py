@@ -32,3 +32,23 @@ def test_list_learners_refuses_a_file_registering_a_number_in_one_sentence(tmp_p
     assert cli.main(["list", "--learners", str(path)]) == 2
     assert "name must be a non-empty str" in capsys.readouterr().err
     assert all(isinstance(name, str) for name in learners.names())
+
+
+def test_check_reports_a_factory_that_returns_no_learner_as_a_failed_protocol_check():
+    learners.register("bad-int", lambda s: 5)
+    learners.register("raiser", lambda s: 1 / 0)
+    try:
+        with pytest.raises(learners.ConformanceError, match=r"^'bad-int' fails 1 of 7 conformance checks") as err:
+            learners.check("bad-int")
+        said = err.value.failures["protocol"]
+        assert "the factory of 'bad-int' returned 5 (int), not a learner" in said
+        assert "`access` (one of" in said and "`fit(key, data)`" in said
+        with pytest.raises(learners.ConformanceError, match=r"\(protocol\)") as error:
+            learners.check("raiser")
+        assert error.value.failures == {"protocol": "the factory of 'raiser', called with learners.Size(), raised "
+                                                    "ZeroDivisionError: division by zero"}
+    finally:
+        learners.unregister("bad-int")
+        learners.unregister("raiser")
+    with pytest.raises(learners.ConformanceError, match=r"got 5 \(int\), not a learner"):
+        learners.check(5)

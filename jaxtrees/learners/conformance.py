@@ -22,7 +22,7 @@ import numpy as np
 from jaxtrees import targets
 from jaxtrees.core import bits, distributions, sampling
 from jaxtrees.hypotheses.base import Hypothesis, sample_error
-from jaxtrees.learners.base import ACCESS, Learner, Size, get
+from jaxtrees.learners.base import ACCESS, Learner, Size, entry, get
 from jaxtrees.learners.growth_rule import WeightCountingWarning
 from jaxtrees.problems import Population, Queries, Synthetic, data_for, evaluate
 
@@ -50,11 +50,12 @@ class Fits:
     """One learner's fits that the checks share: ``fit`` (``jit(fit)``), ``fit_batch`` (``jit(vmap(fit))``),
     and :attr:`batch`, computed once. ``resized(n)`` is the learner for n input bits (the n = 1 cases)."""
 
-    def __init__(self, learner, resized=None):
-        self.learner = learner
+    def __init__(self, learner, resized=None, made_by: str | None = None):
+        self.learner, self.made_by = learner, made_by  # made_by: "the factory of 'name'" for a registered one
         self.resized = resized if resized is not None else (lambda n: learner)
-        self.fit = jax.jit(learner.fit)
-        self.fit_batch = jax.jit(jax.vmap(learner.fit))
+        fit = getattr(learner, "fit", None) if isinstance(learner, Learner) else None
+        self.fit = jax.jit(fit) if callable(fit) else None  # None: no learner, the protocol check fails
+        self.fit_batch = jax.jit(jax.vmap(fit)) if callable(fit) else None
 
     @functools.cached_property
     def batch(self):
@@ -71,7 +72,7 @@ def prepare(learner) -> Fits:
     """:class:`Fits` of a learner object, or of a registered name (its n = 1 cases from ``get(name, Size(n=1))``)."""
     if isinstance(learner, str):
         name = learner
-        return Fits(get(name), lambda n: get(name, Size(n=n)))
+        return Fits(get(name), lambda n: get(name, Size(n=n)), f"the factory of {name!r}")
     return Fits(learner)
 
 
@@ -102,7 +103,10 @@ def assert_valid(h, n: int, m: int = M) -> None:
 def protocol(fits: Fits) -> None:
     """A :class:`~jaxtrees.learners.base.Learner`: ``access`` in ACCESS, a ``fit``, hashable (static under jit)."""
     learner = fits.learner
-    assert isinstance(learner, Learner), f"{type(learner).__name__} has no access and fit"
+    if fits.fit is None:
+        got = f"{fits.made_by} returned" if fits.made_by else "got"
+        raise AssertionError(f"{got} {learner!r} ({type(learner).__name__}), not a learner: a learner provides "
+                             f"`access` (one of {ACCESS}) and a method `fit(key, data)` returning a hypothesis")
     assert learner.access in ACCESS, f"access must be one of {ACCESS}, got {learner.access!r}"
     assert hash(learner) == hash(learner) and learner == learner, "the learner must be hashable and equal to itself"
 
@@ -232,7 +236,15 @@ def check(learner, *, resized=None) -> dict:
     ``resized(n)``: the learner for n input bits, for the n = 1 cases (default: a name's factory at
     ``Size(n=1)``, a learner object itself).
     """
-    fits = prepare(learner)
+    if isinstance(learner, str):
+        entry(learner)  # an unknown name: the ValueError naming the registered ones
+    try:
+        fits = prepare(learner)
+    except Exception as error:  # a registered name whose factory raises: the protocol check fails
+        if not isinstance(learner, str):
+            raise
+        raise ConformanceError(learner, {"protocol": f"the factory of {learner!r}, called with learners.Size(), "
+                                                     f"raised {type(error).__name__}: {error}"}) from error
     if resized is not None:
         fits.resized = resized
     failures = {}
@@ -246,5 +258,5 @@ def check(learner, *, resized=None) -> dict:
                 if name == "protocol":
                     break
     if failures:
-        raise ConformanceError(fits.learner, failures)
+        raise ConformanceError(fits.learner if fits.fit is not None else learner, failures)
     return {name: " ".join(run.__doc__.split("\n\n")[0].split()) for name, run in CHECKS.items()}
