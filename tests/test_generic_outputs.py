@@ -43,6 +43,15 @@ def test_a_median_beyond_the_budget_is_printed_as_such():
     assert table == [["8", "4 of 6 (67%)", "> 9", "[4, > 9]", "4 – > 9"]]
 
 
+def test_nan_times_of_uncensored_trials_are_counted_where_they_are_left_out():
+    """Before: left out of the product-limit table without a word (its count then read "1 of 5")."""
+    rows = Table({"cell": np.zeros(8, int), "m": np.full(8, 8), "t": np.array([np.nan] * 3 + [1, 2, 3, 4, 9.0]),
+                  "t_censored": np.array([0, 0, 0, 0, 0, 0, 0, 1], np.int8)})
+    text = generic_report.report(rows, spec({"t": "float", "t_censored": "bool"}, parameters=()))
+    assert "t: 3 NaN values of uncensored trials of 8 left out of its product-limit quartiles" in text
+    assert section(text, "t")[0][1] == "1 of 5 (20%)"
+
+
 def grid_rows(seed=0):
     """15 (n, c) combinations by m, an error within [0, 1] (mostly 0) and a success."""
     rng = np.random.default_rng(seed)

@@ -80,7 +80,12 @@ def _opening(rows, spec: dict, layout: generic.Layout, groups: generic.Groups, l
         lines.append(f"Constant over the rows: {constant}.")
     for name, stats in groups.stats.items():
         if getattr(stats, "missing", 0) or getattr(stats, "infinite", 0):
-            counts = _and([f"{n:,} {what}" for n, what in ((stats.missing, "NaN"), (stats.infinite, "inf")) if n])
+            found = ((stats.missing, "NaN"), (getattr(stats, "infinite", 0), "inf"))
+            counts = _and([f"{n:,} {what}" for n, what in found if n])
+            if groups.kinds[name] == "censored":
+                lines.append(f"{name}: {counts} values of uncensored trials of {len(rows):,} left out of its "
+                             f"product-limit quartiles and its trials' counts.")
+                continue
             lines.append(f"{name}: {counts} values of {len(rows):,} left out of its "
                          f"{'rates' if generic.is_bool(spec, name) else 'means and medians'} (counted per group "
                          f"under NaN/inf).")

@@ -97,6 +97,7 @@ class Summary(NamedTuple):
     q1: np.ndarray  # the quartiles
     q3: np.ndarray
     budget: np.ndarray  # the largest censoring time (NaN: none censored, inf: only sentinels)
+    missing: int = 0  # NaN values of uncensored trials, left out
 
 
 def summarized(codes, size: int, values, censored) -> Summary:
@@ -112,4 +113,4 @@ def summarized(codes, size: int, values, censored) -> Summary:
         curve = kaplan_meier(values[part], censored[part])
         out[:, g] = (part.size, curve.censored, quantile(curve, 0.5), *median_interval(curve), quantile(curve, 0.25),
                      quantile(curve, 0.75), curve.last_censored)
-    return Summary(out[0].astype(np.int64), out[1].astype(np.int64), *out[2:])
+    return Summary(out[0].astype(np.int64), out[1].astype(np.int64), *out[2:], int(keep.size - keep.sum()))
