@@ -52,3 +52,67 @@ def test_check_reports_a_factory_that_returns_no_learner_as_a_failed_protocol_ch
         learners.unregister("raiser")
     with pytest.raises(learners.ConformanceError, match=r"got 5 \(int\), not a learner"):
         learners.check(5)
+
+
+LEARNER_FILE = '''"""A study file with my own learner."""
+import dataclasses
+import jaxtrees as jt
+from jaxtrees.experiments.studies import compare
+
+
+@dataclasses.dataclass(frozen=True)
+class Half:
+    """ID3 (Gini) at half the depth."""
+    depth: int = 4
+    access = "sample"
+
+    def fit(self, key, data):
+        jt.learners.check_data(data)
+        return jt.GreedyTree(jt.GrowthRule(max_depth=max(1, self.depth // 2), impurity="gini")).fit(key, data)
+
+
+jt.learners.register("mine-half-70", lambda s: Half(depth=s.depth), about="ID3 at half the depth")
+STUDY = compare.with_learners(["mine-half-70", "id3-gini"], name="atlas-mine-70")
+'''
+
+
+def test_the_contract_covers_a_registered_learner_of_a_compare_study(tmp_path):
+    """compare.with_learners runs jaxtrees' own trial; the file that registers the user's learner is digested all the
+    same: an edit of the learner is refused on resume, a comment is not (the sweep's S3: old and new rows pooled)."""
+    from jaxtrees.experiments import contract, loading
+
+    path = tmp_path / "mylearn.py"
+    path.write_text(LEARNER_FILE)
+    try:
+        study, _ = loading.load(str(path))
+        before = contract.study_terms(study)
+        assert set(before["study_code"]["mylearn.py"]) >= {"Half", "STUDY"}
+        path.write_text(LEARNER_FILE.replace("check_data(data)", "check_data(data)  # a comment"))
+        assert contract.study_terms(study) == before
+        path.write_text(LEARNER_FILE.replace("self.depth // 2", "self.depth // 4"))
+        said = contract.differences(before, contract.study_terms(study))
+        assert said == ["the study's own code was edited (mylearn.py: Half (edited))"]
+    finally:
+        learners.unregister("mine-half-70")
+
+
+def test_the_contract_covers_a_registered_learner_of_no_file():
+    """A learner defined in a notebook cell (no file): its factory's and its class's compiled code."""
+    from jaxtrees.experiments import contract
+    from jaxtrees.experiments.studies import compare
+
+    def define(body: str):
+        scope = {"__name__": "cell_70", "jt": __import__("jaxtrees")}
+        exec(compile(f"class Stumpy:\n    access = 'sample'\n    def fit(self, key, data):\n        {body}\n"
+                     "jt.learners.register('cell-stump-70', lambda s: Stumpy())\n", "<cell>", "exec"), scope)
+
+    try:
+        define("return jt.Stump(impurity='gini').fit(key, data)")
+        study = compare.with_learners(["cell-stump-70"], name="cell-70")
+        before = contract.study_terms(study)["study_code"]
+        assert list(before) == ["learner cell-stump-70 (no file)"]
+        define("return jt.Stump(impurity='error').fit(key, data)")
+        assert contract.study_terms(study)["study_code"] != before
+    finally:
+        learners.unregister("cell-stump-70")
+    assert contract.study_terms(compare.COMPARE)["study_code"] is None  # the built-in study: the package's digest

@@ -67,12 +67,58 @@ def terms(study, device, compiler_options: dict, xla_flags: str, env: dict) -> d
 
 def study_terms(study) -> dict:
     """The study's part of the contract: its declaration and the digests of its own code outside the package (each
-    file's definitions: :func:`_file_digest`; a function of no file, e.g. a notebook cell's: its compiled code)."""
-    code = {os.path.basename(f): _file_digest(f) for f in study_files(study)}
+    file's definitions: :func:`_file_digest`; a function of no file, e.g. a notebook cell's: its compiled code),
+    the code of the user's registered learners it names included (:func:`learner_code`)."""
+    files, loose = learner_code(study)
+    code = {os.path.basename(f): _file_digest(f) for f in sorted(set(study_files(study)) | files)}
     for f in (study.trial, getattr(study, "check_cell", None), getattr(study, "after", None)):
         if f is not None and _outside(f) and not _file_of(f):
             code[f"{getattr(f, '__qualname__', 'function')} (no file)"] = _code_digest(f)
-    return {"declaration": declaration(study), "study_code": code or None}
+    return {"declaration": declaration(study), "study_code": {**code, **loose} or None}
+
+
+def learner_code(study) -> tuple[set, dict]:
+    """``(files, loose)`` of the user's registered learners that the study's grid or choices name (a string value,
+    as ``compare.with_learners`` lists them): the files of each factory and of the classes and functions it names
+    (a registered ``Half`` and its ``fit``), and ``{"learner NAME (no file)": digest}`` where they have none."""
+    from jaxtrees.learners import base as learner_base  # heavy (JAX); the layer below experiments
+
+    grids, knobs = getattr(study, "grid", ()), getattr(study, "compile", None)
+    values = [*(grids if isinstance(grids, tuple) else (grids,)), getattr(knobs, "choices", {})]
+    said = {v for grid in values if isinstance(grid, dict) for vs in grid.values()
+            for v in (vs if isinstance(vs, (list, tuple)) else (vs,)) if isinstance(v, str)}
+    files, loose = set(), {}
+    for name in sorted(said & set(learner_base.names())):
+        factory = learner_base.entry(name).factory
+        if not _outside(factory):
+            continue
+        for f in (factory, *_named_by(factory)):
+            if _file_of(f):
+                files.add(_file_of(f))
+            else:
+                loose.setdefault(f"learner {name} (no file)", []).append(_code_digest(f))
+    return files, {name: hashlib.sha256(" ".join(d).encode()).hexdigest()[:16] for name, d in loose.items()}
+
+
+def _named_by(f) -> list:
+    """The user's classes and functions (outside jaxtrees) that function ``f`` names among its globals; a class's
+    functions stand for a class of no file (a notebook cell's)."""
+    f = getattr(f, "func", f)  # a functools.partial: its function
+    code, scope = getattr(f, "__code__", None), getattr(f, "__globals__", {})
+    if code is None:
+        return []
+    names, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack += [k for k in c.co_consts if inspect.iscode(k)]
+    out = []
+    for name in sorted(names):
+        obj = scope.get(name)
+        if (inspect.isclass(obj) or inspect.isfunction(obj)) and _outside(obj):
+            out += [obj] if _file_of(obj) or not inspect.isclass(obj) else [
+                v for v in vars(obj).values() if inspect.isfunction(v)]
+    return out
 
 
 def _code_digest(f) -> str:
