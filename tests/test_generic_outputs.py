@@ -114,6 +114,10 @@ def test_the_condition_is_compared_with_newcombe_intervals():
     assert "## success: by n" in generic_report.report(rows, spec({"success": "bool"}, parameters=("n", "c")))
     with pytest.raises(ValueError, match="condition 'eta'"):
         generic_report.report(rows, spec({"success": "bool"}, parameters=("n", "c")), condition="eta")
+    one = rows.take(np.flatnonzero(np.asarray(rows["c"]) == 0.1))  # a --quick grid of one c (before: ValueError)
+    text = generic_report.report(one, spec({"success": "bool"}, parameters=("n", "c")), condition="c")
+    assert "The condition c takes one value in these rows (c = 0.1): no comparison of its values." in text
+    assert "## success: by" not in text and "## success" in text
 
 
 def test_estimated_errors_are_labelled_and_their_success_flagged():

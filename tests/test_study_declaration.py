@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import pytest
 
 from jaxtrees.experiments import studies
+from jaxtrees.experiments.report.figure_spec import figure
 from jaxtrees.experiments.run import runner
 from jaxtrees.experiments.study import Compile, Study, configure
 
@@ -159,6 +160,9 @@ def test_plot_condition_and_censored_are_validated_and_only_censored_is_declared
                           ({"censored": ("p",)}, "censored 'p' is a grid parameter or the axis"),
                           ({"censored": ("steps_censored",)}, "censored names outputs"),
                           ({"censored": ("a", "a")}, "censored names an output twice"),
-                          ({"plot": 3}, "plot must be callable or None")]:
-        with pytest.raises(ValueError, match=re.escape(said)):
+                          ({"plot": 3}, "plot must be callable or None"),
+                          ({"plot": figure(x="nope", hue="p")}, "jt.figure's x names 'nope', not a grid parameter"),
+                          ({"plot": figure(x="p", hue="q", col=None)}, "jt.figure's hue names 'q'")]:
+        with pytest.raises(ValueError, match=re.escape(said)):  # before: all trials ran, then the figure failed
             _minimal(**changes)
+    assert _minimal(plot=figure(x="p", hue="coin", col=None)).plot.col == ()  # before: TypeError on col=None

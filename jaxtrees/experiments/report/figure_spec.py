@@ -38,7 +38,7 @@ class FigureSpec:
 def figure(x: str | None = None, hue=(), col=(), outputs=None) -> FigureSpec:
     """A :class:`FigureSpec` (a name or a sequence of names for ``hue``, ``col`` and ``outputs``)."""
     def names(value):
-        return (value,) if isinstance(value, str) else tuple(value)
+        return () if value is None else (value,) if isinstance(value, str) else tuple(value)
 
     return FigureSpec(x, names(hue), names(col), None if outputs is None else names(outputs))
 

@@ -33,7 +33,12 @@ def report(rows, spec: dict, *, condition: str | None = None) -> str:
     layout, groups = generic.prepared(rows, spec)
     label = generic.exactness(rows)
     parts = [_opening(rows, spec, layout, groups, label)]
-    condition = _condition(layout, condition)
+    if condition is not None and condition in layout.constant:  # e.g. a --quick grid of one value of it
+        parts.append(f"The condition {condition} takes one value in these rows ({condition} = "
+                     f"{generic.value_text(layout.constant[condition])}): no comparison of its values.\n")
+        condition = None
+    else:
+        condition = _condition(layout, condition)
     for name, stats in groups.stats.items():
         kind = groups.kinds[name]
         if kind == "share":

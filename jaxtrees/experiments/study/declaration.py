@@ -133,6 +133,15 @@ class Study:
         if self.condition is not None and self.condition not in self.full:
             raise ValueError(f"study {self.name!r}: condition {self.condition!r} is not a grid parameter (the grid's: "
                              f"{', '.join(sorted(self.full))})")
+        if _figure_spec(self.plot):  # jt.figure(x=, hue=, col=): parameters (x may be the axis)
+            axis = () if self.axis is None else (self.axis.name,)
+            for field, names in (("x", () if self.plot.x is None else (self.plot.x,)), ("hue", self.plot.hue),
+                                 ("col", self.plot.col)):
+                unknown = [n for n in names if n not in self.full and not (field == "x" and n in axis)]
+                if unknown:
+                    raise ValueError(f"study {self.name!r}: jt.figure's {field} names {', '.join(map(repr, unknown))}, "
+                                     f"not a grid parameter{' or the axis' if field == 'x' and axis else ''} (the "
+                                     f"grid's: {', '.join(sorted(self.full))})")
         names = validation.names(self.name, "censored", self.censored)
         for name in names:
             if not name.isidentifier() or name.endswith("_censored"):
