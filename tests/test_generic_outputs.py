@@ -33,6 +33,7 @@ def test_a_censored_pair_gets_kaplan_meier_quartiles_and_never_a_mean():
     fig = generic_figure._figure(rows, spec(outputs, parameters=()))
     assert len(fig.axes) == 2  # the median and the censored share
     assert "censored share" in fig.axes[1].get_ylabel()
+    assert "an open end drawn at the budget" in fig.axes[0].get_ylabel()  # the band's top at 50 is "> 50" in report.md
 
 
 def test_a_median_beyond_the_budget_is_printed_as_such():

@@ -244,7 +244,7 @@ def _ylabel(name: str, kind: str, layout: generic.Layout) -> str:
     if kind == "bool":
         return f"P[{name}]\n(95% Wilson band)"
     if kind == "censored":
-        return f"{name}: median (Kaplan-Meier,\n95% band; \u25b3 not reached)"
+        return f"{name}: median (Kaplan-Meier, 95% band:\nan open end drawn at the budget; \u25b3 not reached)"
     return f"{name}: mean (95% band)\nmedian {'dashed' if layout.numeric else 'as x'}"
 
 
