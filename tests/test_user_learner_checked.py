@@ -116,3 +116,26 @@ def test_the_contract_covers_a_registered_learner_of_no_file():
     finally:
         learners.unregister("cell-stump-70")
     assert contract.study_terms(compare.COMPARE)["study_code"] is None  # the built-in study: the package's digest
+
+
+def test_the_contract_covers_a_local_module_the_study_file_imports(tmp_path, monkeypatch):
+    """A helper module beside the study file (on PYTHONPATH, not installed): an edit of it is refused on resume, a
+    comment is not (the sweep's S4: old and new rows pooled); installed and standard modules are not digested."""
+    from jaxtrees.experiments import contract, loading
+
+    helper = tmp_path / "helper_70.py"
+    helper.write_text("import json\n\n\ndef scale():\n    return 1.0\n")
+    (tmp_path / "uses_helper.py").write_text(
+        'import jax\nimport jaxtrees as jt\nfrom helper_70 import scale\n\n\ndef trial(key, params):\n'
+        '    return {"x": jax.random.uniform(key) * scale()}\n\n\n'
+        'STUDY = jt.Study(name="helper", trial=trial, replicates=4, grid={"p": [1, 2]})\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "helper_70", raising=False)
+    study, _ = loading.load(str(tmp_path / "uses_helper.py"))
+    before = contract.study_terms(study)
+    assert sorted(before["study_code"]) == ["helper_70.py", "uses_helper.py"]
+    helper.write_text("import json\n\n\ndef scale():\n    return 1.0  # a comment\n")
+    assert contract.study_terms(study) == before
+    helper.write_text("import json\n\n\ndef scale():\n    return 1000.0\n")
+    said = contract.differences(before, contract.study_terms(study))
+    assert said == ["the study's own code was edited (helper_70.py: scale (edited))"]

@@ -2,9 +2,9 @@
 
 :func:`terms` is recorded in metadata.json and rows/_config.json before a run's first call; a resumed (or grown)
 run compares its own terms with the recorded ones (:func:`differences`) and is refused under any difference,
-each named in a sentence, unless ``--allow-changes``. The terms: the code (a digest of the package source that
-runs trials, and of the study's own module where it lies outside the package), the study's declaration, JAX's
-value-changing settings, versions, backend, device kind, CPU features, compiler options and XLA_FLAGS. It also holds
+each named in a sentence, unless ``--allow-changes``. The terms: the code (a digest of the package source that runs
+trials, and of the study's own module outside the package, its local imports and registered learners included), the
+study's declaration, JAX settings, versions, backend, device kind, CPU features, compiler options, XLA_FLAGS. It has
 what fingerprints a run for the store and the runner alike: :func:`config_digest`, :func:`environment`,
 :func:`version`, :func:`git_commit`, :func:`now` and the damaged part's :data:`WAY_OUT`.
 """
@@ -22,6 +22,7 @@ import os
 import platform
 import subprocess
 import sys
+import sysconfig
 
 #: JAX settings that can change a value a trial computes (a key, a dtype, a rounding, a gradient).
 JAX_SETTINGS = ("jax_default_prng_impl", "jax_threefry_partitionable", "jax_random_seed_offset", "jax_enable_x64",
@@ -70,11 +71,43 @@ def study_terms(study) -> dict:
     file's definitions: :func:`_file_digest`; a function of no file, e.g. a notebook cell's: its compiled code),
     the code of the user's registered learners it names included (:func:`learner_code`)."""
     files, loose = learner_code(study)
-    code = {os.path.basename(f): _file_digest(f) for f in sorted(set(study_files(study)) | files)}
+    code = {}
+    for f in sorted(set(study_files(study)) | files):
+        code[os.path.basename(f)] = _file_digest(f)
+        root = os.path.dirname(f)
+        code.update({os.path.relpath(m, root).replace(os.sep, "/"): _file_digest(m) for m in local_imports(f)})
     for f in (study.trial, getattr(study, "check_cell", None), getattr(study, "after", None)):
         if f is not None and _outside(f) and not _file_of(f):
             code[f"{getattr(f, '__qualname__', 'function')} (no file)"] = _code_digest(f)
     return {"declaration": declaration(study), "study_code": {**code, **loose} or None}
+
+
+def local_imports(path: str) -> list[str]:
+    """The files of the modules that the file ``path`` imports, directly or through each other, that lie in its folder
+    or below it (a helper beside a study file): not jaxtrees', nor installed ones (site-packages), nor the standard
+    library. Only modules imported by now are found (a study file's are, once it is loaded); relative imports not."""
+    root, seen, todo = os.path.dirname(os.path.abspath(path)), set(), [os.path.abspath(path)]
+    while todo:
+        try:
+            with open(todo.pop(), "rb") as fh:
+                tree = ast.parse(fh.read())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            from_ = isinstance(node, ast.ImportFrom) and not node.level and node.module
+            wanted = [a.name for a in node.names] if isinstance(node, ast.Import) else [
+                node.module, *(f"{node.module}.{a.name}" for a in node.names)] if from_ else []
+            for file in (getattr(sys.modules.get(name), "__file__", None) or "" for name in wanted):
+                file = os.path.abspath(file) if file.endswith(".py") else ""
+                if file.startswith(root + os.sep) and file not in seen and not file.startswith(_NOT_LOCAL) and not \
+                        set(file.split(os.sep)) & {"site-packages", "dist-packages"}:
+                    seen.add(file)
+                    todo.append(file)
+    return sorted(seen)
+
+
+_NOT_LOCAL = tuple(p + os.sep for p in (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                         os.path.abspath(sysconfig.get_paths()["stdlib"])))
 
 
 def learner_code(study) -> tuple[set, dict]:
@@ -270,8 +303,6 @@ def cpu_features() -> str:
                     return " ".join(f for f in CPU_FEATURES if f in have)
     except OSError:
         pass
-    import platform
-
     return f"unknown ({platform.machine()})"
 
 
