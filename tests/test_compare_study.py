@@ -3,6 +3,8 @@ trial equal to the learner fitted directly, and the atlas's headline on a small 
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -232,5 +234,8 @@ def test_a_users_learner_runs_in_the_atlas_beside_the_registry_s(tmp_path):
     mine, theirs = (rows.take(np.asarray(rows["learner"]) == name) for name in ("my-stump", "stump-gini"))
     assert len(mine) == len(theirs) > 0
     np.testing.assert_array_equal(np.asarray(mine["error"]), np.asarray(theirs["error"]))
+    with warnings.catch_warnings():  # one learner's overview: room for its title, legend and axis (was 1.5 in tall)
+        warnings.filterwarnings("error", message=".*collapsed.*")
+        compare_report._overview_plot(mine, str(tmp_path / "one-learner"))
     with pytest.raises(ValueError, match="registered learner names, got \\['nope'\\]"):
         compare.with_learners(["nope"])

@@ -58,7 +58,7 @@ def _overview_plot(rows, stem):
     bars = keyed(tables.rates(top, [*panel_by, "c", "learner"], "success"), [*panel_by, "c", "learner"])
     m_tops = group_max(top, panel_by, "m")
     names, estimated = rows.unique("learner"), _estimated(rows)
-    fig, axes = summary.figure(len(m_tops), width=5.0, height=1.2 + 0.3 * len(names))
+    fig, axes = summary.figure(len(m_tops), width=5.0, height=2.6 + 0.3 * len(names))  # title, legend, axis: ~2.3 in
     cs = rows.unique("c")
     height = 0.8 / len(cs)
     counts = []
@@ -79,7 +79,7 @@ def _overview_plot(rows, stem):
         ax.set_title(f"random {PLURALS[family].format(k=k)}, n = {n}")
         ax.grid(alpha=0.3, axis="x")
     summary.legend(fig, axes)
-    summary.suptitle(fig, f"Every registered learner on the same trials: success at the largest m "
+    summary.suptitle(fig, f"Each learner of the study on the same trials: success at the largest m "
                           f"({summary.trials_text(counts).replace('per point', 'per bar')})")
     return saving.save(fig, stem)
 
