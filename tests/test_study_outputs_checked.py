@@ -48,3 +48,27 @@ def test_an_int8_output_is_an_integer_with_its_mean_not_a_rate(tmp_path):
     for p in (0.2, 0.8):
         mean = values[np.asarray(rows["p"]) == p].mean()
         assert f"| {p} | {mean:.4g} [" in section
+
+
+def test_an_integer_censored_flag_is_read_as_censored_never_averaged(tmp_path):
+    path = _file(tmp_path, 'def trial(key, params):\n    "Steps."\n'
+                           '    steps = jnp.ceil(jnp.log1p(-jax.random.uniform(key)) / jnp.log1p(-params["q"]))\n'
+                           '    steps = steps.astype(jnp.int32)\n'
+                           '    return {"steps": jt.Censored(jnp.minimum(steps, 20), (steps > 20).astype(jnp.int32))}\n',
+                 '{"q": [0.05, 0.3]}')
+    text, rows = _report(path, tmp_path)
+    assert "Mean of steps" not in text and "## steps_censored" not in text
+    assert "The censored share and product-limit quartiles of steps" in text and "steps is censored" in text
+    censored = np.asarray(rows["steps_censored"]).astype(bool)
+    assert censored.any() and np.all(np.asarray(rows["steps"])[censored] == 20)  # a censored trial's value: the budget
+    for q in (0.05, 0.3):
+        count = int(censored[np.asarray(rows["q"]) == q].sum())
+        assert f"| {q} | {count} of 8 ({100 * count / 8:.0f}%) |" in text
+
+
+def test_a_float_censored_flag_is_refused_naming_what_is_allowed(tmp_path, capsys):
+    path = _file(tmp_path, 'def trial(key, params):\n    "Steps."\n'
+                           '    return {"steps": jt.Censored(jnp.int32(3), jnp.float32(0.0))}\n', '{"q": [0.1]}')
+    err = _refused(path, tmp_path, capsys)
+    assert f"study mine: the trial ({path}) output 'steps': jt.Censored's `censored` is float32; it must be a bool" in err
+    assert "or an integer (read as != 0)" in err
