@@ -14,6 +14,9 @@ from jaxtrees.experiments.results import read_results
 HEAD = "import jax\nimport jax.numpy as jnp\nimport jaxtrees as jt\n\n\n"
 
 
+TRIAL_P = 'def trial(key, params):\n    "P."\n    return {"ok": jax.random.uniform(key) < params["p"]}\n'
+
+
 def _file(tmp_path, body: str, grid: str, extra: str = "") -> str:
     path = tmp_path / "mine.py"
     path.write_text(HEAD + textwrap.dedent(body) + f"\n\nSTUDY = jt.Study('mine', trial, grid={grid}, replicates=8"
@@ -54,7 +57,8 @@ def test_an_integer_censored_flag_is_read_as_censored_never_averaged(tmp_path):
     path = _file(tmp_path, 'def trial(key, params):\n    "Steps."\n'
                            '    steps = jnp.ceil(jnp.log1p(-jax.random.uniform(key)) / jnp.log1p(-params["q"]))\n'
                            '    steps = steps.astype(jnp.int32)\n'
-                           '    return {"steps": jt.Censored(jnp.minimum(steps, 20), (steps > 20).astype(jnp.int32))}\n',
+                           '    flag = (steps > 20).astype(jnp.int32)\n'
+                           '    return {"steps": jt.Censored(jnp.minimum(steps, 20), flag)}\n',
                  '{"q": [0.05, 0.3]}')
     text, rows = _report(path, tmp_path)
     assert "Mean of steps" not in text and "## steps_censored" not in text
@@ -70,5 +74,46 @@ def test_a_float_censored_flag_is_refused_naming_what_is_allowed(tmp_path, capsy
     path = _file(tmp_path, 'def trial(key, params):\n    "Steps."\n'
                            '    return {"steps": jt.Censored(jnp.int32(3), jnp.float32(0.0))}\n', '{"q": [0.1]}')
     err = _refused(path, tmp_path, capsys)
-    assert f"study mine: the trial ({path}) output 'steps': jt.Censored's `censored` is float32; it must be a bool" in err
+    assert (f"study mine: the trial ({path}) output 'steps': jt.Censored's `censored` is float32; it must be a "
+            f"bool") in err
     assert "or an integer (read as != 0)" in err
+
+
+@pytest.mark.parametrize("name, what", [("cell", "an id column"), ("replicate", "an id column"),
+                                        ("seed", "an id column"), ("study", "an id column"),
+                                        ("p", "a grid parameter"), ("m", "the study's axis")])
+def test_an_output_named_like_another_column_is_refused(tmp_path, capsys, name, what):
+    body = f'def trial(key, params):\n    "Named."\n    return {{"{name}": jax.random.uniform(key, (3,))}}\n'
+    path = _file(tmp_path, body, '{"p": [0.2, 0.8]}', extra=', axis=("m", lambda c: [1, 2, 3])')
+    err = _refused(path, tmp_path, capsys)
+    assert (f"study mine: the trial ({path}) returns an output {name!r}, the name of {what} (a column every row "
+            f"already has): rename the output") in err
+
+
+def test_a_censored_flag_column_named_like_a_parameter_is_refused(tmp_path, capsys):
+    path = _file(tmp_path, 'def trial(key, params):\n    "Named."\n'
+                           '    return {"t": jt.Censored(jnp.int32(3), jnp.bool_(False))}\n', '{"t_censored": [1, 2]}')
+    assert "returns an output 't_censored', the name of a grid parameter" in _refused(path, tmp_path, capsys)
+
+
+def test_a_non_string_output_name_is_refused_naming_it(tmp_path, capsys):
+    path = _file(tmp_path, 'def trial(key, params):\n    "Int key."\n    return {1: jax.random.uniform(key)}\n',
+                 '{"p": [0.2]}')
+    err = _refused(path, tmp_path, capsys)
+    assert f"study mine: the trial ({path}) returns an output keyed 1 (int); output names are strings" in err
+
+
+def test_a_traced_int_beyond_int32_is_refused_naming_its_range_and_static(tmp_path, capsys):
+    path = _file(tmp_path, 'def trial(key, params):\n    "Big."\n    return {"nv": params["n"] + 0}\n',
+                 '{"n": [2**40, 2**40 + 1]}')
+    err = _refused(path, tmp_path, capsys)
+    assert (f"study mine: grid parameter 'n' = {2**40} is outside int32's range [-2147483648, 2147483647], which a "
+            f"traced parameter takes: give values within it, or declare Study(static=('n', ...))") in err
+
+
+def test_a_traced_float_beyond_float32_is_refused(tmp_path, capsys):
+    path = _file(tmp_path, 'def trial(key, params):\n    "Big."\n    return {"v": params["x"] * 1.0}\n',
+                 '{"x": [1.0, 1e40]}')
+    err = _refused(path, tmp_path, capsys)
+    assert ("study mine: grid parameter 'x' = 1e+40 is outside float32's range [-3.402823466e+38, "
+            "3.402823466e+38]") in err

@@ -1,9 +1,10 @@
 """A study checked against its grid before the first trial (:func:`probe`): the trial traced, never run.
 
 Per program (static group) the trial is evaluated abstractly (``jax.eval_shape``) with its traced parameters traced,
-as the runner traces it (outputs: a dict of numeric or boolean arrays of one row, or one per axis value; a value that
-must be a Python one), then with them concrete at the grid's smallest and at its largest values, so that the building
-blocks' range checks (:class:`~jaxtrees.core.checks.OutOfRange`) fire. Each fault is one :class:`StudyError`
+as the runner traces it (outputs: a dict of numeric or boolean arrays of one row, or one per axis value, named by
+strings that no id column, grid parameter or axis takes; a traced value within int32's or float32's range; a value
+that must be a Python one), then with them concrete at the grid's smallest and at its largest values, so that the
+building blocks' range checks (:class:`~jaxtrees.core.checks.OutOfRange`) fire. Each fault is one :class:`StudyError`
 sentence in the study's terms (the parameter, its value, the allowed range, ``Study(static=...)``, the trial's
 file:line and cell); the original exception is its ``__cause__``. Nothing is written and nothing runs.
 """
@@ -19,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxtrees.core import censored, checks
-from jaxtrees.experiments.study.config import Config
+from jaxtrees.experiments.study.config import ID_COLUMNS, Config
 from jaxtrees.experiments.study.declaration import Study
 
 #: The study objects and configs :func:`probe` passed (a second call for them is free).
@@ -76,7 +77,14 @@ def _traced_values(study: Study, static: dict, name: str, values: list) -> list:
         allowed = static[f"{name}_choices"]
         return [(v, np.int32(allowed.index(v))) for v in distinct]
     integer = all(isinstance(v, (int, np.integer)) for v in distinct)
-    return [(v, (np.int32 if integer else np.float32)(v)) for v in distinct]
+    kind = np.int32 if integer else np.float32
+    limit = int(np.iinfo(np.int32).max) if integer else float(np.finfo(np.float32).max)
+    outside = [v for v in distinct if not -limit - integer <= v <= limit]
+    if outside:
+        raise StudyError(f"study {study.name}: grid parameter {name!r} = {outside[0]!r} is outside {kind.__name__}'s "
+                         f"range [{-limit - integer:.10g}, {limit:.10g}], which a traced parameter takes: give values "
+                         f"within it, or declare Study(static=({name!r}, ...)) to pass it as a Python value")
+    return [(v, kind(v)) for v in distinct]
 
 
 def _evaluate(study: Study, base: dict, traced: dict, cell: dict, concrete: dict):
@@ -110,6 +118,10 @@ def _arrays(out, declared=()) -> dict:
     naming what is not."""
     if not isinstance(out, dict):
         raise _Refused(f"returned {type(out).__name__}, not a dict of outputs ({{name: array}})")
+    for name in out:
+        if not isinstance(name, str):
+            raise _Refused(f"returns an output keyed {name!r} ({type(name).__name__}); output names are strings "
+                           f"(they name the rows' columns): use {str(name)!r}")
     try:
         out = censored.flatten(out, declared)
     except ValueError as e:
@@ -123,11 +135,16 @@ def _arrays(out, declared=()) -> dict:
 
 
 def _outputs(study: Study, cell: dict, shapes: dict) -> None:
-    """Refuse outputs the rows cannot hold: complex or non-numeric dtypes, shapes other than one value per trial or
-    one per axis value."""
+    """Refuse outputs the rows cannot hold: a name of another column (an id, a grid parameter, the axis), complex
+    or non-numeric dtypes, shapes other than one value per trial or one per axis value."""
     width = 1 if study.axis is None else len(list(study.axis.values(cell)))
     allowed = {(), (1,), (width,)}
+    taken = {**{name: "an id column" for name in ID_COLUMNS}, **{name: "a grid parameter" for name in cell},
+             **({study.axis.name: "the study's axis"} if study.axis is not None else {})}
     for name, shape in shapes.items():
+        if name in taken:
+            raise StudyError(f"study {study.name}: the trial ({_file(study)}) returns an output {name!r}, the name of "
+                             f"{taken[name]} (a column every row already has): rename the output")
         kind = np.dtype(shape.dtype).kind if not jax.dtypes.issubdtype(shape.dtype, jax.dtypes.prng_key) else "key"
         if kind not in "biuf":
             raise StudyError(f"study {study.name}: output {name!r} is {shape.dtype}; the rows hold numbers and booleans "
