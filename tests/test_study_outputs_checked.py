@@ -117,3 +117,17 @@ def test_a_traced_float_beyond_float32_is_refused(tmp_path, capsys):
     err = _refused(path, tmp_path, capsys)
     assert ("study mine: grid parameter 'x' = 1e+40 is outside float32's range [-3.402823466e+38, "
             "3.402823466e+38]") in err
+
+
+@pytest.mark.parametrize("value", ["inf,0.5", "nan", "-inf"])
+def test_an_inf_or_nan_set_value_is_refused_before_any_work(tmp_path, capsys, value):
+    path = _file(tmp_path, TRIAL_P, '{"p": [0.2, 0.8]}')
+    err = _refused(path, tmp_path, capsys, "--set", f"p={value}")
+    shown = {"inf,0.5": "inf", "nan": "nan", "-inf": "-inf"}[value]
+    assert f"study 'mine': parameter 'p' lists the value {shown}: a grid value must be a finite number" in err
+
+
+def test_an_inf_grid_value_is_refused_in_the_study_file(tmp_path, capsys):
+    path = _file(tmp_path, TRIAL_P, '{"p": [float("inf"), 0.5]}')
+    err = _refused(path, tmp_path, capsys)
+    assert "study 'mine': grid parameter 'p' lists the value inf: a grid value must be a finite number" in err

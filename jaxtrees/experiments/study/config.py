@@ -68,7 +68,7 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
 
     ``overrides`` maps a parameter to a value or a list of values (strings are parsed to the
     parameter's type, and "a,b,c" is a list). A value given twice (``c=0.1,0.10``) is an error,
-    as is a run of more than ``MAX_TRIALS`` trials. Every cell is checked here.
+    as are inf and nan and a run of more than ``MAX_TRIALS`` trials. Every cell is checked here.
 
     >>> from jaxtrees.experiments import studies
     >>> config = configure(studies.get("juntas"), quick=True, overrides={"c": "0,0.2", "k": 3})
@@ -89,6 +89,7 @@ def configure(study: Study, *, quick: bool = False, overrides: dict | None = Non
         grid[name] = [_parse(name, v, as_list(study.full[name])[0]) for v in as_list(value, split=True)]
         if not grid[name]:
             raise ValueError(f"parameter {name!r} needs at least one value")
+        validation.finite(f"study {study.name!r}: parameter {name!r}", grid[name])
         repeated = sorted({json.dumps(v) for v in grid[name] if grid[name].count(v) > 1})
         if repeated:
             raise ValueError(f"parameter {name!r} lists the value {', '.join(repeated)} more than once "

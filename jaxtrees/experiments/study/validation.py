@@ -10,6 +10,7 @@ ValueError: study name '../escape' is not a safe file name: it names the results
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
 
@@ -46,7 +47,7 @@ def grids(study: str, grid) -> tuple:
 
 def grid_values(study: str, name: str, lists: list) -> None:
     """ValueError unless each of ``lists`` (a parameter's values in the quick and the full grid) is non-empty, holds
-    each value once, and all are numbers, all booleans or all strings."""
+    each value once, and all are finite numbers, all booleans or all strings."""
     where = f"study {study!r}: grid parameter {name!r}"
     for values in lists:
         if not values:
@@ -58,6 +59,7 @@ def grid_values(study: str, name: str, lists: list) -> None:
             raise ValueError(f"{where}: the value {value!r} is a {type(value).__name__}; a grid value must be an int, "
                              f"float, bool or str (it is written to the rows as it is)")
         kinds.setdefault(kind, value)
+    finite(where, [v for values in lists for v in values])
     if len(kinds) > 1:
         raise ValueError(f"{where} mixes {' and '.join(f'{k} ({v!r})' for k, v in sorted(kinds.items()))} values: "
                          f"give values of one type (numbers, booleans or strings)")
@@ -68,6 +70,14 @@ def grid_values(study: str, name: str, lists: list) -> None:
                 raise ValueError(f"{where} lists the value {value!r} more than once: a cell would run twice; give "
                                  f"each value once")
             seen.add(value)
+
+
+def finite(where: str, values) -> None:
+    """ValueError (``where``: the study and parameter) at the first float of ``values`` that is inf or NaN."""
+    for value in values:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{where} lists the value {value!r}: a grid value must be a finite number (inf and nan "
+                             f"name no cell: nan equals nothing, inf has no place on a figure's axis)")
 
 
 def _kind(value) -> str | None:
