@@ -131,3 +131,15 @@ def test_an_inf_grid_value_is_refused_in_the_study_file(tmp_path, capsys):
     path = _file(tmp_path, TRIAL_P, '{"p": [float("inf"), 0.5]}')
     err = _refused(path, tmp_path, capsys)
     assert "study 'mine': grid parameter 'p' lists the value inf: a grid value must be a finite number" in err
+
+
+def test_two_grid_values_of_one_float32_are_refused_unless_static(tmp_path, capsys):
+    """0.1 and 0.1000000001: two cells, two keys, one float32 seen by the trial (before: run, and the report printed
+    two rows labelled 0.1); declared static, each is passed as itself."""
+    body = 'def trial(key, params):\n    "P."\n    return {"ok": jax.random.uniform(key) < params["p"]}\n'
+    path = _file(tmp_path, body, '{"p": [0.1, 0.1000000001]}')
+    err = _refused(path, tmp_path, capsys)
+    assert ("study mine: grid parameter 'p' lists 0.1 and 0.1000000001, which are one float32 (the type a traced "
+            "parameter takes), so their cells would run one value") in err
+    static = _file(tmp_path, body, '{"p": [0.1, 0.1000000001]}', ', static=("p",)')
+    assert cli.main(["run", static, "--quick", "--out", str(tmp_path / "out"), "--no-progress"]) == 0

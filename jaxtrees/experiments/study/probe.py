@@ -84,6 +84,13 @@ def _traced_values(study: Study, static: dict, name: str, values: list) -> list:
         raise StudyError(f"study {study.name}: grid parameter {name!r} = {outside[0]!r} is outside {kind.__name__}'s "
                          f"range [{-limit - integer:.10g}, {limit:.10g}], which a traced parameter takes: give values "
                          f"within it, or declare Study(static=({name!r}, ...)) to pass it as a Python value")
+    ordered = sorted(distinct, key=float)
+    twins = [(a, b) for a, b in zip(ordered, ordered[1:]) if kind(a) == kind(b)]
+    if twins:  # two cells, two keys, one value seen by the trial
+        raise StudyError(f"study {study.name}: grid parameter {name!r} lists {twins[0][0]!r} and {twins[0][1]!r}, "
+                         f"which are one {kind.__name__} (the type a traced parameter takes), so their cells would "
+                         f"run one value: give values that differ in {kind.__name__}, or declare "
+                         f"Study(static=({name!r}, ...)) to pass them as Python values")
     return [(v, kind(v)) for v in distinct]
 
 
