@@ -143,3 +143,11 @@ def test_two_grid_values_of_one_float32_are_refused_unless_static(tmp_path, caps
             "parameter takes), so their cells would run one value") in err
     static = _file(tmp_path, body, '{"p": [0.1, 0.1000000001]}', ', static=("p",)')
     assert cli.main(["run", static, "--quick", "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+
+
+def test_a_bfloat16_output_is_told_to_be_cast(tmp_path, capsys):
+    body = 'def trial(key, params):\n    "B."\n    return {"y": jax.random.uniform(key).astype(jnp.bfloat16)}\n'
+    path = _file(tmp_path, body, '{"p": [0.5]}')
+    err = _refused(path, tmp_path, capsys)  # before: "the rows hold ... (float, int, bool)", bfloat16 being a float
+    assert "output 'y' is bfloat16; the rows hold numbers and booleans (float16/32/64, int, bool), not bfloat16" in err
+    assert "return it as float32 ('y': x.astype(jnp.float32))" in err

@@ -154,8 +154,11 @@ def _outputs(study: Study, cell: dict, shapes: dict) -> None:
                              f"{taken[name]} (a column every row already has): rename the output")
         kind = np.dtype(shape.dtype).kind if not jax.dtypes.issubdtype(shape.dtype, jax.dtypes.prng_key) else "key"
         if kind not in "biuf":
-            raise StudyError(f"study {study.name}: output {name!r} is {shape.dtype}; the rows hold numbers and booleans "
-                             f"(float, int, bool), not complex numbers, strings or keys")
+            cast = (f": return it as float32 ({name!r}: x.astype(jnp.float32))" if kind == "V" and
+                    jax.dtypes.issubdtype(shape.dtype, np.floating) else "")  # bfloat16, float8: no Parquet type
+            raise StudyError(f"study {study.name}: output {name!r} is {shape.dtype}; the rows hold numbers and "
+                             f"booleans (float16/32/64, int, bool), not {shape.dtype}, complex numbers, strings or "
+                             f"keys{cast}")
         if tuple(shape.shape) not in allowed:
             per = (f"a scalar or one value per {study.axis.name} value (shape ({width},))" if study.axis is not None
                    else "a scalar (a study without an axis has one row per trial)")
