@@ -127,7 +127,7 @@ def axis(study: str, axis, parameters) -> Axis:
 
 def axis_values(study: str, axis: Axis, cell: dict) -> list:
     """The cell's axis values (``axis.values(cell)``), or ValueError naming the study, the axis and the cell unless
-    they are a non-empty list of increasing numbers (or distinct strings), each once."""
+    they are a non-empty list of increasing numbers, each once (the axis column holds numbers)."""
     where = f"study {study!r}: axis {axis.name!r} (in the cell {', '.join(f'{k}={v}' for k, v in cell.items())})"
     try:
         values = axis.values(cell)
@@ -138,14 +138,15 @@ def axis_values(study: str, axis: Axis, cell: dict) -> list:
         raise ValueError(f"{where}: values(cell) raised {type(e).__name__}: {e}") from e
     listed = None if values is None or isinstance(values, (str, bytes, dict)) else _listed(values)
     if not listed:
-        raise ValueError(f"{where}: values(cell) returned {values!r}; it must return a non-empty list of numbers (or "
-                         f"strings), increasing, each once: one row per value")
+        raise ValueError(f"{where}: values(cell) returned {values!r}; it must return a non-empty list of numbers, "
+                         f"increasing, each once: one row per value")
     numeric = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in listed)
-    if not numeric and not all(isinstance(v, str) for v in listed):
-        raise ValueError(f"{where}: values(cell) returned {listed!r}; its values must all be numbers or all strings")
-    if (numeric and any(a >= b for a, b in zip(listed, listed[1:]))) or len(set(listed)) < len(listed):
-        raise ValueError(f"{where}: values(cell) returned {listed!r}; they must be {'increasing, ' if numeric else ''}"
-                         f"each once (a value twice would write two rows of it per trial)")
+    if not numeric:  # strings were let through here, and the written part then refused as "must hold numbers"
+        raise ValueError(f"{where}: values(cell) returned {listed!r}; its values must all be numbers (the axis column "
+                         f"holds numbers: a label per value can be a grid parameter instead)")
+    if any(a >= b for a, b in zip(listed, listed[1:])):
+        raise ValueError(f"{where}: values(cell) returned {listed!r}; they must be increasing, each once (a value "
+                         f"twice would write two rows of it per trial)")
     return listed
 
 
