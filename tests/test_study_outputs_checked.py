@@ -151,3 +151,9 @@ def test_a_bfloat16_output_is_told_to_be_cast(tmp_path, capsys):
     err = _refused(path, tmp_path, capsys)  # before: "the rows hold ... (float, int, bool)", bfloat16 being a float
     assert "output 'y' is bfloat16; the rows hold numbers and booleans (float16/32/64, int, bool), not bfloat16" in err
     assert "return it as float32 ('y': x.astype(jnp.float32))" in err
+
+
+def test_an_output_of_an_empty_name_is_refused(tmp_path, capsys):
+    body = 'def trial(key, params):\n    "E."\n    return {"": jax.random.uniform(key)}\n'
+    err = _refused(_file(tmp_path, body, '{"p": [0.5]}'), tmp_path, capsys)  # before: a report section "## "
+    assert "returns an output named ''; an output's name names its column: give it a word" in err

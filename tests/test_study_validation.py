@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import jaxtrees as jt
@@ -144,3 +145,11 @@ def test_the_shipped_example_refuses_m_min_above_m_max_in_a_sentence(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "IndexError" not in proc.stderr
     assert "study 'juntas-noise': axis 'm': m_min must be <= m_max" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_numpy_scalars_in_overrides_are_their_python_values():
+    """jt.run(set={"p": np.float64(0.4)}) was refused as "p must be float, got np.float64(0.4)"."""
+    study = Study("s", _trial, {"a": [1, 2], "p": [0.5], "on": [True]}, 2)
+    config = configure(study, overrides={"p": np.float64(0.4), "a": [np.int64(3), np.int32(4)], "on": np.bool_(False)})
+    assert config.grid == {"a": [3, 4], "p": [0.4], "on": [False]}
+    assert [type(v) for v in (*config.grid["a"], *config.grid["p"], *config.grid["on"])] == [int, int, float, bool]

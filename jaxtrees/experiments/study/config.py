@@ -11,6 +11,8 @@ import dataclasses
 import itertools
 import json
 
+import numpy as np
+
 from jaxtrees.core import checks
 from jaxtrees.experiments.study.declaration import Study
 from jaxtrees.experiments.study import validation
@@ -125,6 +127,8 @@ def _parse(name: str, value, example):
     """``value`` (a string, or a number from a JSON config) as the type of ``example``, so that
     equal cells get equal keys however they were given (``c=0`` and ``"c": 0`` are both 0.0)."""
     kind = type(example)
+    if isinstance(value, np.generic):  # np.float64(0.4), np.int32(3), np.bool_(True): their Python value
+        value = value.item()
     if isinstance(value, str):
         try:
             if kind is bool:

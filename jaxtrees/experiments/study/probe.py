@@ -129,6 +129,8 @@ def _arrays(out, declared=()) -> dict:
         if not isinstance(name, str):
             raise _Refused(f"returns an output keyed {name!r} ({type(name).__name__}); output names are strings "
                            f"(they name the rows' columns): use {str(name)!r}")
+        if not name.strip():
+            raise _Refused(f"returns an output named {name!r}; an output's name names its column: give it a word")
     try:
         out = censored.flatten(out, declared)
     except ValueError as e:
