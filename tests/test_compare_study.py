@@ -237,5 +237,8 @@ def test_a_users_learner_runs_in_the_atlas_beside_the_registry_s(tmp_path):
     with warnings.catch_warnings():  # one learner's overview: room for its title, legend and axis (was 1.5 in tall)
         warnings.filterwarnings("error", message=".*collapsed.*")
         compare_report._overview_plot(mine, str(tmp_path / "one-learner"))
+    text = compare_report.report(mine, "")  # no id3-entropy: no claims of it, what each learner reaches per cell
+    assert "The seeds claim" not in text and "id3-entropy" not in text
+    assert "- 2-juntas, n = 8, c = 0.2: " in text or "- 3-juntas, n = 8, c = 0.2: " in text, text
     with pytest.raises(ValueError, match="registered learner names, got \\['nope'\\]"):
         compare.with_learners(["nope"])

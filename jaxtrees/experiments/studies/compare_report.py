@@ -110,6 +110,11 @@ def family_plot(panels, family, stem, estimated=frozenset()):
 
 
 REFERENCE = "id3-entropy"
+#: What the seeds claim, which the atlas' findings (each cell: the reference and the learners that beat it) test.
+_SEEDS = (f"ID3 is {REFERENCE} (greedy growth to the study's depth). The seeds claim ID3 learns juntas under smoothed "
+          "product distributions (000, Theorem 2) but not parities under the uniform one (000, Theorem 1), that the "
+          "addressing functions defeat impurity-based growth (002), and that boosting sparse parities helps where "
+          "stumps cannot (004).\n\n")
 #: The eps and delta at which the figures mark 003 Theorem 2's m(eps, delta) and the report checks it.
 THEOREM2 = (0.1, 0.1)
 #: The learners Theorem 2 (and Theorem 3) speak of: rank-r consistent trees.
@@ -194,6 +199,9 @@ def report(rows, settings_table: str):
                                + ", ".join(f"{name} ({m90[(*cell, name)]})" for name in learned)
                                if m90[(*cell, REFERENCE)] == "-" and learned else "")
                             + ("; no learner reaches 0.9" if not learned else "") + ".")
+        else:  # a study of other learners (compare.with_learners): what each reaches, no reference
+            findings.append(f"- {where}: " + (", ".join(f"{name} reaches 0.9 from m = {m90[(*cell, name)]}"
+                                                        for name in learned) or "no learner reaches 0.9") + ".")
     boosting = []
     for cell in cells:
         pair = [top.get((*cell, name)) for name in ("adaboost-stumps", "adaboost-parities-2")]
@@ -209,9 +217,6 @@ def report(rows, settings_table: str):
             + "\n\n".join(maps)
             + "\n\n### The learners' settings\n\nWhat each learner of the rows ran (the registry's configuration "
             "at the study's size; names ending in -k follow the cell's k).\n\n" + settings_table
-            + f"\n\n### What the atlas shows\n\nID3 is {REFERENCE} (greedy growth to the study's depth). The seeds "
-            "claim ID3 learns juntas under smoothed product distributions (000, Theorem 2) but not parities under "
-            "the uniform one (000, Theorem 1), that the addressing functions defeat impurity-based growth (002), "
-            "and that boosting sparse parities helps where stumps cannot (004).\n\n"
+            + "\n\n### What the atlas shows\n\n" + (_SEEDS if REFERENCE in names else "")
             + "\n".join(findings) + "\n\n" + ("Boosting, success at the largest m:\n\n" + "\n".join(boosting) + "\n"
                                               if boosting else "") + theorem2_report(rows))
