@@ -71,6 +71,8 @@ def _again(number, frame):
 if threading.current_thread() is threading.main_thread():
     signal.signal(signal.SIGALRM, _again)
     signal.signal(signal.SIGINT, _interrupt)
+    if os.environ.get("JAXTREES_TEST_HANDLER_READY"):  # signal tests only: this file says the handler is in place
+        open(os.environ["JAXTREES_TEST_HANDLER_READY"], "a").close()
 
 #: The address space (``ulimit -v``) below which the command refuses to start: loading JAX and running a quick study
 #: reserved 2.0-2.1 GB of it with malloc's arenas capped (:data:`ARENAS`; 2.9 GB uncapped, 24 threads on 2 cores), and
